@@ -1,0 +1,42 @@
+/**
+ * API key values: `service_pk_` + 32 lowercase hex characters (128 random bits).
+ * Only the SHA-256 of the whole value is stored or looked up; the value itself is
+ * shown once at creation and never logged.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+
+export const KEY_PREFIX = 'service_pk_';
+const KEY_FORMAT = /^service_pk_[0-9a-f]{32}$/;
+const BEARER = /^bearer +(\S+) *$/i;
+
+export interface NewKeyValue {
+  key: string;
+  hash: string;
+  hint: string;
+}
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function keyHint(key: string): string {
+  const hex = key.slice(KEY_PREFIX.length);
+  return `${KEY_PREFIX}${hex.slice(0, 4)}...${hex.slice(-4)}`;
+}
+
+export function generateKey(): NewKeyValue {
+  const key = KEY_PREFIX + randomBytes(16).toString('hex');
+  return { key, hash: hashKey(key), hint: keyHint(key) };
+}
+
+/**
+ * The key carried by an Authorization header, or null when the header is missing,
+ * not a Bearer credential, or not shaped like a key (no database work for those).
+ * The scheme name is case-insensitive; the key is compared exactly.
+ */
+export function bearerKey(header: string | string[] | undefined): string | null {
+  if (typeof header !== 'string' || header.length > 200) return null;
+  const match = BEARER.exec(header);
+  const key = match?.[1];
+  return key !== undefined && KEY_FORMAT.test(key) ? key : null;
+}

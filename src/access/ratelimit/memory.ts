@@ -1,0 +1,47 @@
+import { decide, WINDOW_SECONDS, type RateLimitDecision, type RateLimiter } from './index.js';
+
+interface Window {
+  count: number;
+  endsAt: number;
+}
+
+/** The embedded default: counters in this process's memory (one instance only). */
+export class MemoryRateLimiter implements RateLimiter {
+  private readonly windows = new Map<string, Window>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly now: () => number = Date.now) {
+    // Ended windows are dropped so memory follows the active schools, not all schools ever seen.
+    this.sweeper = setInterval(() => this.sweep(), WINDOW_SECONDS * 1000);
+    this.sweeper.unref();
+  }
+
+  consume(schoolId: string, limit: number): Promise<RateLimitDecision> {
+    const now = this.now();
+    let w = this.windows.get(schoolId);
+    if (!w || w.endsAt <= now) {
+      w = { count: 0, endsAt: now + WINDOW_SECONDS * 1000 };
+      this.windows.set(schoolId, w);
+    }
+    w.count += 1;
+    return Promise.resolve(decide(w.count, limit, w.endsAt - now));
+  }
+
+  ping(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  ready(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  private sweep(): void {
+    const now = this.now();
+    for (const [id, w] of this.windows) if (w.endsAt <= now) this.windows.delete(id);
+  }
+
+  close(): Promise<void> {
+    clearInterval(this.sweeper);
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * buildCabinetApp assembles the director's cabinet: server-rendered pages over HTTPS
+ * on a listener of its own, apart from the public API. It never listens, and it does
+ * not own the stores it is given (the caller closes them after closing the app).
+ *
+ * Every response gets the security headers and, when it is an error, an HTML page.
+ * The sign-in gate and the form checks live inside the pages' own plugins, so other
+ * endpoints share the listener without them: the operator's /healthz, /readyz and
+ * /metrics are registered here, and more can be registered on the returned app
+ * before it listens:
+ *
+ *   const cabinet = await buildCabinetApp(deps);
+ *   await cabinet.register(healthPlugin);
+ *   await cabinet.listen({ host, port });
+ */
+import { randomUUID } from 'node:crypto';
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import Fastify, { LogController } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { RateLimiter } from '../access/ratelimit/index.js';
+import { limitServer, listenerOptions, type ListenerLimits } from '../app.js';
+import { opsPlugin } from '../ops/health.js';
+import { ApiMetrics } from '../ops/metrics.js';
+import type { Config } from '../config/index.js';
+import type { Database } from '../db/schema.js';
+import type { TlsMaterial } from '../tls.js';
+import { assets } from './assets.js';
+import { cabinetErrorHandler, cabinetNotFound } from './errors.js';
+import { loginRoutes } from './routes/login.js';
+import { keyRoutes } from './routes/keys.js';
+import { CABINET_HEADERS } from './security.js';
+import { sessionPolicy } from './session.js';
+
+export interface CabinetDeps {
+  config: ListenerLimits & Pick<Config, 'rateLimitProfi' | 'rateLimitVip' | 'cabinetSessionIdleMinutes' | 'cabinetSessionMaxHours' | 'dbTimeoutMs'>;
+  db: Kysely<Database>;
+  limiter: RateLimiter;
+  logger: Logger;
+  tls: TlsMaterial;
+  /** The API's metrics, served at /metrics (default: the process's, which the API app records into). */
+  metrics?: ApiMetrics;
+}
+
+/** The largest form the cabinet has (sign-in: email + password + token) fits many times over. */
+const FORM_LIMIT = 8 * 1024;
+
+export async function buildCabinetApp(deps: CabinetDeps) {
+  const { config, db, limiter, tls } = deps;
+
+  // The same TLS settings, timeouts and connection limits as the API's listener.
+  const limits = listenerOptions(config, tls);
+  const app = Fastify({
+    loggerInstance: deps.logger.child({ listener: 'cabinet' }),
+    ...limits,
+    // Named here, not only spread, so that Fastify's types pick its HTTPS server.
+    https: limits.https,
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    bodyLimit: FORM_LIMIT,
+    return503OnClosing: false,
+  });
+  limitServer(app.server, config);
+
+  app.decorateRequest('cabinet', null);
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.headers(CABINET_HEADERS);
+    reply.header('X-Request-Id', request.id);
+    done();
+  });
+  app.setErrorHandler(cabinetErrorHandler);
+  app.setNotFoundHandler(cabinetNotFound);
+
+  // Forms only: a JSON or text body is refused (415) rather than read.
+  app.removeAllContentTypeParsers();
+  await app.register(formbody, { bodyLimit: FORM_LIMIT });
+  await app.register(cookie, { hook: 'onRequest' });
+  await app.register(assets);
+
+  const context = { config, db, limiter, policy: sessionPolicy(config) };
+  await app.register(loginRoutes, context);
+  await app.register(keyRoutes, context);
+  // The operator's /healthz, /readyz and /metrics (src/ops/health.ts), outside the sign-in gate.
+  await app.register(opsPlugin, { metrics: deps.metrics ?? ApiMetrics.forProcess(), db, limiter, checkTimeoutMs: config.dbTimeoutMs });
+
+  return app;
+}
+
+export type CabinetApp = Awaited<ReturnType<typeof buildCabinetApp>>;

@@ -1,0 +1,40 @@
+/**
+ * The gate in front of every page of a signed-in director: a valid session (else the
+ * sign-in page), and for every form submission a same-origin request carrying the
+ * session's form token (else 403 and nothing changes).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import { formRefused } from './errors.js';
+import { formField } from './form.js';
+import { fromSameOrigin, tokensMatch } from './security.js';
+import { COOKIE_OPTIONS, findSession, SESSION_COOKIE, type SessionPolicy, type SignedIn } from './session.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The signed-in director of a cabinet page; null elsewhere. */
+    cabinet: SignedIn | null;
+  }
+}
+
+/** Throws the 403 refusal unless the form comes from this origin with `expected` as its token. */
+export function checkForm(request: FastifyRequest, expected: string): void {
+  if (fromSameOrigin(request) && tokensMatch(formField(request.body, 'csrf'), expected)) return;
+  request.log.warn({ event: 'cabinet_form_refused', origin: request.headers.origin, site: request.headers['sec-fetch-site'] }, 'form refused: not same-origin or bad token');
+  throw formRefused();
+}
+
+export function signedIn(db: Kysely<Database>, policy: SessionPolicy) {
+  return async function requireSignIn(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const lookup = await findSession(db, request.cookies[SESSION_COOKIE], policy);
+    if (lookup.state !== 'active') {
+      if (lookup.state === 'expired') reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS);
+      return reply.redirect(lookup.state === 'expired' ? '/login?expired=1' : '/login', 303);
+    }
+    request.cabinet = lookup.session;
+    request.log = request.log.child({ directorId: lookup.session.director.id, schoolId: lookup.session.school.id });
+    if (request.method === 'POST') checkForm(request, lookup.session.csrf);
+    return undefined;
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * Signing in and out. The sign-in form carries a token that is also in a cookie of its
+ * own (there is no session yet to hold it); every attempt is throttled before the
+ * password is checked; and a wrong email and a wrong password get the same answer.
+ */
+import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify';
+import { RateLimiterUnavailable } from '../../access/ratelimit/index.js';
+import { verifyDirector } from '../../management/directors.js';
+import { formRefused, sendPage } from '../errors.js';
+import { formField } from '../form.js';
+import { signedIn } from '../guard.js';
+import type { CabinetContext } from '../context.js';
+import { fromSameOrigin, randomToken, tokensMatch, TOKEN_FORMAT } from '../security.js';
+import { COOKIE_OPTIONS, endSession, endSessionByToken, findSession, LOGIN_COOKIE, SESSION_COOKIE, startSession } from '../session.js';
+import { accountTag, countLoginAttempt } from '../throttle.js';
+import { loginPage, type Notice } from '../views/pages.js';
+
+const LOGIN_FORM_SECONDS = 3600;
+
+const NOTICES: Record<string, Notice> = {
+  expired: { kind: 'info', text: 'Your session has ended. Sign in again to continue.' },
+  'signed-out': { kind: 'success', text: 'You have signed out.' },
+};
+
+/** The sign-in form's token: the browser's current one, or a new one set in its cookie. */
+function loginToken(request: FastifyRequest, reply: FastifyReply): string {
+  const current = request.cookies[LOGIN_COOKIE];
+  const token = current !== undefined && TOKEN_FORMAT.test(current) ? current : randomToken();
+  reply.setCookie(LOGIN_COOKIE, token, { ...COOKIE_OPTIONS, maxAge: LOGIN_FORM_SECONDS });
+  return token;
+}
+
+export const loginRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, limiter, policy }, done) => {
+  app.get('/login', async (request, reply) => {
+    const lookup = await findSession(db, request.cookies[SESSION_COOKIE], policy);
+    if (lookup.state === 'active') return reply.redirect('/settings/api', 303);
+    if (lookup.state === 'expired') reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS);
+    const query = request.query as Record<string, unknown>;
+    const notice = Object.keys(NOTICES).find((k) => Object.hasOwn(query, k));
+    return sendPage(reply, 200, loginPage({ csrf: loginToken(request, reply), notice: notice ? NOTICES[notice] : undefined }));
+  });
+
+  app.post('/login', async (request, reply) => {
+    const formToken = request.cookies[LOGIN_COOKIE];
+    if (!fromSameOrigin(request) || formToken === undefined || !tokensMatch(formField(request.body, 'csrf'), formToken)) throw formRefused();
+
+    const email = formField(request.body, 'email')?.trim() ?? '';
+    const password = formField(request.body, 'password') ?? '';
+    const again = (status: number, text: string) => sendPage(reply, status, loginPage({ csrf: formToken, email, notice: { kind: 'error', text } }));
+    if (email === '' || password === '') return again(400, 'Enter your email and your password.');
+
+    const attempt = { event: 'cabinet_login', account: accountTag(email), address: request.ip };
+    let verdict;
+    try {
+      verdict = await countLoginAttempt(limiter, email, request.ip);
+    } catch (err) {
+      if (!(err instanceof RateLimiterUnavailable)) throw err;
+      request.log.error({ ...attempt, outcome: 'unavailable', err }, 'sign-in refused: rate-limit service unavailable');
+      reply.header('Retry-After', '5');
+      return again(503, 'Signing in is unavailable for a moment. Try again shortly.');
+    }
+    if (!verdict.allowed) {
+      request.log.warn({ ...attempt, outcome: 'throttled' }, 'sign-in throttled');
+      reply.header('Retry-After', String(verdict.retryAfterSeconds));
+      return again(429, 'Too many sign-in attempts. Wait a minute, then try again.');
+    }
+
+    const director = await verifyDirector(db, email, password);
+    if (!director) {
+      request.log.warn({ ...attempt, outcome: 'failed' }, 'sign-in failed');
+      return again(400, 'Wrong email or password.');
+    }
+    await endSessionByToken(db, request.cookies[SESSION_COOKIE]);
+    const token = await startSession(db, director.id, policy);
+    reply.setCookie(SESSION_COOKIE, token, { ...COOKIE_OPTIONS, maxAge: Math.floor(policy.maxMs / 1000) });
+    reply.clearCookie(LOGIN_COOKIE, COOKIE_OPTIONS);
+    request.log.info({ ...attempt, outcome: 'ok', directorId: director.id, schoolId: director.school_id }, 'signed in');
+    return reply.redirect('/settings/api', 303);
+  });
+
+  app.post('/logout', { preHandler: signedIn(db, policy) }, async (request, reply) => {
+    const viewer = request.cabinet;
+    if (viewer) await endSession(db, viewer.sessionId);
+    reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS);
+    request.log.info({ event: 'cabinet_logout' }, 'signed out');
+    return reply.redirect('/login?signed-out', 303);
+  });
+
+  done();
+};

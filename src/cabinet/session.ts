@@ -1,0 +1,120 @@
+/**
+ * Cabinet sign-in sessions, kept in the database so that every instance shares them.
+ *
+ * The browser holds a random 32-byte token in a `__Host-` cookie; the database holds
+ * only its SHA-256, so a copy of the table cannot be replayed as a sign-in. A session
+ * ends after an idle period, after an absolute lifetime, or at sign-out (row deleted).
+ */
+import { createHash } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Config } from '../config/index.js';
+import type { Database } from '../db/schema.js';
+import { formatTimestamp } from '../domain/time.js';
+import { randomToken, TOKEN_FORMAT } from './security.js';
+
+export const SESSION_COOKIE = '__Host-sd_session';
+/** The sign-in form's token, before there is a session to hold one. */
+export const LOGIN_COOKIE = '__Host-sd_login';
+export const COOKIE_OPTIONS = { path: '/', secure: true, httpOnly: true, sameSite: 'strict' } as const;
+
+export interface SessionPolicy {
+  idleMs: number;
+  maxMs: number;
+}
+
+export function sessionPolicy(config: Pick<Config, 'cabinetSessionIdleMinutes' | 'cabinetSessionMaxHours'>): SessionPolicy {
+  return { idleMs: config.cabinetSessionIdleMinutes * 60_000, maxMs: config.cabinetSessionMaxHours * 3_600_000 };
+}
+
+/** Who is signed in, for which school, and the token every form of theirs must carry. */
+export interface SignedIn {
+  sessionId: string;
+  csrf: string;
+  director: { id: string; email: string };
+  school: { id: string; name: string; plan: string; timezone: string };
+}
+
+export type SessionLookup = { state: 'none' } | { state: 'expired' } | { state: 'active'; session: SignedIn };
+
+const sessionId = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+/** Starts a session and returns the token for the cookie (the only place it exists). */
+export async function startSession(db: Kysely<Database>, directorId: string, policy: SessionPolicy): Promise<string> {
+  const token = randomToken();
+  const now = Date.now();
+  const created = formatTimestamp(now);
+  // Ended sessions are cleared here, a sign-in being rare enough to pay for it.
+  await db.deleteFrom('cabinet_sessions').where((eb) => eb.or([eb('idle_expires_at', '<=', created), eb('expires_at', '<=', created)])).execute();
+  await db
+    .insertInto('cabinet_sessions')
+    .values({
+      id: sessionId(token),
+      director_id: directorId,
+      csrf_token: randomToken(),
+      created_at: created,
+      idle_expires_at: formatTimestamp(Math.min(now + policy.idleMs, now + policy.maxMs)),
+      expires_at: formatTimestamp(now + policy.maxMs),
+    })
+    .execute();
+  return token;
+}
+
+/**
+ * The session a cookie names, if it is still valid. Each use moves the idle expiry
+ * forward (written at most once a minute, not on every page view), never past the
+ * absolute one.
+ */
+export async function findSession(db: Kysely<Database>, token: string | undefined, policy: SessionPolicy): Promise<SessionLookup> {
+  if (token === undefined || !TOKEN_FORMAT.test(token)) return { state: 'none' };
+  const id = sessionId(token);
+  const row = await db
+    .selectFrom('cabinet_sessions as s')
+    .innerJoin('directors as d', 'd.id', 's.director_id')
+    .innerJoin('schools as sc', 'sc.id', 'd.school_id')
+    .select(['s.csrf_token', 's.idle_expires_at', 's.expires_at', 'd.id as directorId', 'd.email', 'sc.id as schoolId', 'sc.name', 'sc.plan', 'sc.timezone'])
+    .where('s.id', '=', id)
+    .executeTakeFirst();
+  if (!row) return { state: 'none' };
+  const now = Date.now();
+  const nowText = formatTimestamp(now);
+  if (nowText >= row.idle_expires_at || nowText >= row.expires_at) {
+    await endSession(db, id);
+    return { state: 'expired' };
+  }
+  const idleExpiresAt = formatTimestamp(Math.min(now + policy.idleMs, Date.parse(row.expires_at)));
+  if (Date.parse(idleExpiresAt) - Date.parse(row.idle_expires_at) >= Math.min(60_000, policy.idleMs / 10)) {
+    await db.updateTable('cabinet_sessions').set({ idle_expires_at: idleExpiresAt }).where('id', '=', id).execute();
+  }
+  return {
+    state: 'active',
+    session: {
+      sessionId: id,
+      csrf: row.csrf_token,
+      director: { id: row.directorId, email: row.email },
+      school: { id: row.schoolId, name: row.name, plan: row.plan, timezone: row.timezone },
+    },
+  };
+}
+
+export async function endSession(db: Kysely<Database>, id: string): Promise<void> {
+  await db.deleteFrom('cabinet_sessions').where('id', '=', id).execute();
+}
+
+/**
+ * Accepts a create-key form's one-time token once: false when this session's last
+ * accepted form carried the same token (a reload or back-and-resubmit of the POST).
+ */
+export async function claimFormNonce(db: Kysely<Database>, id: string, nonce: string): Promise<boolean> {
+  const result = await db
+    .updateTable('cabinet_sessions')
+    .set({ last_form_nonce: nonce })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('last_form_nonce', 'is', null), eb('last_form_nonce', '<>', nonce)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Ends the session a cookie names, if any (sign-in replaces an older session of the browser). */
+export async function endSessionByToken(db: Kysely<Database>, token: string | undefined): Promise<void> {
+  if (token !== undefined && TOKEN_FORMAT.test(token)) await endSession(db, sessionId(token));
+}

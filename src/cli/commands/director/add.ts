@@ -1,0 +1,36 @@
+import { addDirector, generatePassword } from '../../../management/directors.js';
+import { CliError, withStore, type CommandContext } from '../../context.js';
+
+/**
+ * The new director's password: the first line of stdin when something is piped in, or
+ * a generated one when stdin is a terminal or empty (`< /dev/null`). An empty first
+ * line is refused rather than replaced: it is most likely an unset variable.
+ */
+async function passwordFromStdin(stdin: NodeJS.ReadStream): Promise<{ password: string; generated: boolean }> {
+  if (stdin.isTTY) return { password: generatePassword(), generated: true };
+  const chunks: Buffer[] = [];
+  for await (const chunk of stdin) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.length === 0) return { password: generatePassword(), generated: true };
+  const line = text.split(/\r?\n/, 1)[0] ?? '';
+  if (line.length === 0) throw new CliError('the password on stdin is empty; pipe in the password, or nothing at all to have one generated');
+  return { password: line, generated: false };
+}
+
+export async function directorAdd(ctx: CommandContext, opts: { school: string; email: string }, stdin: NodeJS.ReadStream = process.stdin): Promise<number> {
+  const { password, generated } = await passwordFromStdin(stdin);
+  const outcome = await withStore(ctx.config, (store) => addDirector(store.db, { schoolId: opts.school, email: opts.email, password }));
+  if (!outcome.ok) throw new CliError(outcome.reason);
+  const d = outcome.value;
+  const host = ctx.config.host.includes(':') ? `[${ctx.config.host}]` : ctx.config.host;
+  const signIn = `https://${host}:${ctx.config.cabinetPort}/login`;
+  ctx.out.result(generated ? { ...d, password } : d, () =>
+    [
+      `Added director ${d.id} <${d.email}> for school ${d.school_id}; they sign in at ${signIn}`,
+      ...(generated
+        ? ['', `  password: ${password}`, '', 'Hand it over securely: it is shown only this once and only its hash is stored.']
+        : ['The password is the one given on stdin.']),
+    ].join('\n'),
+  );
+  return 0;
+}

@@ -1,0 +1,89 @@
+/**
+ * `serve`: one process, or with --workers N a primary that prepares once (schema,
+ * certificate) and forks N workers sharing the listening ports. Workers share no
+ * memory, so more than one requires the Redis rate limiter.
+ */
+import cluster from 'node:cluster';
+import { migrate, openStore } from '../../db/index.js';
+import { createLogger } from '../../logger.js';
+import { closeOnSignal, startServer } from '../../server.js';
+import { loadTls } from '../../tls.js';
+import { CliError, type CommandContext } from '../context.js';
+
+export async function serveCommand(ctx: CommandContext, opts: { workers?: string } = {}): Promise<number> {
+  const workers = opts.workers === undefined ? 1 : Number(opts.workers);
+  if (!Number.isInteger(workers) || workers < 1 || workers > 64) throw new CliError('--workers must be an integer from 1 to 64');
+  if (workers > 1 && !ctx.config.redisUrl) {
+    throw new CliError('--workers above 1 needs REDIS_URL: in-memory rate limits would not be shared between workers');
+  }
+  if (cluster.isPrimary && workers > 1) return runPrimary(ctx, workers);
+  return runServer(ctx, cluster.isWorker);
+}
+
+async function runServer({ config, out }: CommandContext, isWorker: boolean): Promise<number> {
+  const logger = createLogger(config);
+  const server = await startServer(config, logger);
+  const base = `${server.origin}/api/public/v1/`;
+  const cabinet = `${server.cabinetOrigin}/`;
+  if (!isWorker) {
+    out.result(
+      { base_url: base, cabinet_url: cabinet, cert: server.certPath, store: server.storeLocation, rate_limiter: server.limiter, workers: 1 },
+      `school-data API: ${base}\n  director's cabinet: ${cabinet}\n  data: ${server.storeLocation}; rate limits: ${server.limiter}; certificate: ${server.certPath}\n  stop with Ctrl-C`,
+    );
+  }
+  return closeOnSignal(server, logger);
+}
+
+async function runPrimary({ config, out }: CommandContext, workers: number): Promise<number> {
+  const logger = createLogger(config);
+  // Prepared once here so that workers never race to migrate or to write the certificate.
+  const tls = await loadTls(config);
+  const store = openStore(config);
+  try {
+    await migrate(store.db);
+  } finally {
+    await store.close();
+  }
+
+  let stopping = false;
+  let listening = 0;
+  const exits = new Promise<number>((resolve) => {
+    let alive = workers;
+    let worst = 0;
+    cluster.on('exit', (worker, code) => {
+      alive -= 1;
+      if (code !== 0) worst = 1;
+      if (!stopping) {
+        logger.error({ worker: worker.process.pid, code }, 'worker exited; starting another');
+        alive += 1;
+        cluster.fork();
+      } else if (alive === 0) {
+        resolve(worst);
+      }
+    });
+  });
+  cluster.on('listening', () => {
+    listening += 1;
+    // Each worker listens twice: the API and the director's cabinet.
+    if (listening === workers * 2) {
+      const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+      const base = `https://${host}:${config.port}/api/public/v1/`;
+      const cabinet = `https://${host}:${config.cabinetPort}/`;
+      out.result(
+        { base_url: base, cabinet_url: cabinet, cert: tls.certPath, store: config.databaseUrl ? 'postgres' : 'sqlite', rate_limiter: 'redis', workers },
+        `school-data API: ${base} (${workers} workers)\n  director's cabinet: ${cabinet}\n  certificate: ${tls.certPath}\n  stop with Ctrl-C`,
+      );
+    }
+  });
+  for (let i = 0; i < workers; i++) cluster.fork();
+
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping workers');
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  return exits;
+}

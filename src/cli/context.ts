@@ -1,0 +1,64 @@
+/**
+ * What every command needs: the configuration, an output that is either human text
+ * or one JSON value, and a store opened (and migrated) only when the command uses it.
+ */
+import { loadConfig, type Config, type ConfigOverrides } from '../config/index.js';
+import { migrate, openStore, type Store } from '../db/index.js';
+
+export class CliError extends Error {
+  override name = 'CliError';
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
+}
+
+export interface Output {
+  readonly json: boolean;
+  /** Prints `value` as JSON in --json mode, else the human text. */
+  result(value: unknown, human: string | (() => string)): void;
+  /** Progress or notes for people: stderr, so stdout stays one JSON value in --json mode. */
+  note(text: string): void;
+}
+
+export function createOutput(json: boolean, stdout: NodeJS.WritableStream = process.stdout, stderr: NodeJS.WritableStream = process.stderr): Output {
+  return {
+    json,
+    result(value, human) {
+      if (json) stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+      else stdout.write(`${typeof human === 'function' ? human() : human}\n`);
+    },
+    note(text) {
+      stderr.write(`${text}\n`);
+    },
+  };
+}
+
+export interface CommandContext {
+  config: Config;
+  out: Output;
+}
+
+export function contextFor(options: { json?: boolean }, overrides: ConfigOverrides = {}): CommandContext {
+  return { config: loadConfig(process.env, overrides), out: createOutput(Boolean(options.json)) };
+}
+
+/** Runs `fn` with a migrated store and always closes it. */
+export async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = openStore(config);
+  try {
+    await migrate(store.db);
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Formats rows as an aligned text table. */
+export function table(headers: string[], rows: (string | number | null)[][]): string {
+  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : String(c))))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  return cells.map((r) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
+}

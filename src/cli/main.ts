@@ -1,0 +1,113 @@
+/**
+ * The operator command line: commander wiring only. Each command lives in
+ * commands/ and returns an exit code; errors end as one line on stderr.
+ * Commands are imported when run, so a quick command does not load the server.
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { ConfigError } from '../config/index.js';
+import { isStoreUnavailable } from '../db/index.js';
+import { PLANS } from '../domain/enums.js';
+import { CliError, contextFor, createOutput } from './context.js';
+
+type Run = (code: number) => void;
+
+function buildProgram(done: Run): Command {
+  const program = new Command('school-data')
+    .description('Read-only public data API of a driving-school platform: server and operator commands')
+    .showHelpAfterError(false)
+    .exitOverride()
+    .configureOutput({ writeErr: () => undefined, outputError: () => undefined });
+
+  // Every leaf command takes --json and reports its exit code through `done`.
+  const leaf = (parent: Command, name: string, description: string) =>
+    parent.command(name).description(description).option('--json', 'machine-readable output: one JSON value on stdout').exitOverride();
+
+  leaf(program, 'serve', 'start the API over HTTPS with the configured stores')
+    .option('--host <host>', 'API listener address (HOST)')
+    .option('--port <port>', 'API listener port (PORT)')
+    .option('--cabinet-port <port>', 'director\'s cabinet listener port (SCHOOL_DATA_CABINET_PORT)')
+    .option('--data-dir <dir>', 'data directory (SCHOOL_DATA_DIR)')
+    .option('--workers <n>', 'worker processes sharing the port (more than 1 needs REDIS_URL)', '1')
+    .action(async (o: { json?: boolean; host?: string; port?: string; cabinetPort?: string; dataDir?: string; workers: string }) =>
+      done(await (await import('./commands/serve.js')).serveCommand(contextFor(o, { host: o.host, port: o.port, cabinetPort: o.cabinetPort, dataDir: o.dataDir }), o)),
+    );
+
+  leaf(program, 'migrate', 'create or upgrade the schema (idempotent)').action(async (o: { json?: boolean }) => done(await (await import('./commands/migrate.js')).migrateCommand(contextFor(o))));
+
+  const school = program.command('school').description('schools and their plans');
+  const plan = new Option('--plan <plan>', 'plan').choices(PLANS).makeOptionMandatory();
+  leaf(school, 'create', 'create a school')
+    .requiredOption('--name <name>', 'school name')
+    .addOption(plan)
+    .option('--timezone <tz>', 'IANA time zone', 'Europe/Moscow')
+    .option('--currency <code>', 'ISO 4217 currency of the school\'s money', 'RUB')
+    .option('--id <id>', 'school id (default: generated)')
+    .action(async (o: { json?: boolean; name: string; plan: string; timezone: string; currency: string; id?: string }) => done(await (await import('./commands/school/create.js')).schoolCreate(contextFor(o), o)));
+  leaf(school, 'set-plan', 'move a school to another plan')
+    .requiredOption('--school <id>', 'school id')
+    .addOption(new Option('--plan <plan>', 'plan').choices(PLANS).makeOptionMandatory())
+    .action(async (o: { json?: boolean; school: string; plan: string }) => done(await (await import('./commands/school/set-plan.js')).schoolSetPlan(contextFor(o), o)));
+  leaf(school, 'list', 'list schools').action(async (o: { json?: boolean }) => done(await (await import('./commands/school/list.js')).schoolList(contextFor(o))));
+
+  const key = program.command('key').description('API keys');
+  leaf(key, 'create', 'create a key; its value is shown once')
+    .requiredOption('--school <id>', 'school id')
+    .requiredOption('--name <name>', 'key name (1-100 characters)')
+    .action(async (o: { json?: boolean; school: string; name: string }) => done(await (await import('./commands/key/create.js')).keyCreate(contextFor(o), o)));
+  leaf(key, 'list', 'list a school\'s keys with their usage')
+    .requiredOption('--school <id>', 'school id')
+    .action(async (o: { json?: boolean; school: string }) => done(await (await import('./commands/key/list.js')).keyList(contextFor(o), o)));
+  leaf(key, 'revoke', 'revoke a key at once')
+    .requiredOption('--key <id>', 'key id (not the key value)')
+    .action(async (o: { json?: boolean; key: string }) => done(await (await import('./commands/key/revoke.js')).keyRevoke(contextFor(o), o)));
+
+  const director = program.command('director').description('directors: who signs in to a school\'s cabinet');
+  leaf(director, 'add', 'add a director to a school; the password is read from stdin, or generated and shown once')
+    .requiredOption('--school <id>', 'school id')
+    .requiredOption('--email <email>', 'the director\'s email, their sign-in name (unique)')
+    .action(async (o: { json?: boolean; school: string; email: string }) => done(await (await import('./commands/director/add.js')).directorAdd(contextFor(o), o)));
+
+  leaf(program, 'import', 'import a school\'s data from a JSON file (validated whole, one transaction)')
+    .requiredOption('--school <id>', 'school id')
+    .argument('<file>', 'JSON file')
+    .action(async (file: string, o: { json?: boolean; school: string }) => done(await (await import('./commands/import.js')).importCommand(contextFor(o), file, o)));
+
+  leaf(program, 'demo', 'create demo schools with data and keys, and print the keys')
+    .option('--if-empty', 'do nothing when the database already has a school')
+    .action(async (o: { json?: boolean; ifEmpty?: boolean }) => done(await (await import('./commands/demo.js')).demoCommand(contextFor(o), o)));
+
+  // Needs neither the configuration nor a database: the document comes from the route schemas.
+  leaf(program, 'openapi', 'print the OpenAPI 3.1 document of the public API (JSON)').action(async (o: { json?: boolean }) =>
+    done(await (await import('./commands/openapi.js')).openapiCommand(createOutput(Boolean(o.json)))),
+  );
+
+  return program;
+}
+
+function describe(err: unknown): string {
+  if (err instanceof CliError || err instanceof ConfigError) return err.message;
+  if (isStoreUnavailable(err)) return `the data store is unavailable: ${(err as Error).message}`;
+  if (err instanceof Error) return `unexpected error: ${err.message}`;
+  return 'unexpected error';
+}
+
+/** Runs the command line; resolves with the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  let code = 0;
+  const program = buildProgram((c) => {
+    code = c;
+  });
+  try {
+    await program.parseAsync(argv);
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version end here too, with exit code 0.
+      if (err.exitCode === 0) return 0;
+      process.stderr.write(`school-data: ${err.message.replace(/^error: /, '')}\n`);
+      return 2;
+    }
+    process.stderr.write(`school-data: ${describe(err).split('\n')[0]}\n`);
+    return err instanceof CliError ? err.exitCode : 1;
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * Configuration: one schema, parsed once at start, never read at import time.
+ *
+ * Each setting names its environment variable, its schema and its default. The
+ * `Config` type is derived from the same table, so a setting cannot exist in the
+ * type without a variable, a default and a validation rule.
+ */
+import path from 'node:path';
+import { Type, type Static, type TSchema } from 'typebox';
+import { Value } from 'typebox/value';
+
+const Port = Type.Integer({ minimum: 0, maximum: 65535 });
+const Millis = (max: number) => Type.Integer({ minimum: 1, maximum: max });
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+interface Setting<S extends TSchema> {
+  readonly env: string;
+  readonly schema: S;
+  readonly default: Static<S>;
+  readonly help: string;
+}
+
+function setting<S extends TSchema>(env: string, schema: S, def: Static<S>, help: string): Setting<S> {
+  return { env, schema, default: def, help };
+}
+
+/** The single source of every setting: its variable, its rule, its default. */
+export const settings = {
+  databaseUrl: setting(
+    'DATABASE_URL',
+    Type.Union([Type.String({ pattern: '^postgres(ql)?://' }), Type.Null()]),
+    null,
+    'postgres://... selects PostgreSQL; unset: SQLite file school-data.db in the data directory',
+  ),
+  redisUrl: setting(
+    'REDIS_URL',
+    Type.Union([Type.String({ pattern: '^rediss?://' }), Type.Null()]),
+    null,
+    'redis://... selects the Redis rate limiter; unset: in-process memory',
+  ),
+  dataDir: setting('SCHOOL_DATA_DIR', Type.String({ minLength: 1 }), './data', 'data directory'),
+  host: setting('HOST', Type.String({ minLength: 1 }), '127.0.0.1', 'API listener address'),
+  port: setting('PORT', Port, 8443, 'API listener port'),
+  cabinetPort: setting('SCHOOL_DATA_CABINET_PORT', Port, 8444, 'cabinet listener port'),
+  cabinetSessionIdleMinutes: setting('SCHOOL_DATA_CABINET_SESSION_IDLE_MINUTES', Type.Integer({ minimum: 1, maximum: 1440 }), 30, 'cabinet sign-in ends after this many minutes without a request'),
+  cabinetSessionMaxHours: setting('SCHOOL_DATA_CABINET_SESSION_MAX_HOURS', Type.Integer({ minimum: 1, maximum: 168 }), 12, 'cabinet sign-in ends this many hours after it began, active or not'),
+  tlsCert: setting('SCHOOL_DATA_TLS_CERT', Type.Union([Type.String({ minLength: 1 }), Type.Null()]), null, 'PEM certificate file'),
+  tlsKey: setting('SCHOOL_DATA_TLS_KEY', Type.Union([Type.String({ minLength: 1 }), Type.Null()]), null, 'PEM private key file'),
+  rateLimitProfi: setting('SCHOOL_DATA_RATE_LIMIT_PROFI', Type.Integer({ minimum: 1, maximum: 10_000_000 }), 60, 'requests per minute, plan Profi'),
+  rateLimitVip: setting('SCHOOL_DATA_RATE_LIMIT_VIP', Type.Integer({ minimum: 1, maximum: 10_000_000 }), 600, 'requests per minute, plan VIP'),
+  logLevel: setting('SCHOOL_DATA_LOG_LEVEL', Type.Enum([...LOG_LEVELS]), 'info', 'log level'),
+  dbTimeoutMs: setting('SCHOOL_DATA_DB_TIMEOUT_MS', Millis(60_000), 3000, 'data store connect and query timeout'),
+  redisTimeoutMs: setting('SCHOOL_DATA_REDIS_TIMEOUT_MS', Millis(10_000), 250, 'rate-limit service timeout'),
+  usageFlushMs: setting('SCHOOL_DATA_USAGE_FLUSH_MS', Millis(5000), 1000, 'how often key usage counts are written'),
+  dbPoolSize: setting('SCHOOL_DATA_DB_POOL_SIZE', Type.Integer({ minimum: 1, maximum: 1000 }), 10, 'PostgreSQL connections per process'),
+  // Server limits (docs/operations.md explains each). Timeouts bound what one slow or
+  // idle client can hold; sizes bound what one request can make the server read.
+  tlsHandshakeTimeoutMs: setting('SCHOOL_DATA_TLS_HANDSHAKE_TIMEOUT_MS', Millis(120_000), 10_000, 'a connection that has not finished its TLS handshake by then is closed'),
+  headersTimeoutMs: setting('SCHOOL_DATA_HEADERS_TIMEOUT_MS', Millis(120_000), 10_000, 'a request whose headers have not all arrived by then is cut off (408)'),
+  requestTimeoutMs: setting('SCHOOL_DATA_REQUEST_TIMEOUT_MS', Millis(300_000), 15_000, 'a request that has not been received whole by then is cut off (408)'),
+  keepAliveTimeoutMs: setting('SCHOOL_DATA_KEEP_ALIVE_TIMEOUT_MS', Millis(120_000), 5_000, 'an idle kept-alive connection is closed after this long'),
+  idleTimeoutMs: setting('SCHOOL_DATA_IDLE_TIMEOUT_MS', Millis(600_000), 30_000, 'a connection on which nothing moves for this long is closed'),
+  maxHeaderBytes: setting('SCHOOL_DATA_MAX_HEADER_BYTES', Type.Integer({ minimum: 4096, maximum: 65_536 }), 16_384, 'request line plus headers, at most (431 beyond)'),
+  maxUrlBytes: setting('SCHOOL_DATA_MAX_URL_BYTES', Type.Integer({ minimum: 256, maximum: 65_536 }), 4096, 'request target (path and query), at most (414 beyond)'),
+  maxConnections: setting('SCHOOL_DATA_MAX_CONNECTIONS', Type.Integer({ minimum: 1, maximum: 1_000_000 }), 10_000, 'open connections per process; more are closed at once'),
+} as const;
+
+type Settings = typeof settings;
+export type Config = { readonly [K in keyof Settings]: Static<Settings[K]['schema']> };
+export type ConfigOverrides = { [K in keyof Settings]?: string | number | null | undefined };
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Turns the raw text of a variable into the shape its schema expects. */
+function coerce(schema: TSchema, raw: string): unknown {
+  const type = (schema as { type?: unknown }).type;
+  if (type === 'integer') return /^[0-9]{1,12}$/.test(raw) ? Number(raw) : raw;
+  return raw;
+}
+
+function describe(schema: TSchema): string {
+  const s = schema as { type?: string; minimum?: number; maximum?: number; enum?: unknown[]; anyOf?: { pattern?: string }[] };
+  if (s.enum) return `one of ${s.enum.join(', ')}`;
+  if (s.type === 'integer') return `an integer from ${s.minimum} to ${s.maximum}`;
+  const pattern = s.anyOf?.[0]?.pattern;
+  if (pattern === '^postgres(ql)?://') return 'a postgres:// URL';
+  if (pattern === '^rediss?://') return 'a redis:// URL';
+  return 'a non-empty string';
+}
+
+/**
+ * Reads the configuration from `env`, with `overrides` (command-line flags) taking
+ * precedence. Throws a ConfigError naming the variable when a value is invalid.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): Config {
+  const out: Record<string, unknown> = {};
+  for (const [key, s] of Object.entries(settings) as [keyof Settings, Setting<TSchema>][]) {
+    const given = overrides[key] ?? env[s.env];
+    if (given === undefined || given === null || given === '') {
+      out[key] = s.default;
+      continue;
+    }
+    const value = typeof given === 'number' ? given : coerce(s.schema, given);
+    if (!Value.Check(s.schema, value)) {
+      throw new ConfigError(`${s.env} must be ${describe(s.schema)} (got ${JSON.stringify(String(given))})`);
+    }
+    out[key] = value;
+  }
+  if (out.port !== 0 && out.port === out.cabinetPort) {
+    throw new ConfigError(`SCHOOL_DATA_CABINET_PORT must differ from PORT (both are ${String(out.port)})`);
+  }
+  if ((out.headersTimeoutMs as number) > (out.requestTimeoutMs as number)) {
+    throw new ConfigError('SCHOOL_DATA_HEADERS_TIMEOUT_MS must not exceed SCHOOL_DATA_REQUEST_TIMEOUT_MS (the headers are part of the request)');
+  }
+  if ((out.tlsCert === null) !== (out.tlsKey === null)) {
+    throw new ConfigError('SCHOOL_DATA_TLS_CERT and SCHOOL_DATA_TLS_KEY must be set together');
+  }
+  out.dataDir = path.resolve(out.dataDir as string);
+  return Object.freeze(out) as Config;
+}

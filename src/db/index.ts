@@ -1,0 +1,226 @@
+/**
+ * The data store: one Kysely instance over SQLite (embedded default) or PostgreSQL,
+ * chosen by configuration. Every query in the project is written once against it.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteDialect, type Compilable, type CompiledQuery, type Migration, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import pg from 'pg';
+import type { Config } from '../config/index.js';
+import * as m0001 from './migrations/0001_initial.js';
+import * as m0002 from './migrations/0002_cabinet.js';
+import type { Database } from './schema.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Store {
+  readonly db: Kysely<Database>;
+  readonly dialect: Dialect;
+  /** Human-readable location, without credentials. */
+  readonly location: string;
+  close(): Promise<void>;
+}
+
+const migrations: Record<string, Migration> = {
+  '0001_initial': m0001,
+  '0002_cabinet': m0002,
+};
+
+export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
+  return path.join(config.dataDir, 'school-data.db');
+}
+
+// int8 (counts, sums, money) and numeric (sums of int8) arrive as text from pg; every
+// value this service stores fits a double exactly, so both become numbers.
+const pgTypes = {
+  getTypeParser(oid: number, format?: string): (value: string) => unknown {
+    if (oid === 20 || oid === 1700) return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format as 'text') as (value: string) => unknown;
+  },
+};
+
+export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTimeoutMs' | 'dbPoolSize'>): Store {
+  if (config.databaseUrl) {
+    const pool = new pg.Pool({
+      connectionString: config.databaseUrl,
+      max: config.dbPoolSize,
+      connectionTimeoutMillis: config.dbTimeoutMs,
+      // Bounds a query on the server and on the client, so a blackholed database
+      // turns into a 503 rather than a hanging request.
+      statement_timeout: config.dbTimeoutMs,
+      query_timeout: config.dbTimeoutMs + 500,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      types: pgTypes,
+    });
+    // An idle client losing its connection must not crash the process; the pool replaces it.
+    pool.on('error', () => undefined);
+    // Nor a client in use: the pool listens only to idle ones, and pg emits 'error' on a
+    // client whose connection drops mid-query (an unhandled 'error' would end the process).
+    // Its query fails by itself (503), and the pool discards the client when it comes back.
+    pool.on('connect', (client) => client.on('error', () => undefined));
+    const url = new URL(config.databaseUrl);
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, close: () => db.destroy() };
+  }
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  const file = sqlitePath(config);
+  const database = new SQLite(file, { timeout: config.dbTimeoutMs });
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  database.pragma('foreign_keys = ON');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
+}
+
+/** Distinct query texts kept prepared; the service has a few dozen, so this is only a backstop. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * Reading rows as arrays and naming their fields here is about a quarter cheaper than
+ * better-sqlite3 building each row object through V8's C++ API, and a page of rows is
+ * most of what a list request costs (docs/performance.md).
+ */
+function objectRows(statement: SQLite.Statement): SqliteStatement {
+  statement.raw(true);
+  const names = statement.columns().map((c) => c.name);
+  const toObject = (row: unknown[]) => {
+    const out: Record<string, unknown> = {};
+    for (let i = 0; i < names.length; i++) out[names[i]!] = row[i];
+    return out;
+  };
+  return {
+    reader: true,
+    all: (parameters) => (statement.all(parameters) as unknown[][]).map(toObject),
+    run: (parameters) => statement.run(parameters),
+    *iterate(parameters) {
+      for (const row of statement.iterate(parameters) as IterableIterator<unknown[]>) yield toObject(row);
+    },
+  };
+}
+
+/**
+ * Kysely asks better-sqlite3 to prepare (parse and plan) every query it runs, which on a
+ * small indexed read costs more than the read. The service runs a few dozen distinct
+ * query texts, so each is prepared once and the statement reused. Sharing one statement
+ * is safe: better-sqlite3 runs it synchronously, and a streamed query holds Kysely's
+ * connection lock until it ends.
+ */
+function withStatementCache(database: SQLite.Database): SqliteDatabase {
+  const statements = new Map<string, SqliteStatement>();
+  return {
+    close: () => database.close(),
+    prepare(text: string) {
+      let statement = statements.get(text);
+      if (statement === undefined) {
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();
+        const prepared = database.prepare(text);
+        statement = prepared.reader ? objectRows(prepared) : prepared;
+        statements.set(text, statement);
+      }
+      return statement;
+    },
+  };
+}
+
+/**
+ * Stands in for a value while a prepared query is compiled. Turning it into a string or a
+ * number throws, so a builder that computes with a value (rather than passing it to
+ * Kysely) fails at once instead of baking one request's value into the SQL.
+ */
+class Slot {
+  constructor(readonly name: string) {}
+  [Symbol.toPrimitive](): never {
+    throw new Error(`prepared query: the value "${this.name}" may only be handed to Kysely, not computed with`);
+  }
+}
+
+interface Template<R> {
+  compiled: CompiledQuery<R>;
+  /** Per parameter of the SQL: the name of the value that fills it, or null for a constant of the query. */
+  slots: (string | null)[];
+}
+
+/**
+ * A query that Kysely builds and compiles once per shape, then runs with each request's
+ * values. Building and compiling a query tree costs more than a small indexed read, and
+ * the API's queries differ between requests only in their values.
+ *
+ * `build` gets a stand-in for every value that is not undefined and returns the query. The
+ * shape is which values are defined: `if (q.status !== undefined) f = f.where(...)` gives
+ * one compiled query per combination of filters. Values may only be passed to Kysely as
+ * values (where, limit, offset ...): never branched on beyond `!== undefined`, never
+ * computed with. The SQL text is still Kysely's, one text per dialect.
+ */
+export function prepared<P extends object, R>(build: (db: Kysely<Database>, values: P) => Compilable<R>): (db: Kysely<Database>, values: P) => Promise<R[]> {
+  const templates = new WeakMap<Kysely<Database>, Map<string, Template<R>>>();
+  return async (db, values) => {
+    const given = values as Record<string, unknown>;
+    let shape = '';
+    for (const name in given) if (given[name] !== undefined) shape += `${name},`;
+    let perDb = templates.get(db);
+    if (perDb === undefined) templates.set(db, (perDb = new Map<string, Template<R>>()));
+    let template = perDb.get(shape);
+    if (template === undefined) {
+      const stand: Record<string, Slot> = {};
+      for (const name in given) if (given[name] !== undefined) stand[name] = new Slot(name);
+      const compiled = build(db, stand as P).compile();
+      template = { compiled, slots: compiled.parameters.map((p) => (p instanceof Slot ? p.name : null)) };
+      perDb.set(shape, template);
+    }
+    const { compiled, slots } = template;
+    const parameters = slots.map((name, i) => (name === null ? compiled.parameters[i] : given[name]));
+    const result = await db.executeQuery<R>({ ...compiled, parameters });
+    return result.rows;
+  };
+}
+
+/** Applies every pending migration; idempotent. Returns the names applied now. */
+export async function migrate(db: Kysely<Database>): Promise<string[]> {
+  // On PostgreSQL the bookkeeping tables go in the connection's own schema: without it,
+  // Kysely would take a migration table in any schema on the search path for its own.
+  const schema = db.getExecutor().adapter instanceof PostgresAdapter
+    ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
+    : undefined;
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: () => Promise.resolve(migrations) },
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(`migration failed: ${JSON.stringify(error)}`);
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/**
+ * Refreshes the planner's statistics after a bulk write, so that each filter picks
+ * the index made for it rather than the one that only matches the order.
+ */
+export async function refreshStatistics(db: Kysely<Database>): Promise<void> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    // Only this service's tables: a bare ANALYZE reads every table of every schema in the
+    // database, which can outlast statement_timeout and fail an import already committed.
+    const tables = await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(db);
+    if (tables.rows.length > 0) await sql`analyze ${sql.join(tables.rows.map((t) => sql.id(t.name)))}`.execute(db);
+  } else {
+    await sql`pragma optimize`.execute(db);
+  }
+}
+
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'SQLITE_BUSY', 'SQLITE_CANTOPEN', 'SQLITE_IOERR']);
+
+/**
+ * True when an error means the data store could not be reached or did not answer
+ * in time (the request gets 503 data_unavailable), as opposed to a bug (500).
+ */
+export function isStoreUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (UNAVAILABLE_CODES.has(code)) return true;
+    // PostgreSQL: connection exceptions, too many connections, shutdown, query cancelled by timeout.
+    if (code.startsWith('08') || code.startsWith('57P') || code === '53300' || code === '57014') return true;
+  }
+  return /timeout|Connection terminated|connect ECONN|Client has encountered a connection error/i.test(err.message);
+}

@@ -1,0 +1,205 @@
+/**
+ * Table types as Kysely sees them. The same shapes hold on SQLite and PostgreSQL:
+ * - timestamps are text `YYYY-MM-DDTHH:MM:SSZ` (UTC) and dates text `YYYY-MM-DD`, so
+ *   ordering and period comparisons are plain string comparisons on both engines;
+ * - money is integer minor units (`*_minor`), never a float;
+ * - booleans are 0/1 integers;
+ * - every school-owned row is keyed by (school_id, id), so ids given by one school's
+ *   import can never collide with, or overwrite, another school's rows.
+ */
+import type { ColumnType, Insertable, Selectable } from 'kysely';
+
+export interface SchoolsTable {
+  id: string;
+  name: string;
+  plan: string;
+  timezone: string;
+  currency: string;
+  created_at: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  school_id: string;
+  name: string;
+  key_hash: string;
+  hint: string;
+  created_at: string;
+  last_used_at: string | null;
+  request_count: ColumnType<number, number | undefined, number>;
+  revoked_at: string | null;
+}
+
+export interface BranchesTable {
+  school_id: string;
+  id: string;
+  name: string;
+}
+
+export interface GroupsTable {
+  school_id: string;
+  id: string;
+  name: string;
+  category: string;
+  branch_id: string | null;
+}
+
+export interface StudentsTable {
+  school_id: string;
+  id: string;
+  full_name: string;
+  phone: string;
+  email: string;
+  category: string;
+  status: string;
+  group_id: string;
+  branch_id: string | null;
+  birth_date: string | null;
+  instructor_id: string | null;
+  transmission: string | null;
+  created_at: string;
+}
+
+export interface InstructorsTable {
+  school_id: string;
+  id: string;
+  full_name: string;
+  phone: string;
+  email: string | null;
+  /** JSON array of category strings. */
+  categories: string;
+  is_active: number;
+  branch_id: string | null;
+  vehicle_id: string | null;
+  hired_on: string | null;
+  created_at: string;
+}
+
+export interface VehiclesTable {
+  school_id: string;
+  id: string;
+  plate_number: string;
+  brand: string;
+  model: string;
+  year: number;
+  category: string;
+  transmission: string;
+  status: string;
+  instructor_id: string | null;
+  branch_id: string | null;
+  insurance_policy_number: string | null;
+  insurance_valid_from: string | null;
+  insurance_valid_until: string | null;
+  inspection_valid_until: string | null;
+  created_at: string;
+}
+
+export interface LessonsTable {
+  school_id: string;
+  id: string;
+  type: string;
+  status: string;
+  starts_at: string;
+  ends_at: string;
+  duration_minutes: number;
+  instructor_id: string;
+  student_id: string | null;
+  group_id: string | null;
+  vehicle_id: string | null;
+  branch_id: string | null;
+  created_at: string;
+}
+
+export interface ContractsTable {
+  school_id: string;
+  id: string;
+  number: string;
+  student_id: string;
+  category: string;
+  status: string;
+  signed_on: string;
+  price_minor: number;
+  /** Payments minus refunds on this contract; derived by the importer in the same transaction. */
+  paid_minor: ColumnType<number, number | undefined, number>;
+  currency: string;
+  created_at: string;
+}
+
+export interface PaymentsTable {
+  school_id: string;
+  id: string;
+  student_id: string;
+  contract_id: string | null;
+  kind: string;
+  method: string;
+  amount_minor: number;
+  currency: string;
+  paid_at: string;
+  created_at: string;
+}
+
+export interface LeadsTable {
+  school_id: string;
+  id: string;
+  full_name: string;
+  phone: string;
+  email: string | null;
+  category: string | null;
+  source: string;
+  status: string;
+  student_id: string | null;
+  created_at: string;
+}
+
+export interface ExpensesTable {
+  school_id: string;
+  id: string;
+  category: string;
+  amount_minor: number;
+  currency: string;
+  spent_at: string;
+  comment: string | null;
+}
+
+/** A director of one school; signs in to the cabinet with `email` (stored lower-cased). */
+export interface DirectorsTable {
+  id: string;
+  school_id: string;
+  email: string;
+  /** `scrypt$N$r$p$salt$hash` (base64url): the parameters travel with the hash. */
+  password_hash: string;
+  created_at: string;
+}
+
+/** A cabinet sign-in; `id` is the SHA-256 (hex) of the token in the cookie, never the token. */
+export interface CabinetSessionsTable {
+  id: string;
+  director_id: string;
+  csrf_token: string;
+  created_at: string;
+  idle_expires_at: string;
+  expires_at: string;
+  /** The one-time token of the last create-key form accepted, so a resubmission is refused. */
+  last_form_nonce: string | null;
+}
+
+export interface Database {
+  schools: SchoolsTable;
+  api_keys: ApiKeysTable;
+  branches: BranchesTable;
+  groups: GroupsTable;
+  students: StudentsTable;
+  instructors: InstructorsTable;
+  vehicles: VehiclesTable;
+  lessons: LessonsTable;
+  contracts: ContractsTable;
+  payments: PaymentsTable;
+  leads: LeadsTable;
+  expenses: ExpensesTable;
+  directors: DirectorsTable;
+  cabinet_sessions: CabinetSessionsTable;
+}
+
+export type School = Selectable<SchoolsTable>;
+export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type NewApiKey = Insertable<ApiKeysTable>;

@@ -1,0 +1,108 @@
+/**
+ * Time: stored timestamps are UTC text `YYYY-MM-DDTHH:MM:SSZ` (whole seconds), dates
+ * `YYYY-MM-DD`. Periods are read in the school's time zone.
+ */
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2}))$/;
+
+/** Formats an instant as the API's UTC timestamp, dropping milliseconds. */
+export function formatTimestamp(epochMs: number): string {
+  return new Date(epochMs).toISOString().slice(0, 19) + 'Z';
+}
+
+export function nowTimestamp(): string {
+  return formatTimestamp(Date.now());
+}
+
+function validYmd(y: number, m: number, d: number): boolean {
+  if (m < 1 || m > 12 || d < 1) return false;
+  const days = new Date(Date.UTC(y, m, 0)).getUTCDate();
+  return d <= days;
+}
+
+/** A calendar date as [year, month, day], or null when malformed or impossible (2026-02-30). */
+export function parseDate(text: string): [number, number, number] | null {
+  const m = DATE.exec(text);
+  if (!m) return null;
+  const ymd: [number, number, number] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  return validYmd(...ymd) ? ymd : null;
+}
+
+/**
+ * An RFC 3339 date-time with offset as epoch milliseconds (fractions kept), or null
+ * when malformed or impossible.
+ */
+export function parseDateTime(text: string): number | null {
+  const m = DATE_TIME.exec(text);
+  if (!m) return null;
+  const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [number, number, number, number, number, number];
+  if (!validYmd(y, mo, d) || h > 23 || mi > 59 || s > 59) return null;
+  let offsetMin = 0;
+  if (m[9]) {
+    const oh = Number(m[10]);
+    const om = Number(m[11]);
+    if (oh > 23 || om > 59) return null;
+    offsetMin = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  const fraction = m[7] ? Number(`0${m[7]}`) * 1000 : 0;
+  return Date.UTC(y, mo - 1, d, h, mi, s) + fraction - offsetMin * 60_000;
+}
+
+/** A timestamp from the import format: an RFC 3339 date-time, normalised to UTC whole seconds. */
+export function normaliseTimestamp(text: string): string | null {
+  const ms = parseDateTime(text);
+  return ms === null || ms % 1000 !== 0 ? null : formatTimestamp(ms);
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatter(timeZone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    formatters.set(timeZone, f);
+  }
+  return f;
+}
+
+export function isTimeZone(name: string): boolean {
+  try {
+    formatter(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Offset of `timeZone` from UTC at the instant `epochMs`, in milliseconds. */
+function zoneOffset(timeZone: string, epochMs: number): number {
+  const parts = { year: 0, month: 1, day: 1, hour: 0, minute: 0, second: 0 };
+  for (const p of formatter(timeZone).formatToParts(new Date(epochMs))) {
+    if (p.type in parts) parts[p.type as keyof typeof parts] = Number(p.value);
+  }
+  const local = Date.UTC(parts.year, parts.month - 1, parts.day, parts.hour, parts.minute, parts.second);
+  return local - (epochMs - (((epochMs % 1000) + 1000) % 1000));
+}
+
+/** The instant a local calendar day begins in `timeZone`, as epoch milliseconds. */
+export function startOfLocalDay([y, m, d]: [number, number, number], timeZone: string): number {
+  const wall = Date.UTC(y, m - 1, d);
+  const first = wall - zoneOffset(timeZone, wall);
+  // A second pass settles days whose offset differs from the guess's (DST changes).
+  return wall - zoneOffset(timeZone, first);
+}
+
+/** The calendar date of an instant in `timeZone`, as `YYYY-MM-DD`. */
+export function localDate(epochMs: number, timeZone: string): string {
+  return new Date(epochMs + zoneOffset(timeZone, epochMs)).toISOString().slice(0, 10);
+}

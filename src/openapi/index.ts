@@ -1,0 +1,72 @@
+/**
+ * The public documentation on the API listener, both without a key: the OpenAPI
+ * document at /api/public/v1/openapi.json and a Swagger UI page at /docs that renders
+ * it. Every asset of the page is served from this process (no CDN, no online
+ * validator), so it works on a closed network.
+ */
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerBase } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { notFoundHandler } from '../problems/handlers.js';
+import { DOCS_PATH, OPENAPI_PATH, swaggerOptions } from './document.js';
+
+export { buildOpenApiDocument, DOCS_PATH, OPENAPI_PATH } from './document.js';
+
+/**
+ * The page loads only scripts, styles and images of its own origin and talks only to
+ * it; Swagger UI sets inline style attributes, hence 'unsafe-inline' for styles alone.
+ */
+const DOCS_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+// A plain wordmark in place of Swagger UI's default logo (embedded as a data: URI).
+const LOGO = `<svg xmlns="http://www.w3.org/2000/svg" width="220" height="40" viewBox="0 0 220 40"><text x="0" y="28" font-family="sans-serif" font-size="24" font-weight="bold" fill="#ffffff">school-data API</text></svg>`;
+
+// Swagger UI's own copies of the document; the page is pointed at the canonical one instead.
+const UI_DOCUMENT_ALIASES = new Set([`${DOCS_PATH}/json`, `${DOCS_PATH}/yaml`]);
+
+function onlyThePage(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+  const queryAt = request.url.indexOf('?');
+  const path = queryAt === -1 ? request.url : request.url.slice(0, queryAt);
+  if (UI_DOCUMENT_ALIASES.has(path)) notFoundHandler(request, reply);
+  else done();
+}
+
+/**
+ * Registers the OpenAPI generator, the document route and the docs page. Call it
+ * before the API routes are registered: the generator collects routes as they are added.
+ */
+export async function registerOpenApi<S extends RawServerBase, L extends FastifyBaseLogger>(
+  app: FastifyInstance<S, RawRequestDefaultExpression<S>, RawReplyDefaultExpression<S>, L>,
+): Promise<void> {
+  await app.register(swagger, swaggerOptions());
+
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, (_request, reply) => reply.type('application/json; charset=utf-8').send(app.swagger()));
+
+  await app.register(swaggerUi, {
+    routePrefix: DOCS_PATH,
+    staticCSP: DOCS_CSP,
+    uiHooks: { onRequest: onlyThePage },
+    theme: { title: 'school-data API' },
+    logo: { type: 'image/svg+xml', content: LOGO },
+    uiConfig: {
+      urls: [{ url: OPENAPI_PATH, name: 'school-data v1' }],
+      validatorUrl: null,
+      deepLinking: true,
+      docExpansion: 'list',
+      defaultModelsExpandDepth: 1,
+      displayRequestDuration: true,
+      persistAuthorization: false,
+      supportedSubmitMethods: ['get', 'head'],
+    },
+  });
+}

@@ -1,0 +1,82 @@
+/**
+ * The operator's endpoints, for the cabinet listener (never the public API's):
+ *
+ *   GET /healthz  liveness: 200 whenever the process answers at all
+ *   GET /readyz   readiness: the data store and the rate limiter answer now, else 503
+ *                 naming the part that did not
+ *   GET /metrics  Prometheus text format: the API's request counts and latencies, and
+ *                 process metrics
+ *
+ * A load balancer should route by /readyz (an instance whose stores are unreachable
+ * answers every API request with 503) and restart by /healthz.
+ */
+import type { FastifyPluginCallback } from 'fastify';
+import { sql, type Kysely } from 'kysely';
+import type { RateLimiter } from '../access/ratelimit/index.js';
+import type { Database } from '../db/schema.js';
+import type { ApiMetrics } from './metrics.js';
+
+export interface OpsOptions {
+  /** The metrics the API app records into (the same instance passed to buildApp). */
+  metrics: ApiMetrics;
+  db: Kysely<Database>;
+  limiter: RateLimiter;
+  /** Each readiness check gives up after this long (use SCHOOL_DATA_DB_TIMEOUT_MS). */
+  checkTimeoutMs: number;
+}
+
+type CheckResult = 'ok' | 'unavailable';
+
+export interface Readiness {
+  status: 'ready' | 'not_ready';
+  checks: { database: CheckResult; rate_limiter: CheckResult };
+}
+
+/** Runs `check`, turning a failure, a false or no answer within `ms` into 'unavailable'. */
+async function probe(check: () => Promise<boolean>, ms: number): Promise<CheckResult> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return (await Promise.race([check(), timeout])) ? 'ok' : 'unavailable';
+  } catch {
+    return 'unavailable';
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function readiness(opts: Pick<OpsOptions, 'db' | 'limiter' | 'checkTimeoutMs'>): Promise<Readiness> {
+  const [database, rateLimiter] = await Promise.all([
+    probe(async () => {
+      await sql`select 1`.execute(opts.db);
+      return true;
+    }, opts.checkTimeoutMs),
+    probe(() => opts.limiter.ping(), opts.checkTimeoutMs),
+  ]);
+  const ready = database === 'ok' && rateLimiter === 'ok';
+  return { status: ready ? 'ready' : 'not_ready', checks: { database, rate_limiter: rateLimiter } };
+}
+
+/** Registers /healthz, /readyz and /metrics on the instance it is registered in. */
+export const opsPlugin: FastifyPluginCallback<OpsOptions> = (app, opts, done) => {
+  const noStore = { 'Cache-Control': 'no-store' };
+
+  app.get('/healthz', async (_request, reply) => {
+    reply.headers(noStore);
+    return { status: 'ok' };
+  });
+
+  app.get('/readyz', async (request, reply) => {
+    const result = await readiness(opts);
+    if (result.status !== 'ready') request.log.warn({ checks: result.checks }, 'not ready');
+    return reply.code(result.status === 'ready' ? 200 : 503).headers(noStore).send(result);
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    const text = await opts.metrics.exposition();
+    return reply.headers(noStore).type(opts.metrics.contentType).send(text);
+  });
+  done();
+};

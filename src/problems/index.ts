@@ -1,0 +1,78 @@
+/**
+ * The closed set of problem codes (RFC 9457 problem details) and the one place
+ * that maps each to its HTTP status and title.
+ */
+import { Type, type Static } from 'typebox';
+
+export const problemTypes = {
+  invalid_parameter: { status: 400, title: 'Invalid request parameter' },
+  unauthorized: { status: 401, title: 'Unauthorized' },
+  plan_required: { status: 402, title: 'Plan does not include API access' },
+  not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  uri_too_long: { status: 414, title: 'URI too long' },
+  header_too_large: { status: 431, title: 'Request header fields too large' },
+  rate_limited: { status: 429, title: 'Too many requests' },
+  internal_error: { status: 500, title: 'Internal server error' },
+  rate_limit_unavailable: { status: 503, title: 'Rate-limit service unavailable' },
+  data_unavailable: { status: 503, title: 'Data store unavailable' },
+} as const;
+
+export type ProblemCode = keyof typeof problemTypes;
+
+export const InvalidParam = Type.Object(
+  { name: Type.String(), reason: Type.String() },
+  { additionalProperties: false },
+);
+export type InvalidParam = Static<typeof InvalidParam>;
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String({ description: 'urn:school-data:problem:<code>' }),
+    title: Type.String(),
+    status: Type.Integer(),
+    code: Type.Enum(Object.keys(problemTypes) as ProblemCode[], { type: 'string' }),
+    detail: Type.String(),
+    invalid_params: Type.Optional(Type.Array(InvalidParam)),
+    request_id: Type.String(),
+  },
+  { additionalProperties: false, $id: 'Problem', title: 'Problem' },
+);
+export type ProblemBody = Static<typeof ProblemSchema>;
+
+/** An expected failure of a request; the error handler turns it into problem+json. */
+export class Problem extends Error {
+  override name = 'Problem';
+  readonly status: number;
+  constructor(
+    readonly code: ProblemCode,
+    readonly detail: string,
+    readonly options: { invalidParams?: InvalidParam[]; headers?: Record<string, string> } = {},
+  ) {
+    super(detail);
+    this.status = problemTypes[code].status;
+  }
+
+  static invalid(params: InvalidParam[]): Problem {
+    const detail = params.map((p) => `${p.name} ${p.reason}`).join('; ');
+    return new Problem('invalid_parameter', detail, { invalidParams: params });
+  }
+
+  body(requestId: string): ProblemBody {
+    const body: ProblemBody = {
+      type: `urn:school-data:problem:${this.code}`,
+      title: problemTypes[this.code].title,
+      status: this.status,
+      code: this.code,
+      detail: this.detail,
+      request_id: requestId,
+    };
+    if (this.options.invalidParams) body.invalid_params = this.options.invalidParams;
+    return body;
+  }
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
+
+/** The statuses every public route can answer with besides its success. */
+export const commonErrorStatuses = [400, 401, 402, 404, 405, 429, 500, 503] as const;

@@ -1,0 +1,94 @@
+/**
+ * Periods: `period_from` / `period_to` as a date (a whole day in the school's time
+ * zone) or an RFC 3339 date-time; both bounds inclusive. They become a half-open
+ * range of UTC timestamps [from, until) that compares directly with stored text.
+ */
+import type { Expression, ExpressionBuilder, SqlBool, StringReference } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { formatTimestamp, parseDate, parseDateTime, startOfLocalDay } from '../../domain/time.js';
+import { Problem, type InvalidParam } from '../../problems/index.js';
+
+export interface UtcRange {
+  /** Inclusive lower bound, or null when open. */
+  from: string | null;
+  /** Exclusive upper bound, or null when open. */
+  until: string | null;
+}
+
+const DAY_MS = 86_400_000;
+
+const MIDNIGHTS_KEPT = 10_000;
+const midnights = new Map<string, number>();
+
+/**
+ * startOfLocalDay, remembered: each costs two Intl time-zone conversions, and clients ask
+ * for the same months again and again (a time zone's past offsets do not change while
+ * the process runs; the map is emptied when full, so it cannot grow without bound).
+ */
+function localMidnight(ymd: [number, number, number], timeZone: string): number {
+  const key = `${timeZone} ${ymd[0]}-${ymd[1]}-${ymd[2]}`;
+  let at = midnights.get(key);
+  if (at === undefined) {
+    if (midnights.size >= MIDNIGHTS_KEPT) midnights.clear();
+    at = startOfLocalDay(ymd, timeZone);
+    midnights.set(key, at);
+  }
+  return at;
+}
+
+/** The instant a bound names: a date's first (from) or last (to) millisecond, or the date-time itself. */
+function instant(text: string, edge: 'from' | 'to', timeZone: string): number | null {
+  const ymd = parseDate(text);
+  if (!ymd) return parseDateTime(text);
+  if (edge === 'from') return localMidnight(ymd, timeZone);
+  const next = new Date(Date.UTC(ymd[0], ymd[1] - 1, ymd[2]) + DAY_MS);
+  return localMidnight([next.getUTCFullYear(), next.getUTCMonth() + 1, next.getUTCDate()], timeZone) - 1;
+}
+
+/** Resolves the period parameters of a request, or throws 400 naming each bad one. */
+export function resolvePeriod(from: string | undefined, to: string | undefined, timeZone: string): UtcRange {
+  const invalid: InvalidParam[] = [];
+  const start = from === undefined ? null : instant(from, 'from', timeZone);
+  const end = to === undefined ? null : instant(to, 'to', timeZone);
+  if (from !== undefined && start === null) invalid.push({ name: 'period_from', reason: 'is not a real date or date-time' });
+  if (to !== undefined && end === null) invalid.push({ name: 'period_to', reason: 'is not a real date or date-time' });
+  if (invalid.length === 0 && start !== null && end !== null && start > end) {
+    invalid.push({ name: 'period_from', reason: 'must not be after period_to' });
+  }
+  if (invalid.length > 0) throw Problem.invalid(invalid);
+  // Stored times are whole seconds, so the inclusive bounds round inward to whole seconds.
+  return {
+    from: start === null ? null : formatTimestamp(Math.ceil(start / 1000) * 1000),
+    until: end === null ? null : formatTimestamp(Math.floor(end / 1000) * 1000 + 1000),
+  };
+}
+
+/**
+ * A period's bounds as values of a prepared query (see `prepared` in src/db): a bound
+ * that is open is left undefined, so each combination of bounds is its own query.
+ */
+export interface PeriodBounds {
+  from?: string | undefined;
+  until?: string | undefined;
+}
+
+export function periodBounds({ from, until }: UtcRange): PeriodBounds {
+  return { from: from ?? undefined, until: until ?? undefined };
+}
+
+/**
+ * The condition "`column` lies in the period" for `.where((eb) => inPeriod(eb, column, period))`.
+ * Stored timestamps are UTC text of one fixed width, so the bounds compare as strings,
+ * and the (school_id, <time column>, ...) indexes serve the range.
+ */
+export function inPeriod<TB extends keyof Database>(
+  eb: ExpressionBuilder<Database, TB>,
+  column: StringReference<Database, TB>,
+  { from, until }: UtcRange | PeriodBounds,
+): Expression<SqlBool> {
+  const at = eb.ref(column).$castTo<string>();
+  const bounds: Expression<SqlBool>[] = [];
+  if (from != null) bounds.push(eb(at, '>=', from));
+  if (until != null) bounds.push(eb(at, '<', until));
+  return eb.and(bounds);
+}

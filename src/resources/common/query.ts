@@ -1,0 +1,94 @@
+/**
+ * Query strings are decoded by a validator compiled from the route's TypeBox schema.
+ * It is stricter than a JSON Schema validator with coercion: names are exact, a
+ * parameter given twice or empty is refused, integers are decimal digits only, and
+ * every bad parameter is reported with a reason a person can act on.
+ */
+import type { TSchema } from 'typebox';
+import { redactKeys } from '../../ops/request-log.js';
+import { Problem, type InvalidParam } from '../../problems/index.js';
+
+type Raw = Record<string, string | string[] | undefined>;
+type Parse = (value: string) => unknown;
+
+interface PropertySchema {
+  type?: string;
+  enum?: readonly string[];
+  pattern?: string;
+  minimum?: number;
+  maximum?: number;
+  default?: unknown;
+  description?: string;
+}
+
+const INVALID = Symbol('invalid');
+
+function parserFor(schema: PropertySchema): { parse: Parse; reason: string } {
+  if (schema.type === 'integer') {
+    const min = schema.minimum ?? 0;
+    const max = schema.maximum ?? Number.MAX_SAFE_INTEGER;
+    return {
+      reason: `must be an integer from ${min} to ${max}`,
+      parse: (v) => {
+        if (v.length > 16 || !/^[0-9]+$/.test(v)) return INVALID;
+        const n = Number(v);
+        return n >= min && n <= max ? n : INVALID;
+      },
+    };
+  }
+  if (schema.type === 'boolean') {
+    return { reason: 'must be true or false', parse: (v) => (v === 'true' ? true : v === 'false' ? false : INVALID) };
+  }
+  if (schema.enum) {
+    const allowed = new Set(schema.enum);
+    return { reason: `must be one of: ${schema.enum.join(', ')}`, parse: (v) => (allowed.has(v) ? v : INVALID) };
+  }
+  if (schema.pattern) {
+    const re = new RegExp(schema.pattern, 'u');
+    return { reason: `must be ${schema.description ?? `a string matching ${schema.pattern}`}`, parse: (v) => (re.test(v) ? v : INVALID) };
+  }
+  return { reason: 'must be a string', parse: (v) => v };
+}
+
+export type QueryDecoder = (raw: Raw) => Record<string, unknown>;
+
+/** Compiles the decoder for one route's querystring schema (an object of optional parameters). */
+export function compileQueryDecoder(schema: TSchema): QueryDecoder {
+  const properties = (schema as { properties?: Record<string, PropertySchema> }).properties ?? {};
+  const required = new Set((schema as { required?: string[] }).required ?? []);
+  const fields = Object.entries(properties).map(([name, prop]) => ({ name, prop, ...parserFor(prop) }));
+  const known = new Set(Object.keys(properties));
+
+  return (raw) => {
+    const out: Record<string, unknown> = {};
+    const invalid: InvalidParam[] = [];
+    for (const name of Object.keys(raw)) {
+      // Unknown names are echoed back, but never at any length, and never a key pasted as one.
+      if (!known.has(name)) {
+        const shown = redactKeys(name);
+        invalid.push({ name: shown.length > 64 ? `${shown.slice(0, 64)}...` : shown, reason: 'is not a parameter of this endpoint' });
+      }
+    }
+    for (const { name, prop, parse, reason } of fields) {
+      const value = raw[name];
+      if (value === undefined) {
+        if (required.has(name)) invalid.push({ name, reason: 'is required' });
+        else if (prop.default !== undefined) out[name] = prop.default;
+        continue;
+      }
+      if (typeof value !== 'string') {
+        invalid.push({ name, reason: 'must be given only once' });
+        continue;
+      }
+      if (value === '') {
+        invalid.push({ name, reason: 'must not be empty' });
+        continue;
+      }
+      const parsed = parse(value);
+      if (parsed === INVALID) invalid.push({ name, reason });
+      else out[name] = parsed;
+    }
+    if (invalid.length > 0) throw Problem.invalid(invalid);
+    return out;
+  };
+}

@@ -1,0 +1,119 @@
+import { Type, type TSchema } from 'typebox';
+import { commonErrorStatuses, PROBLEM_CONTENT_TYPE, ProblemSchema } from '../../problems/index.js';
+
+/** Every error status a route can answer: the common ones, and 414 for the server's URL limit. */
+const errorStatuses = [...commonErrorStatuses, 414] as const;
+type ErrorStatus = (typeof errorStatuses)[number];
+
+/** What each status means to a caller; the OpenAPI document shows these texts. */
+const statusDescriptions: Record<200 | ErrorStatus, string> = {
+  200: 'Success.',
+  400: 'A query parameter is invalid, unknown, empty or given twice (code invalid_parameter); invalid_params names each one. Fix the request; retrying it unchanged gives the same answer.',
+  401: 'The key is missing, malformed, unknown or revoked (code unauthorized). Do not retry: check the key.',
+  402: 'The school\'s plan has no API access (code plan_required); the Profi and VIP plans do.',
+  404: 'No such object, or it belongs to another school (code not_found).',
+  405: 'Only GET and HEAD exist (code method_not_allowed).',
+  414: 'The URL is longer than the service allows (code uri_too_long).',
+  429: 'The school\'s per-minute limit is used up (code rate_limited). Wait for Retry-After seconds, then retry.',
+  500: 'An internal error (code internal_error); request_id identifies it in the service\'s logs.',
+  503: 'The rate-limit service (code rate_limit_unavailable) or the data store (code data_unavailable) is unavailable. Retry after Retry-After seconds.',
+};
+
+/**
+ * A route's responses: its success body as application/json and a problem body as
+ * application/problem+json for every error status. Fastify serializes each body by
+ * the schema of its status and content type, so nothing unlisted can leak; the
+ * OpenAPI document is generated from the same objects. The headers of each status
+ * are in `responseHeaders` below.
+ */
+export function responses<S extends TSchema>(ok: S) {
+  const out: Record<number, ResponseSpec<TSchema>> = { 200: { description: statusDescriptions[200], content: { 'application/json': { schema: ok } } } };
+  const problemType = PROBLEM_CONTENT_TYPE.split(';')[0]!;
+  for (const status of errorStatuses) {
+    out[status] = { description: statusDescriptions[status], content: { [problemType]: { schema: ProblemSchema } } };
+  }
+  return out as { 200: ResponseSpec<S> } & Record<number, ResponseSpec<TSchema>>;
+}
+
+export interface ResponseSpec<S extends TSchema> {
+  description: string;
+  content: Record<string, { schema: S }>;
+}
+
+export interface ResponseHeader {
+  description: string;
+  schema: TSchema;
+  /** Sent on every response of the status (else only when the note in the description says). */
+  required: boolean;
+}
+
+const requestId: ResponseHeader = {
+  description: 'The request\'s id; a problem body carries the same id, and so does the service\'s log line. Quote it when reporting a problem.',
+  schema: Type.String(),
+  required: true,
+};
+const rateLimitHeaders = (required: boolean): Record<string, ResponseHeader> => {
+  const when = required ? '' : ' Sent once the request has passed the key and plan checks.';
+  return {
+    'RateLimit-Policy': {
+      description: `The school's quota (IETF draft RateLimit headers): q requests per window of w seconds, e.g. "default";q=60;w=60.${when}`,
+      schema: Type.String({ pattern: '^"default";q=\\d+;w=\\d+$' }),
+      required,
+    },
+    RateLimit: {
+      description: `What is left of it: r requests remain in the current window, which resets in t seconds, e.g. "default";r=59;t=60.${when}`,
+      schema: Type.String({ pattern: '^"default";r=\\d+;t=\\d+$' }),
+      required,
+    },
+  };
+};
+const retryAfter = (description: string): ResponseHeader => ({ description, schema: Type.String({ pattern: '^\\d+$' }), required: true });
+
+/**
+ * The headers of each status. Fastify does not use these, and the OpenAPI generator
+ * cannot mark a header required, so the OpenAPI module adds them to every response
+ * of the document from this table.
+ */
+export const responseHeaders: Record<200 | ErrorStatus, Record<string, ResponseHeader>> = {
+  200: { 'X-Request-Id': requestId, ...rateLimitHeaders(true) },
+  400: { 'X-Request-Id': requestId, ...rateLimitHeaders(false) },
+  401: {
+    'X-Request-Id': requestId,
+    'WWW-Authenticate': { description: 'Always Bearer realm="school-data".', schema: Type.String({ pattern: '^Bearer realm=' }), required: true },
+  },
+  402: { 'X-Request-Id': requestId },
+  404: { 'X-Request-Id': requestId, ...rateLimitHeaders(false) },
+  405: { 'X-Request-Id': requestId, Allow: { description: 'Always GET, HEAD.', schema: Type.String(), required: true } },
+  414: { 'X-Request-Id': requestId },
+  429: { 'X-Request-Id': requestId, ...rateLimitHeaders(true), 'Retry-After': retryAfter('Seconds to wait before retrying: always 60.') },
+  500: { 'X-Request-Id': requestId, ...rateLimitHeaders(false) },
+  503: { 'X-Request-Id': requestId, ...rateLimitHeaders(false), 'Retry-After': retryAfter('Seconds to wait before retrying (5).') },
+};
+
+export const Nullable = <S extends TSchema>(schema: S) => Type.Union([schema, Type.Null()]);
+
+export const Timestamp = Type.String({ format: 'date-time', description: 'UTC, YYYY-MM-DDTHH:MM:SSZ' });
+export const DateOnly = Type.String({ format: 'date', description: 'YYYY-MM-DD' });
+export const Money = Type.String({ pattern: '^-?\\d+\\.\\d{2}$', description: 'decimal amount with two fraction digits', examples: ['15000.00'] });
+export const Currency = Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217 code', examples: ['RUB'] });
+
+export const ListMeta = Type.Object(
+  {
+    total: Type.Integer({ minimum: 0, description: 'records matching the filters' }),
+    limit: Type.Integer({ description: 'page size applied' }),
+    offset: Type.Integer({ description: 'offset applied' }),
+  },
+  { additionalProperties: false, title: 'ListMeta' },
+);
+
+/** A list envelope; titled after its item (StudentList, ...), so the OpenAPI document names it. */
+export const ListOf = <S extends TSchema>(item: S) => {
+  const itemTitle = (item as { title?: unknown }).title;
+  const title = typeof itemTitle === 'string' ? { title: `${itemTitle}List` } : {};
+  return Type.Object({ items: Type.Array(item), meta: ListMeta }, { additionalProperties: false, ...title });
+};
+
+export interface Page<T> {
+  items: T[];
+  meta: { total: number; limit: number; offset: number };
+}

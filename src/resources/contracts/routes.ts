@@ -1,0 +1,23 @@
+import type { FastifyPluginCallback } from 'fastify';
+import { responses } from '../common/responses.js';
+import type { ResourceOptions } from '../index.js';
+import { listContracts } from './repository.js';
+import { ContractList, ContractListQuery } from './schema.js';
+
+export const contractRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db }, done) => {
+  app.get<{ Querystring: ContractListQuery }>(
+    '/contracts',
+    {
+      schema: {
+        operationId: 'listContracts',
+        summary: 'List contracts',
+        description: 'Training contracts of the key\'s school with what is paid and owed on each, optionally of one student, ordered by created_at then id.',
+        tags: ['contracts'],
+        querystring: ContractListQuery,
+        response: responses(ContractList),
+      },
+    },
+    (request) => listContracts(db, request.tenant!.id, request.query),
+  );
+  done();
+};

@@ -1,0 +1,72 @@
+/**
+ * The finance summary: two aggregates over a period, each answered from a covering
+ * index (payments (school_id, paid_at, id, method, kind, amount_minor) and expenses
+ * (school_id, spent_at, category, amount_minor)) without visiting the tables.
+ */
+import type { Kysely } from 'kysely';
+import type { Tenant } from '../../access/index.js';
+import { prepared } from '../../db/index.js';
+import type { Database } from '../../db/schema.js';
+import { EXPENSE_CATEGORIES, PAYMENT_METHODS } from '../../domain/enums.js';
+import { formatMoney } from '../../domain/money.js';
+import { inPeriod, periodBounds, type PeriodBounds, type UtcRange } from '../common/period.js';
+import type { FinanceSummary, FinanceSummaryQuery } from './schema.js';
+
+/** Minor-unit totals keyed by every name of `keys`, zero until added to. */
+function zeroed<K extends string>(keys: readonly K[]): Record<K, number> {
+  return Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
+}
+
+function formatAll<K extends string>(totals: Record<K, number>): Record<K, string> {
+  return Object.fromEntries(Object.entries<number>(totals).map(([k, minor]) => [k, formatMoney(minor)])) as Record<K, string>;
+}
+
+const sumValues = (totals: Record<string, number>): number => Object.values(totals).reduce((a, b) => a + b, 0);
+
+interface SchoolPeriod extends PeriodBounds {
+  schoolId: string;
+}
+
+const incomeRows = prepared((db, q: SchoolPeriod) =>
+  db
+    .selectFrom('payments')
+    .where('school_id', '=', q.schoolId)
+    .where((eb) => inPeriod(eb, 'paid_at', q))
+    .select((eb) => ['method', 'kind', eb.fn.sum<number>('amount_minor').as('total')])
+    .groupBy(['method', 'kind']),
+);
+
+const expenseRows = prepared((db, q: SchoolPeriod) =>
+  db
+    .selectFrom('expenses')
+    .where('school_id', '=', q.schoolId)
+    .where((eb) => inPeriod(eb, 'spent_at', q))
+    .select((eb) => ['category', eb.fn.sum<number>('amount_minor').as('total')])
+    .groupBy('category'),
+);
+
+export async function getFinanceSummary(db: Kysely<Database>, tenant: Tenant, q: FinanceSummaryQuery, period: UtcRange): Promise<FinanceSummary> {
+  const of: SchoolPeriod = { schoolId: tenant.id, ...periodBounds(period) };
+  const [payments, expenses] = await Promise.all([incomeRows(db, of), expenseRows(db, of)]);
+
+  const byMethod = zeroed(PAYMENT_METHODS);
+  for (const row of payments) {
+    const method = row.method as keyof typeof byMethod;
+    byMethod[method] += row.kind === 'refund' ? -Number(row.total) : Number(row.total);
+  }
+  const byCategory = zeroed(EXPENSE_CATEGORIES);
+  for (const row of expenses) byCategory[row.category as keyof typeof byCategory] += Number(row.total);
+
+  const income = sumValues(byMethod);
+  const expense = sumValues(byCategory);
+  return {
+    period_from: q.period_from,
+    period_to: q.period_to,
+    currency: tenant.currency,
+    income: formatMoney(income),
+    expense: formatMoney(expense),
+    profit: formatMoney(income - expense),
+    income_by_method: formatAll(byMethod),
+    expense_by_category: formatAll(byCategory),
+  };
+}

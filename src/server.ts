@@ -1,0 +1,108 @@
+/**
+ * Starting and stopping the service: open the stores, build the API app and the
+ * director's cabinet, listen over HTTPS (one port each), and on SIGTERM/SIGINT close
+ * gracefully (stop accepting, finish in-flight requests, flush usage counts, close
+ * the stores).
+ */
+import type { Logger } from 'pino';
+import type { RateLimiter } from './access/ratelimit/index.js';
+import { MemoryRateLimiter } from './access/ratelimit/memory.js';
+import { RedisRateLimiter } from './access/ratelimit/redis.js';
+import { UsageRecorder } from './access/usage.js';
+import { buildApp, type App } from './app.js';
+import { buildCabinetApp, type CabinetApp } from './cabinet/app.js';
+import type { Config } from './config/index.js';
+import { migrate, openStore } from './db/index.js';
+import { createLogger } from './logger.js';
+import { loadTls } from './tls.js';
+
+export interface RunningServer {
+  app: App;
+  /** https://host:port, the API base is this plus /api/public/v1/. */
+  origin: string;
+  /** The director's cabinet: its own listener, same process, stores and certificate. */
+  cabinet: CabinetApp;
+  /** https://host:port of the cabinet. */
+  cabinetOrigin: string;
+  certPath: string;
+  /** Where the data lives and where the rate-limit counters live, for the start banner. */
+  storeLocation: string;
+  limiter: 'redis' | 'memory';
+  close(): Promise<void>;
+}
+
+export function createLimiter(config: Pick<Config, 'redisUrl' | 'redisTimeoutMs'>): RateLimiter {
+  return config.redisUrl ? new RedisRateLimiter(config.redisUrl, config.redisTimeoutMs) : new MemoryRateLimiter();
+}
+
+export async function startServer(config: Config, logger: Logger = createLogger(config)): Promise<RunningServer> {
+  const tls = await loadTls(config);
+  const store = openStore(config);
+  try {
+    await migrate(store.db);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const limiter = createLimiter(config);
+  // Connect before listening, so the first requests are not refused while Redis is
+  // still being reached. If it is down, serve anyway: requests fail closed until it is up.
+  if (!(await limiter.ready(5000))) logger.error('rate-limit service not reachable at start; requests get 503 until it is');
+  const usage = new UsageRecorder(store.db, logger, config.usageFlushMs);
+  const app = await buildApp({ config, store, limiter, usage, logger, tls });
+  const cabinet = await buildCabinetApp({ config, db: store.db, limiter, logger, tls });
+  try {
+    await app.listen({ host: config.host, port: config.port });
+    await cabinet.listen({ host: config.host, port: config.cabinetPort });
+  } catch (err) {
+    await cabinet.close();
+    await app.close();
+    throw err;
+  }
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const originOf = (server: App['server'], configured: number) => {
+    const address = server.address();
+    return `https://${host}:${typeof address === 'object' && address ? address.port : configured}`;
+  };
+  const limiterKind = config.redisUrl ? 'redis' : 'memory';
+  logger.info({ store: store.dialect, limiter: limiterKind }, 'school-data API and cabinet listening');
+  return {
+    app,
+    origin: originOf(app.server, config.port),
+    cabinet,
+    cabinetOrigin: originOf(cabinet.server, config.cabinetPort),
+    certPath: tls.certPath,
+    storeLocation: store.location,
+    limiter: limiterKind,
+    // The cabinet first: it shares the stores that the API app closes when it closes.
+    close: async () => {
+      await cabinet.close();
+      await app.close();
+    },
+  };
+}
+
+/**
+ * Closes the server on the first SIGTERM/SIGINT; resolves with the exit code. Later
+ * signals are absorbed (Ctrl-C reaches cluster workers from both the terminal and
+ * the primary), so a second one cannot cut the flush of usage counts short.
+ */
+export function closeOnSignal(server: RunningServer, logger: Logger): Promise<number> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      server.close().then(
+        () => resolve(0),
+        (err: unknown) => {
+          logger.error({ err }, 'error during shutdown');
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+}
