@@ -1,0 +1,240 @@
+/**
+ * One GET to the service, with the retries that are safe for it: every operation of
+ * the API is a read, so a request that got no answer, a 429 and a 503 are retried
+ * after the wait the service asks for (Retry-After) or a capped exponential backoff
+ * with jitter. Answers that say the request itself is wrong (400, 401, 402, 404) are
+ * never retried. Node's own https module only: no runtime dependencies.
+ */
+import https from 'node:https';
+import type { IncomingHttpHeaders } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import zlib from 'node:zlib';
+import { errorFor, SchoolDataConnectionError, SchoolDataError, type ErrorCode, type InvalidParam } from './errors.js';
+import type { Throttle } from './throttle.js';
+
+export const CLIENT_VERSION = '0.1.0';
+
+/** What happened to one attempt, for logging and metrics (see `onResponse`, `onRetry`). */
+export interface AttemptEvent {
+  method: 'GET';
+  url: string;
+  /** 0 for the first attempt, 1 for the first retry, ... */
+  attempt: number;
+  /** HTTP status, or null when no answer came. */
+  status: number | null;
+  requestId: string | null;
+  durationMs: number;
+}
+
+export interface RetryEvent extends AttemptEvent {
+  /** Milliseconds the client waits before the next attempt. */
+  delayMs: number;
+  /** `http_429`, `http_503` or the connection error code (`ECONNRESET`, `timeout`, ...). */
+  reason: string;
+}
+
+export interface TransportOptions {
+  origin: string;
+  apiKey: string;
+  agent: https.Agent;
+  timeoutMs: number;
+  maxRetries: number;
+  retryBaseDelayMs: number;
+  retryMaxDelayMs: number;
+  throttle: Throttle | null;
+  onResponse?: (event: AttemptEvent) => void;
+  onRetry?: (event: RetryEvent) => void;
+}
+
+/** Connection failures after which the same GET may simply be sent again. */
+const RETRYABLE_CONNECTION_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'EAI_AGAIN',
+  'timeout',
+]);
+
+interface RawAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+type Outcome = { answer: RawAnswer } | { failure: SchoolDataConnectionError };
+
+function decoded(res: NodeJS.ReadableStream, encoding: string | undefined): NodeJS.ReadableStream {
+  if (encoding === 'br') return res.pipe(zlib.createBrotliDecompress());
+  if (encoding === 'gzip') return res.pipe(zlib.createGunzip());
+  if (encoding === 'deflate') return res.pipe(zlib.createInflate());
+  return res;
+}
+
+function connectionError(err: unknown, url: string): SchoolDataConnectionError {
+  if (err instanceof SchoolDataConnectionError) return err;
+  const code = (err as { code?: string }).code ?? 'ERR_CONNECTION';
+  const message = err instanceof Error ? err.message : String(err);
+  const hint = /CERT|SELF_SIGNED|TLS|SSL/i.test(code) ? ' (is the service\'s certificate trusted? see the `ca` option)' : '';
+  return new SchoolDataConnectionError(code, `GET ${url} failed: ${message}${hint}`, { cause: err });
+}
+
+const header = (headers: IncomingHttpHeaders, name: string) => {
+  const value = headers[name];
+  return typeof value === 'string' ? value : null;
+};
+
+function retryAfterSeconds(headers: IncomingHttpHeaders): number | null {
+  const value = header(headers, 'retry-after');
+  return value !== null && /^\d+$/.test(value) ? Number(value) : null;
+}
+
+/** The error for an answer other than 200: from its problem body when it has one. */
+function errorFromAnswer(answer: RawAnswer): SchoolDataError {
+  const requestId = header(answer.headers, 'x-request-id');
+  const retryAfter = retryAfterSeconds(answer.headers);
+  if ((header(answer.headers, 'content-type') ?? '').startsWith('application/problem+json')) {
+    try {
+      const problem = JSON.parse(answer.body) as { code?: ErrorCode; detail?: string; request_id?: string; invalid_params?: InvalidParam[] };
+      if (typeof problem.code === 'string') {
+        return errorFor({
+          status: answer.status,
+          code: problem.code,
+          detail: problem.detail ?? '',
+          requestId: problem.request_id ?? requestId,
+          invalidParams: problem.invalid_params ?? [],
+          retryAfter,
+        });
+      }
+    } catch {
+      // Not the problem body it claims to be: reported below as an unexpected answer.
+    }
+  }
+  return errorFor({ status: answer.status, code: 'unexpected_response', detail: `HTTP ${answer.status}: ${answer.body.slice(0, 200)}`, requestId, retryAfter });
+}
+
+export class Transport {
+  constructor(private readonly options: TransportOptions) {}
+
+  /** Sends GET `path` with `query`, retrying what is safe; resolves with the parsed JSON of a 200. */
+  async get<T>(path: string, query: object = {}): Promise<T> {
+    const url = this.url(path, query);
+    const { maxRetries, throttle } = this.options;
+    for (let attempt = 0; ; attempt++) {
+      await throttle?.acquire();
+      const started = Date.now();
+      const outcome = await this.send(url);
+      const status = 'answer' in outcome ? outcome.answer.status : null;
+      const event: AttemptEvent = {
+        method: 'GET',
+        url,
+        attempt,
+        status,
+        requestId: 'answer' in outcome ? header(outcome.answer.headers, 'x-request-id') : null,
+        durationMs: Date.now() - started,
+      };
+      this.options.onResponse?.(event);
+      if ('answer' in outcome) {
+        throttle?.observe(outcome.answer.headers);
+        if (outcome.answer.status === 200) return this.parse<T>(outcome.answer, url);
+      }
+      const error = 'answer' in outcome ? errorFromAnswer(outcome.answer) : outcome.failure;
+      const retry = this.retryPlan(outcome, attempt);
+      if (retry === null || attempt >= maxRetries) throw error;
+      this.options.onRetry?.({ ...event, delayMs: retry.delayMs, reason: retry.reason });
+      await sleep(retry.delayMs);
+    }
+  }
+
+  private url(path: string, query: object): string {
+    const search = new URLSearchParams();
+    for (const [name, value] of Object.entries(query) as [string, unknown][]) {
+      if (value === undefined) continue;
+      if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+        throw new TypeError(`query parameter ${name} must be a string, a number or a boolean`);
+      }
+      search.set(name, String(value));
+    }
+    const qs = search.toString();
+    return `${this.options.origin}${path}${qs ? `?${qs}` : ''}`;
+  }
+
+  /** How long to wait before retrying this outcome, or null when it must not be retried. */
+  private retryPlan(outcome: Outcome, attempt: number): { delayMs: number; reason: string } | null {
+    if ('failure' in outcome) {
+      return RETRYABLE_CONNECTION_CODES.has(outcome.failure.code) ? { delayMs: this.backoff(attempt), reason: outcome.failure.code } : null;
+    }
+    const { status, headers } = outcome.answer;
+    if (status !== 429 && status !== 503) return null;
+    const seconds = retryAfterSeconds(headers);
+    // The service's own wait comes first; a little jitter keeps many clients from returning at once.
+    const delayMs = seconds === null ? this.backoff(attempt) : seconds * 1000 + Math.floor(Math.random() * 500);
+    return { delayMs, reason: `http_${status}` };
+  }
+
+  /** Capped exponential backoff with "equal jitter": half fixed, half random. */
+  private backoff(attempt: number): number {
+    const ceiling = Math.min(this.options.retryMaxDelayMs, this.options.retryBaseDelayMs * 2 ** attempt);
+    return Math.floor(ceiling / 2 + Math.random() * (ceiling / 2));
+  }
+
+  private parse<T>(answer: RawAnswer, url: string): T {
+    try {
+      return JSON.parse(answer.body) as T;
+    } catch {
+      throw new SchoolDataError({
+        status: answer.status,
+        code: 'unexpected_response',
+        detail: `GET ${url} answered 200 with a body that is not JSON`,
+        requestId: header(answer.headers, 'x-request-id'),
+      });
+    }
+  }
+
+  /** One attempt; never throws: no answer is a failure outcome. */
+  private send(url: string): Promise<Outcome> {
+    const { apiKey, agent, timeoutMs } = this.options;
+    return new Promise((resolve) => {
+      let settled = false;
+      const settle = (outcome: Outcome) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(outcome);
+      };
+      const fail = (err: unknown) => settle({ failure: connectionError(err, url) });
+      const req = https.request(
+        url,
+        {
+          method: 'GET',
+          agent,
+          headers: {
+            authorization: `Bearer ${apiKey}`,
+            accept: 'application/json, application/problem+json',
+            'accept-encoding': 'br, gzip',
+            'user-agent': `school-data-client/${CLIENT_VERSION} node/${process.version}`,
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          const body = decoded(res, res.headers['content-encoding']);
+          body.on('data', (chunk: Buffer) => chunks.push(chunk));
+          body.on('error', fail);
+          body.on('end', () => settle({ answer: { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') } }));
+          res.on('error', fail);
+        },
+      );
+      // One deadline for the whole attempt: connecting, TLS, waiting and reading.
+      const timer = setTimeout(() => {
+        const timeout = new SchoolDataConnectionError('timeout', `GET ${url} got no complete answer within ${timeoutMs} ms`);
+        fail(timeout);
+        req.destroy(timeout);
+      }, timeoutMs);
+      req.on('error', fail);
+      req.end();
+    });
+  }
+}
