@@ -1,0 +1,36 @@
+/**
+ * Redis that answers with an error (here: out of memory, so INCR is refused) is as
+ * good as no Redis: the request fails closed with 503 rate_limit_unavailable.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { RateLimiterUnavailable } from '../../src/access/ratelimit/index.js';
+import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
+import { PrivateRedis } from '../helpers/redis.js';
+
+describe('Redis answering with errors', () => {
+  let redis: PrivateRedis;
+  let admin: Redis;
+  let limiter: RedisRateLimiter;
+
+  before(async () => {
+    redis = await PrivateRedis.start();
+    admin = new Redis(redis.url);
+    limiter = new RedisRateLimiter(redis.url, 250);
+  });
+  after(async () => {
+    await limiter.close();
+    admin.disconnect();
+    await redis.stop();
+  });
+
+  it('fails closed while writes are refused, and recovers when they are accepted again', async () => {
+    assert.equal((await limiter.consume('err-school', 10)).allowed, true);
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await admin.config('SET', 'maxmemory', '1');
+    await assert.rejects(limiter.consume('err-school-2', 10), RateLimiterUnavailable);
+    await admin.config('SET', 'maxmemory', '0');
+    assert.equal((await limiter.consume('err-school-2', 10)).allowed, true);
+  });
+});

@@ -1,0 +1,189 @@
+/**
+ * Error answers and their precedence (contract section 3), and the problem+json body
+ * of every error status (contract section 5).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { PROBLEM_TYPE, ROUTES } from '../helpers/routes.js';
+import { seedWorld, type World } from '../helpers/world.js';
+
+interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: string;
+  detail: string;
+  request_id: string;
+  invalid_params?: { name: string; reason: string }[];
+}
+
+describe('errors and their precedence', () => {
+  let t: TestApp;
+  let w: World;
+
+  before(async () => {
+    t = await startTestApp();
+    w = await seedWorld(t.store.db);
+  });
+  after(() => t.close());
+
+  async function problem(path: string, opts: Parameters<TestApp['request']>[1], status: number, code: string): Promise<Problem> {
+    const res = await t.request(path, opts);
+    assert.equal(res.status, status, `${path}: ${res.text}`);
+    assert.equal(res.headers['content-type'], PROBLEM_TYPE);
+    const body = res.json() as Problem;
+    assert.equal(body.code, code);
+    assert.equal(body.status, status);
+    assert.equal(body.type, `urn:school-data:problem:${code}`);
+    assert.equal(typeof body.title, 'string');
+    assert.equal(typeof body.detail, 'string');
+    assert.equal(body.request_id, res.headers['x-request-id']);
+    return body;
+  }
+
+  it('405 for any method but GET/HEAD, before the key is looked at', async () => {
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+      for (const path of [...ROUTES, '/api/public/v1/nothing']) {
+        const res = await t.request(path, { method, key: null });
+        assert.equal(res.status, 405, `${method} ${path}`);
+        assert.equal(res.headers.allow, 'GET, HEAD');
+      }
+    }
+    await problem('/api/public/v1/students', { method: 'DELETE', key: w.a.key }, 405, 'method_not_allowed');
+  });
+
+  it('401 for a missing, malformed, unknown or revoked key, with WWW-Authenticate', async () => {
+    const cases: Record<string, string | string[] | undefined> = {
+      missing: undefined,
+      empty: '',
+      'no scheme': w.a.key,
+      basic: `Basic ${w.a.key}`,
+      'short key': 'Bearer service_pk_123',
+      'upper-case hex': `Bearer ${w.a.key.toUpperCase().replace('SERVICE_PK_', 'service_pk_')}`,
+      unknown: 'Bearer service_pk_00000000000000000000000000000000',
+      revoked: `Bearer ${w.revokedKey}`,
+      'key with trailing junk': `Bearer ${w.a.key}x`,
+    };
+    for (const [name, header] of Object.entries(cases)) {
+      const headers: Record<string, string | string[]> = header === undefined ? {} : { authorization: header };
+      const res = await t.request('/api/public/v1/students', { headers });
+      assert.equal(res.status, 401, name);
+      assert.equal(res.headers['www-authenticate'], 'Bearer realm="school-data"', name);
+      const body = res.json() as Problem;
+      assert.equal(body.code, 'unauthorized');
+    }
+  });
+
+  it('the auth scheme is case-insensitive, the key exact', async () => {
+    const res = await t.request('/api/public/v1/students', { headers: { authorization: `bEaReR ${w.a.key}` } });
+    assert.equal(res.status, 200);
+  });
+
+  it('401 details do not depend on why the key failed', async () => {
+    const details = new Set<string>();
+    for (const auth of ['', 'Bearer service_pk_00000000000000000000000000000000', `Bearer ${w.revokedKey}`]) {
+      const res = await t.request('/api/public/v1/students', { headers: auth ? { authorization: auth } : {} });
+      details.add((res.json() as Problem).detail);
+    }
+    assert.equal(details.size, 1);
+  });
+
+  it('402 for a school below Profi, before rate limit, path and parameters', async () => {
+    await problem('/api/public/v1/students', { key: w.downgradedKey }, 402, 'plan_required');
+    await problem('/api/public/v1/students?limit=0', { key: w.downgradedKey }, 402, 'plan_required');
+    await problem('/api/public/v1/no-such-thing', { key: w.downgradedKey }, 402, 'plan_required');
+  });
+
+  it('unknown paths under the prefix: 401 without a key, 404 with one', async () => {
+    await problem('/api/public/v1/teachers', { key: null }, 401, 'unauthorized');
+    await problem('/api/public/v1/teachers', { key: w.a.key }, 404, 'not_found');
+    await problem('/api/public/v1/students/s1/extra', { key: w.a.key }, 404, 'not_found');
+  });
+
+  it('paths outside /api/public/v1/ are 404 without looking at the key', async () => {
+    for (const path of ['/', '/api/public/v2/students', '/api/public/v1', '/API/public/v1/students', '/students']) {
+      await problem(path, { key: null }, 404, 'not_found');
+      await problem(path, { method: 'POST', key: null }, 404, 'not_found');
+    }
+  });
+
+  it('400 names every bad parameter', async () => {
+    const cases: [string, string][] = [
+      ['limit=abc', 'limit'],
+      ['limit=0', 'limit'],
+      ['limit=201', 'limit'],
+      ['limit=1e1', 'limit'],
+      ['limit=-1', 'limit'],
+      ['limit=+5', 'limit'],
+      ['limit=%2010', 'limit'],
+      ['limit=', 'limit'],
+      ['offset=1000001', 'offset'],
+      ['offset=0x10', 'offset'],
+      ['status=learning', 'status'],
+      ['status=LEARNING_PRACTICE', 'status'],
+      ['category=b', 'category'],
+      ['group_id=a%20b', 'group_id'],
+      [`group_id=${'x'.repeat(65)}`, 'group_id'],
+      ['Limit=5', 'Limit'],
+      ['foo=bar', 'foo'],
+      ['limit=5&limit=6', 'limit'],
+      ['status=', 'status'],
+    ];
+    for (const [query, name] of cases) {
+      const body = await problem(`/api/public/v1/students?${query}`, { key: w.a.key }, 400, 'invalid_parameter');
+      assert.deepEqual(
+        body.invalid_params?.map((p) => p.name),
+        [name],
+        query,
+      );
+      assert.ok(body.detail.includes(name), body.detail);
+    }
+    const two = await problem('/api/public/v1/students?limit=x&offset=y', { key: w.a.key }, 400, 'invalid_parameter');
+    assert.deepEqual(two.invalid_params?.map((p) => p.name).sort(), ['limit', 'offset']);
+    assert.equal(two.invalid_params?.find((p) => p.name === 'limit')?.reason, 'must be an integer from 1 to 200');
+  });
+
+  it('400 before 404: bad parameters on a missing object', async () => {
+    await problem('/api/public/v1/students/nobody?x=1', { key: w.a.key }, 400, 'invalid_parameter');
+  });
+
+  it('success responses carry the security, request-id and rate-limit headers, and no CORS', async () => {
+    const res = await t.request('/api/public/v1/students', { key: w.a.key, headers: { origin: 'https://evil.example' } });
+    assert.equal(res.status, 200);
+    assert.match(String(res.headers['content-type']), /^application\/json/);
+    assert.match(String(res.headers['strict-transport-security']), /max-age=\d+/);
+    assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    assert.equal(res.headers['cache-control'], 'no-store');
+    assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    assert.equal(res.headers['ratelimit-policy'], '"default";q=600;w=60');
+    assert.match(String(res.headers.ratelimit), /^"default";r=\d+;t=\d+$/);
+    assert.equal(
+      Object.keys(res.headers).filter((h) => h.startsWith('access-control-')).length,
+      0,
+    );
+  });
+
+  it('counts every request of an active key, whatever the answer', async () => {
+    const { key, keyId } = w.b;
+    const before = await t.store.db.selectFrom('api_keys').select('request_count').where('id', '=', keyId).executeTakeFirstOrThrow();
+    const statuses = [];
+    for (const path of ['/api/public/v1/students', '/api/public/v1/students?limit=0', '/api/public/v1/students/nobody', '/api/public/v1/nothing']) {
+      statuses.push((await t.request(path, { key })).status);
+    }
+    assert.deepEqual(statuses, [200, 400, 404, 404]);
+    const deadline = Date.now() + 5000;
+    let row;
+    do {
+      await new Promise((r) => setTimeout(r, 100));
+      row = await t.store.db.selectFrom('api_keys').select(['request_count', 'last_used_at']).where('id', '=', keyId).executeTakeFirstOrThrow();
+    } while (Number(row.request_count) < Number(before.request_count) + 4 && Date.now() < deadline);
+    assert.equal(Number(row.request_count), Number(before.request_count) + 4);
+    assert.match(String(row.last_used_at), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  });
+
+  it('never writes a key value into the logs', () => {
+    const all = t.logs.join('');
+    assert.ok(!all.includes('service_pk_'), 'a key value appeared in the logs');
+  });
+});

@@ -1,0 +1,234 @@
+/**
+ * The cabinet under attack: forged forms (CSRF) are refused with 403 and change
+ * nothing; another school's key is 404 and stays active; every response carries the
+ * security headers; odd input never makes a 500; markup in data is escaped; and none
+ * of the cabinet is reachable on the API's listener.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { createKey, type CreatedKey } from '../../src/management/keys.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { formFields, seedDirector, startTestCabinet, type CabinetBrowser, type Page, type TestCabinet } from '../helpers/cabinet.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+
+const STUDENTS = '/api/public/v1/students';
+
+describe('cabinet security', () => {
+  let store: TestStore;
+  let t: TestCabinet;
+  let api: TestApp;
+  /** Director of school A, signed in; A's key; school B's key. */
+  let a: CabinetBrowser;
+  let schoolA: string;
+  let keyA: CreatedKey;
+  let keyB: CreatedKey;
+
+  before(async () => {
+    store = await createTestStore();
+    t = await startTestCabinet({ store });
+    api = await startTestApp({ store });
+    const da = await seedDirector(store.db, 'VIP');
+    const db = await seedDirector(store.db, 'Profi');
+    schoolA = da.schoolId;
+    const ka = await createKey(store.db, da.schoolId, 'A key');
+    const kb = await createKey(store.db, db.schoolId, 'B key');
+    assert.ok(ka.ok && kb.ok);
+    keyA = ka.value;
+    keyB = kb.value;
+    a = t.browser();
+    assert.equal((await a.login(da.email, da.password)).status, 303);
+  });
+  after(async () => {
+    await t.close();
+    await api.close();
+    await store.close();
+  });
+
+  const revokedAt = async (id: string) => (await store.db.selectFrom('api_keys').select('revoked_at').where('id', '=', id).executeTakeFirstOrThrow()).revoked_at;
+  const keyCount = async () => (await store.db.selectFrom('api_keys').select('id').where('school_id', '=', schoolA).execute()).length;
+
+  function refused(res: Page, why: string): void {
+    assert.equal(res.status, 403, `${why}: ${res.status}`);
+    assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
+    assert.match(res.text, /<h1>Form not accepted<\/h1>/, why);
+    assert.match(res.text, /Nothing was changed/);
+  }
+
+  it('refuses a create-key form without the right token (403) and creates nothing', async () => {
+    const before = await keyCount();
+    const page = await a.get('/settings/api');
+    const form = formFields(page.text, '/settings/api/keys');
+    const other = t.browser();
+    const d = await seedDirector(store.db, 'VIP');
+    await other.login(d.email, d.password);
+    const otherToken = formFields((await other.get('/settings/api')).text, '/settings/api/keys').csrf!;
+    const forms: [string, Record<string, string>][] = [
+      ['no token', { nonce: form.nonce!, name: 'forged' }],
+      ['empty token', { ...form, csrf: '', name: 'forged' }],
+      ['wrong token', { ...form, csrf: randomBytes(32).toString('base64url'), name: 'forged' }],
+      ["another session's token", { ...form, csrf: otherToken, name: 'forged' }],
+    ];
+    for (const [why, fields] of forms) refused(await a.post('/settings/api/keys', fields), why);
+    refused(await a.post('/settings/api/keys', {}, { body: `csrf=${form.csrf}&csrf=${form.csrf}&nonce=${form.nonce}&name=twice` }), 'token sent twice');
+    assert.equal(await keyCount(), before);
+    assert.ok(t.logs.some((l) => l.includes('"event":"cabinet_form_refused"')));
+  });
+
+  it('refuses a form with the right token from another origin (403)', async () => {
+    const before = await keyCount();
+    const attempts: [string, Parameters<CabinetBrowser['post']>[2]][] = [
+      ['Origin of another site', { origin: 'https://evil.example' }],
+      ['Origin of another port', { origin: 'https://127.0.0.1:1' }],
+      ['plain-HTTP Origin', { origin: t.origin.replace('https:', 'http:') }],
+      ['cross-site fetch metadata', { headers: { 'sec-fetch-site': 'cross-site' } }],
+      ['same-site fetch metadata', { headers: { 'sec-fetch-site': 'same-site' } }],
+      ['Referer of another site', { origin: null, headers: { referer: 'https://evil.example/x' } }],
+    ];
+    for (const [why, options] of attempts) {
+      const form = formFields((await a.get('/settings/api')).text, '/settings/api/keys');
+      refused(await a.post('/settings/api/keys', { ...form, name: 'forged' }, options), why);
+    }
+    assert.equal(await keyCount(), before);
+    // Origin "null" is what browsers send under Referrer-Policy: no-referrer; the token decides.
+    const form = formFields((await a.get('/settings/api')).text, '/settings/api/keys');
+    assert.equal((await a.post('/settings/api/keys', { ...form, name: 'ok' }, { origin: 'null' })).status, 200);
+    assert.equal(await keyCount(), before + 1);
+  });
+
+  it('refuses forged revoke and sign-out forms (403): the key stays active, the session stays', async () => {
+    const path = `/settings/api/keys/${keyA.id}/revoke`;
+    const confirm = await a.get(path);
+    const fields = formFields(confirm.text, path);
+    refused(await a.post(path, {}), 'revoke without token');
+    refused(await a.post(path, { csrf: 'x'.repeat(43) }), 'revoke with a wrong token');
+    refused(await a.post(path, fields, { origin: 'https://evil.example' }), 'revoke from another origin');
+    assert.equal(await revokedAt(keyA.id), null);
+    assert.equal((await api.request(STUDENTS, { key: keyA.key })).status, 200);
+    refused(await a.post('/logout', {}), 'sign-out without token');
+    assert.equal((await a.get('/settings/api')).status, 200, 'still signed in');
+  });
+
+  it("answers 404 for another school's key, exactly as for a key that does not exist, and changes nothing", async () => {
+    const token = formFields((await a.get('/settings/api')).text, '/logout').csrf!;
+    const missing = await a.get('/settings/api/keys/key_0000000000000000/revoke');
+    assert.equal(missing.status, 404);
+    const body = (p: Page) => p.text.replace(/<code>[0-9a-f-]{36}<\/code>/, '');
+    for (const path of [`/settings/api/keys/${keyB.id}/revoke`]) {
+      const confirm = await a.get(path);
+      assert.equal(confirm.status, 404);
+      assert.equal(body(confirm), body(missing));
+      assert.ok(!confirm.text.includes('B key'), "another school's key name shown");
+      const post = await a.post(path, { csrf: token });
+      assert.equal(post.status, 404);
+      assert.equal(body(post), body(missing));
+    }
+    assert.equal(await revokedAt(keyB.id), null);
+    assert.equal((await api.request(STUDENTS, { key: keyB.key })).status, 200);
+    assert.ok(!(await a.get('/settings/api')).text.includes(keyB.id), "another school's key listed");
+    for (const id of ['%00', 'a%2Fb', 'x'.repeat(90), '%F0%9F%98%80', '..']) {
+      assert.equal((await a.get(`/settings/api/keys/${id}/revoke`)).status, 404, id);
+      assert.equal((await a.post(`/settings/api/keys/${id}/revoke`, { csrf: token })).status, 404, id);
+    }
+  });
+
+  it('sends signed-out visitors to sign-in, and changes nothing for them', async () => {
+    const stranger = t.browser();
+    for (const path of ['/', '/settings', '/settings/api', `/settings/api/keys/${keyA.id}/revoke`]) {
+      const res = await stranger.get(path);
+      assert.equal(res.status, 303, path);
+      assert.match(res.location ?? '', /^\/login|^\/settings\/api$/);
+    }
+    const before = await keyCount();
+    assert.equal((await stranger.post('/settings/api/keys', { name: 'x' })).location, '/login');
+    assert.equal((await stranger.post(`/settings/api/keys/${keyA.id}/revoke`, {})).location, '/login');
+    assert.equal(await keyCount(), before);
+    assert.equal(await revokedAt(keyA.id), null);
+  });
+
+  it('puts the security headers on every response: pages, assets, redirects and errors', async () => {
+    const stranger = t.browser();
+    const responses: [string, Page][] = [
+      ['login', await stranger.get('/login')],
+      ['keys page', await a.get('/settings/api')],
+      ['stylesheet', await stranger.get('/assets/cabinet.css')],
+      ['script', await stranger.get('/assets/copy.js')],
+      ['redirect', await stranger.get('/settings/api')],
+      ['404', await stranger.get('/no/such/page')],
+      ['403', await a.post('/settings/api/keys', {})],
+      ['415', await a.post('/settings/api/keys', {}, { contentType: 'application/json', body: '{}' })],
+    ];
+    for (const [what, res] of responses) {
+      const h = res.headers;
+      assert.equal(h['content-security-policy'], "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'", what);
+      assert.equal(h['x-frame-options'], 'DENY', what);
+      assert.match(String(h['strict-transport-security']), /^max-age=\d+/, what);
+      assert.equal(h['x-content-type-options'], 'nosniff', what);
+      assert.equal(h['referrer-policy'], 'no-referrer', what);
+      assert.equal(h['cache-control'], 'no-store', what);
+      assert.equal(h['access-control-allow-origin'], undefined, what);
+    }
+    const css = responses[2]![1];
+    assert.equal(css.headers['content-type'], 'text/css; charset=utf-8');
+    const js = responses[3]![1];
+    assert.equal(js.headers['content-type'], 'text/javascript; charset=utf-8');
+    // The only script is the local file: no inline script, no other origin anywhere.
+    for (const [what, res] of responses.filter(([w]) => w === 'login' || w === 'keys page')) {
+      assert.ok(!/<script(?![^>]*\ssrc="\/assets\/)/.test(res.text), `${what}: inline script`);
+      assert.ok(!/(src|href)="(https?:)?\/\//.test(res.text), `${what}: another origin`);
+      assert.ok(!/\sstyle=/.test(res.text), `${what}: inline style`);
+    }
+  });
+
+  it('never answers 500 to odd requests', async () => {
+    const form = formFields((await a.get('/settings/api')).text, '/settings/api/keys');
+    const body = new URLSearchParams({ ...form, name: 'x' }).toString();
+    const cases: [string, Promise<Page>, number][] = [
+      ['JSON body', a.post('/settings/api/keys', {}, { contentType: 'application/json', body: JSON.stringify({ ...form, name: 'x' }) }), 415],
+      ['text body', a.post('/settings/api/keys', {}, { contentType: 'text/plain', body }), 415],
+      ['huge form', a.post('/settings/api/keys', { ...form, name: 'x'.repeat(20_000) }), 413],
+      // A malformed escape is kept as typed: a valid (if odd) name.
+      ['broken encoding', a.post('/settings/api/keys', {}, { body: body.replace('name=x', 'name=%E0%A4%A') }), 200],
+      ['name twice', a.post('/settings/api/keys', {}, { body: `${body}&name=y` }), 400],
+      ['no nonce', a.post('/settings/api/keys', { csrf: form.csrf!, name: 'x' }), 400],
+      ['bad nonce', a.post('/settings/api/keys', { csrf: form.csrf!, nonce: '<script>', name: 'x' }), 400],
+      ['unknown path', a.get('/settings/api/nothing'), 404],
+      ['unknown method', a.post('/settings/api', { csrf: form.csrf! }), 404],
+      ['bad query', a.get('/settings/api?revoked=%00&revoked=x'), 200],
+      ['long url', a.get(`/settings/api?${'q'.repeat(10_000)}`), 200],
+    ];
+    for (const [what, pending, status] of cases) {
+      const res = await pending;
+      assert.ok(res.status < 500, `${what}: ${res.status}`);
+      assert.equal(res.status, status, `${what}: ${res.status}`);
+      assert.equal(res.headers['content-type'], 'text/html; charset=utf-8', what);
+    }
+  });
+
+  it('escapes markup in every value it shows', async () => {
+    const d = await seedDirector(store.db, 'VIP', '<script>alert(1)</script> & "школа"');
+    const k = await createKey(store.db, d.schoolId, '"><img src=x onerror=alert(1)>');
+    assert.ok(k.ok);
+    const b = t.browser();
+    await b.login(d.email, d.password);
+    for (const page of [await b.get('/settings/api'), await b.get(`/settings/api/keys/${k.value.id}/revoke`)]) {
+      assert.ok(!page.text.includes('<script>alert'), 'school name unescaped');
+      assert.ok(!page.text.includes('<img src=x'), 'key name unescaped');
+    }
+    const list = await b.get('/settings/api');
+    assert.match(list.text, /&lt;script&gt;alert\(1\)&lt;\/script&gt; &amp; &quot;школа&quot;/);
+    assert.match(list.text, /&quot;&gt;&lt;img src=x onerror=alert\(1\)&gt;/);
+  });
+
+  it('is not reachable on the API listener, and the API is not reachable on the cabinet listener', async () => {
+    for (const path of ['/login', '/settings/api', '/assets/cabinet.css', '/assets/copy.js', '/']) {
+      const res = await api.request(path);
+      assert.equal(res.status, 404, path);
+      assert.match(String(res.headers['content-type']), /^application\/problem\+json/, path);
+      assert.equal((await api.request(path, { method: 'POST' })).status, 404, `POST ${path}`);
+    }
+    const onCabinet = await a.get(STUDENTS, { authorization: `Bearer ${keyA.key}` });
+    assert.equal(onCabinet.status, 404);
+    assert.match(onCabinet.text, /There is no such page/);
+  });
+});

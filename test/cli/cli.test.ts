@@ -1,0 +1,136 @@
+/**
+ * The operator command line, run as a real process against the real store: every
+ * command in human and --json form, and every error as one line on stderr with a
+ * non-zero exit and nothing written.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { schoolData } from '../helpers/fixtures.js';
+import { runCli, type CliResult } from '../helpers/processes.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+
+describe('school-data CLI', () => {
+  let store: TestStore;
+  let env: NodeJS.ProcessEnv;
+  const cli = (...args: string[]) => runCli(args, env);
+  const json = async (...args: string[]) => {
+    const r = await cli(...args, '--json');
+    assert.equal(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout) as Record<string, unknown> & Record<string, unknown>[];
+  };
+  const fails = (r: CliResult, pattern: RegExp) => {
+    assert.notEqual(r.code, 0);
+    assert.equal(r.stderr.trim().split('\n').length, 1, `not one line: ${r.stderr}`);
+    assert.match(r.stderr, /^school-data: /);
+    assert.match(r.stderr, pattern);
+    assert.ok(!r.stderr.includes('    at '), 'stack trace on stderr');
+  };
+
+  before(async () => {
+    store = await createTestStore();
+    env = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, DATABASE_URL: store.url ?? '', SCHOOL_DATA_LOG_LEVEL: 'warn' };
+  });
+  after(() => store.close());
+
+  it('migrate is idempotent', async () => {
+    const first = await json('migrate');
+    assert.deepEqual(first.applied, []);
+    const human = await cli('migrate');
+    assert.equal(human.code, 0);
+    assert.match(human.stdout, /up to date/);
+  });
+
+  it('creates, lists and re-plans schools', async () => {
+    const created = await json('school', 'create', '--name', 'Автошкола Тест', '--plan', 'Profi', '--id', 'cli-school', '--timezone', 'Asia/Yekaterinburg');
+    assert.equal(created.id, 'cli-school');
+    assert.equal(created.timezone, 'Asia/Yekaterinburg');
+    const generated = await json('school', 'create', '--name', 'Другая', '--plan', 'Free');
+    assert.match(String(generated.id), /^sch_[0-9a-f]{12}$/);
+    const listed = (await json('school', 'list')) as unknown as { id: string; plan: string }[];
+    assert.deepEqual(
+      listed.filter((s) => s.id === 'cli-school').map((s) => s.plan),
+      ['Profi'],
+    );
+    const human = await cli('school', 'list');
+    assert.match(human.stdout, /cli-school\s+Автошкола Тест\s+Profi/);
+    const moved = await json('school', 'set-plan', '--school', 'cli-school', '--plan', 'VIP');
+    assert.equal(moved.plan, 'VIP');
+  });
+
+  it('refuses bad school input with one line and writes nothing', async () => {
+    fails(await cli('school', 'create', '--name', 'X', '--plan', 'Gold'), /plan/);
+    fails(await cli('school', 'create', '--name', 'X', '--plan', 'VIP', '--timezone', 'Mars/Base'), /time zone/);
+    fails(await cli('school', 'create', '--name', 'X', '--plan', 'VIP', '--id', 'bad id'), /school id/);
+    fails(await cli('school', 'create', '--name', 'Again', '--plan', 'VIP', '--id', 'cli-school'), /already exists/);
+    fails(await cli('school', 'create', '--plan', 'VIP'), /--name/);
+    fails(await cli('school', 'set-plan', '--school', 'nope', '--plan', 'VIP'), /no school/);
+    const listed = (await json('school', 'list')) as unknown as { name: string }[];
+    assert.equal(listed.filter((s) => s.name === 'X' || s.name === 'Again').length, 0);
+  });
+
+  it('creates a key shown once, lists it with its usage, and revokes it', async () => {
+    const created = await json('key', 'create', '--school', 'cli-school', '--name', 'Бухгалтерия');
+    assert.match(String(created.key), /^service_pk_[0-9a-f]{32}$/);
+    const hex = String(created.key).slice('service_pk_'.length);
+    assert.equal(created.hint, `service_pk_${hex.slice(0, 4)}...${hex.slice(-4)}`);
+    const listed = (await json('key', 'list', '--school', 'cli-school')) as unknown as Record<string, unknown>[];
+    assert.deepEqual(Object.keys(listed[0]!).sort(), ['created_at', 'hint', 'id', 'last_used_at', 'name', 'request_count', 'revoked_at']);
+    assert.equal(listed[0]!.request_count, 0);
+    assert.ok(!JSON.stringify(listed).includes(String(created.key)), 'key value listed');
+    const human = await cli('key', 'create', '--school', 'cli-school', '--name', 'сайт');
+    assert.match(human.stdout, /service_pk_[0-9a-f]{32}/);
+    assert.match(human.stdout, /shown only this once/);
+    const revoked = await json('key', 'revoke', '--key', String(created.id));
+    assert.match(String(revoked.revoked_at), /Z$/);
+    fails(await cli('key', 'revoke', '--key', 'key_nope'), /no key/);
+  });
+
+  it('refuses keys for Free and Standart schools, and an 11th active key', async () => {
+    await json('school', 'create', '--name', 'Std', '--plan', 'Standart', '--id', 'cli-std');
+    fails(await cli('key', 'create', '--school', 'cli-std', '--name', 'x'), /Profi and VIP/);
+    await json('school', 'create', '--name', 'Many', '--plan', 'Profi', '--id', 'cli-many');
+    for (let i = 0; i < 10; i++) await json('key', 'create', '--school', 'cli-many', '--name', `k${i}`);
+    fails(await cli('key', 'create', '--school', 'cli-many', '--name', 'eleventh'), /revoke an unused key first/);
+    const keys = (await json('key', 'list', '--school', 'cli-many')) as unknown as { id: string }[];
+    assert.equal(keys.length, 10);
+    await json('key', 'revoke', '--key', keys[0]!.id);
+    await json('key', 'create', '--school', 'cli-many', '--name', 'after revoke');
+    fails(await cli('key', 'create', '--school', 'cli-many', '--name', ''), /1-100/);
+    fails(await cli('key', 'list', '--school', 'nope'), /no school/);
+  });
+
+  it('imports a file whole and idempotently, and refuses a bad one without writing', async () => {
+    const file = path.join(store.dataDir, 'data.json');
+    fs.writeFileSync(file, JSON.stringify(schoolData('CLI')));
+    const first = await json('import', '--school', 'cli-school', file);
+    assert.equal(first.ok, true);
+    assert.equal((first.counts as Record<string, number>).students, 5);
+    const again = await cli('import', '--school', 'cli-school', file);
+    assert.equal(again.code, 0, again.stderr);
+    const count = async () => Number((await store.db.selectFrom('students').select((eb) => eb.fn.countAll().as('n')).where('school_id', '=', 'cli-school').executeTakeFirstOrThrow()).n);
+    assert.equal(await count(), 5);
+
+    const bad = schoolData('BAD');
+    (bad.students![2] as Record<string, unknown>).category = 'Z';
+    (bad.students![0] as Record<string, unknown>).id = 'new-one';
+    fs.writeFileSync(file, JSON.stringify(bad));
+    fails(await cli('import', '--school', 'cli-school', file), /students\[2\]\.category/);
+    assert.equal(await count(), 5);
+    const names = await store.db.selectFrom('students').select('full_name').where('school_id', '=', 'cli-school').execute();
+    assert.ok(names.every((n) => n.full_name.endsWith(' CLI')), 'a refused import changed data');
+
+    fs.writeFileSync(file, '{"students": [');
+    fails(await cli('import', '--school', 'cli-school', file), /not valid JSON/);
+    fails(await cli('import', '--school', 'cli-school', path.join(store.dataDir, 'missing.json')), /no such file/);
+    fails(await cli('import', '--school', 'nope', file), /no school|not valid JSON/);
+  });
+
+  it('reports configuration and usage errors in one line', async () => {
+    fails(await runCli(['school', 'list'], { ...env, SCHOOL_DATA_DB_TIMEOUT_MS: 'soon' }), /SCHOOL_DATA_DB_TIMEOUT_MS/);
+    fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: 'mysql://x' }), /DATABASE_URL/);
+    fails(await cli('frobnicate'), /unknown command/);
+    fails(await cli('key', 'create', '--school', 'x'), /--name/);
+  });
+});

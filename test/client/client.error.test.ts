@@ -1,0 +1,227 @@
+/**
+ * The built client's errors and retries against the real server: typed errors for
+ * every problem, no retry of an answer that says the request is wrong, a retry after
+ * Retry-After on 503 (Redis stopped, then back), and retries of connections that are
+ * refused, reset or never answered.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
+import { selfSignedPaths } from '../../src/tls.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { freePort, PrivateRedis } from '../helpers/redis.js';
+import { createTestStore } from '../helpers/store.js';
+import { seedWorld, type World } from '../helpers/world.js';
+import {
+  AuthenticationError,
+  InvalidParameterError,
+  NotFoundError,
+  PlanRequiredError,
+  SchoolDataClient,
+  SchoolDataConnectionError,
+  SchoolDataError,
+  ServiceUnavailableError,
+  type AttemptEvent,
+  type ClientOptions,
+  type RetryEvent,
+} from './built.js';
+
+interface Recorder {
+  attempts: AttemptEvent[];
+  retries: RetryEvent[];
+}
+
+function recorder(): Recorder & Pick<ClientOptions, 'onResponse' | 'onRetry'> {
+  const r: Recorder = { attempts: [], retries: [] };
+  return { ...r, onResponse: (e) => r.attempts.push(e), onRetry: (e) => r.retries.push(e) };
+}
+
+/** A TCP server on a free port that handles each connection with `onConnection`. */
+async function tcpServer(onConnection: (socket: net.Socket, n: number) => void): Promise<{ port: number; close: () => Promise<void> }> {
+  let n = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    onConnection(socket, n++);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe('client: errors and retries', () => {
+  let t: TestApp;
+  let w: World;
+  let ca: string;
+  const make = (options: Partial<ClientOptions> = {}) =>
+    new SchoolDataClient({ baseUrl: t.origin, apiKey: w.a.key, ca, retryBaseDelay: 10, retryMaxDelay: 50, ...options });
+
+  before(async () => {
+    t = await startTestApp();
+    w = await seedWorld(t.store.db);
+    ca = fs.readFileSync(selfSignedPaths(t.store.dataDir).cert, 'utf8');
+  });
+  after(() => t.close());
+
+  it('throws InvalidParameterError with each bad parameter, once, without retrying', async () => {
+    const rec = recorder();
+    const client = make(rec);
+    const err = await client.students
+      .list({ limit: 500, status: 'nope' as 'enrolled' })
+      .page()
+      .catch((e: unknown) => e);
+    assert.ok(err instanceof InvalidParameterError);
+    assert.ok(err instanceof SchoolDataError);
+    assert.equal(err.status, 400);
+    assert.equal(err.code, 'invalid_parameter');
+    assert.deepEqual(err.invalidParams.map((p) => p.name).sort(), ['limit', 'status']);
+    assert.match(err.requestId ?? '', /^[0-9a-f-]{36}$/);
+    assert.equal(rec.attempts.length, 1);
+    assert.equal(rec.retries.length, 0);
+    client.close();
+  });
+
+  it('throws AuthenticationError for a revoked or unknown key, PlanRequiredError below Profi; never retried', async () => {
+    const cases: [string, typeof SchoolDataError, number][] = [
+      [w.revokedKey, AuthenticationError, 401],
+      [`service_pk_${'0'.repeat(32)}`, AuthenticationError, 401],
+      [w.downgradedKey, PlanRequiredError, 402],
+    ];
+    for (const [apiKey, Class, status] of cases) {
+      const rec = recorder();
+      const client = make({ apiKey, ...rec });
+      const err = await client.vehicles.list().page().catch((e: unknown) => e);
+      assert.ok(err instanceof Class, String(err));
+      assert.equal(err.status, status);
+      assert.equal(rec.attempts.length, 1);
+      client.close();
+    }
+  });
+
+  it('throws NotFoundError for an unknown student, another school\'s, or a malformed id; never retried', async () => {
+    const rec = recorder();
+    const client = make(rec);
+    for (const id of ['no-such-student', 'only-here', 'bad id/..']) {
+      const err = await client.students.get(id).catch((e: unknown) => e);
+      assert.ok(err instanceof NotFoundError, `${id}: ${String(err)}`);
+      assert.equal(err.code, 'not_found');
+    }
+    assert.equal(rec.attempts.length, 3);
+    client.close();
+  });
+
+  it('retries a refused connection with backoff, then gives up with SchoolDataConnectionError', async () => {
+    const rec = recorder();
+    const client = make({ baseUrl: `https://127.0.0.1:${await freePort()}`, maxRetries: 2, ...rec });
+    const err = await client.students.list().page().catch((e: unknown) => e);
+    assert.ok(err instanceof SchoolDataConnectionError);
+    assert.equal(err.code, 'ECONNREFUSED');
+    assert.equal(rec.attempts.length, 3);
+    assert.deepEqual(rec.retries.map((r) => r.reason), ['ECONNREFUSED', 'ECONNREFUSED']);
+    assert.ok(rec.retries.every((r) => r.delayMs <= 50));
+    client.close();
+  });
+
+  it('retries a connection reset and then gets the answer', async () => {
+    const appPort = Number(new URL(t.origin).port);
+    const proxy = await tcpServer((socket, n) => {
+      if (n === 0) {
+        socket.destroy();
+        return;
+      }
+      const upstream = net.connect(appPort, '127.0.0.1');
+      upstream.on('error', () => socket.destroy());
+      socket.pipe(upstream).pipe(socket);
+    });
+    const rec = recorder();
+    const client = make({ baseUrl: `https://127.0.0.1:${proxy.port}`, ...rec });
+    try {
+      assert.equal((await client.students.list()).meta.total, 5);
+      assert.equal(rec.retries.length, 1);
+      assert.equal(rec.retries[0]?.status, null);
+      assert.equal(rec.attempts.at(-1)?.status, 200);
+    } finally {
+      client.close();
+      await proxy.close();
+    }
+  });
+
+  it('gives up on an answer that never comes after `timeout`, retrying first', async () => {
+    const silent = await tcpServer(() => undefined);
+    const rec = recorder();
+    const client = make({ baseUrl: `https://127.0.0.1:${silent.port}`, timeout: 200, maxRetries: 1, ...rec });
+    try {
+      const err = await client.students.list().page().catch((e: unknown) => e);
+      assert.ok(err instanceof SchoolDataConnectionError);
+      assert.equal(err.code, 'timeout');
+      assert.deepEqual(rec.retries.map((r) => r.reason), ['timeout']);
+    } finally {
+      client.close();
+      await silent.close();
+    }
+  });
+});
+
+describe('client: retry on 503 while the rate-limit service is down', () => {
+  let redis: PrivateRedis;
+  let t: TestApp;
+  let w: World;
+  let ca: string;
+
+  before(async () => {
+    redis = await PrivateRedis.start();
+    t = await startTestApp({ store: await createTestStore(), limiter: new RedisRateLimiter(redis.url, 250) });
+    w = await seedWorld(t.store.db);
+    ca = fs.readFileSync(selfSignedPaths(t.store.dataDir).cert, 'utf8');
+  });
+  after(async () => {
+    await t.close();
+    await t.store.close();
+    await redis.stop();
+  });
+
+  it('throws ServiceUnavailableError at once with retries off', async () => {
+    await redis.stop();
+    try {
+      const client = new SchoolDataClient({ baseUrl: t.origin, apiKey: w.a.key, ca, maxRetries: 0 });
+      const err = await client.students.list().page().catch((e: unknown) => e);
+      assert.ok(err instanceof ServiceUnavailableError, String(err));
+      assert.equal(err.code, 'rate_limit_unavailable');
+      assert.equal(err.retryAfter, 5);
+      client.close();
+    } finally {
+      await redis.start();
+    }
+  });
+
+  it('waits Retry-After and retries until Redis is back', async () => {
+    await redis.stop();
+    const rec = recorder();
+    const client = new SchoolDataClient({ baseUrl: t.origin, apiKey: w.a.key, ca, ...rec });
+    const listing = client.students.list().page();
+    // Redis comes back while the client waits out the 503's Retry-After.
+    const restarted = (async () => {
+      while (rec.retries.length === 0) await new Promise((r) => setTimeout(r, 50));
+      await redis.start();
+    })();
+    const page = await listing;
+    await restarted;
+    assert.equal(page.meta.total, 5);
+    assert.equal(rec.retries[0]?.reason, 'http_503');
+    assert.ok((rec.retries[0]?.delayMs ?? 0) >= 5000, 'waits the Retry-After of the 503');
+    assert.equal(rec.attempts.at(-1)?.status, 200);
+    client.close();
+  });
+});

@@ -1,0 +1,131 @@
+/**
+ * The Redis rate limiter failing under load, through a private redis-server behind a
+ * fault-injecting proxy: restarted while concurrent clients keep asking, slowed past
+ * its timeout, and blackholed. While it is down every answer is 503
+ * rate_limit_unavailable (fail closed, never data), no request hangs, the readiness
+ * check names the rate limiter, and answers are normal again as soon as it is back.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import Fastify from 'fastify';
+import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
+import { opsPlugin } from '../../src/ops/health.js';
+import { ApiMetrics } from '../../src/ops/metrics.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { FaultProxy } from '../helpers/faultproxy.js';
+import { withDeadline } from '../helpers/fuzz.js';
+import { PrivateRedis } from '../helpers/redis.js';
+import { seedWorld, type World } from '../helpers/world.js';
+
+const REDIS_TIMEOUT_MS = 250;
+// Waiting for the connection plus the command, each bounded by the timeout; the rest is
+// slack for a loaded machine. A bound, not a measurement.
+const ANSWER_BOUND_MS = 2000;
+
+describe('Redis failing under load', () => {
+  let redis: PrivateRedis;
+  let proxy: FaultProxy;
+  let limiter: RedisRateLimiter;
+  let t: TestApp;
+  let w: World;
+  const ops = Fastify();
+
+  before(async () => {
+    redis = await PrivateRedis.start();
+    proxy = await FaultProxy.start({ host: '127.0.0.1', port: redis.port });
+    limiter = new RedisRateLimiter(`redis://127.0.0.1:${proxy.address.port}`, REDIS_TIMEOUT_MS);
+    t = await startTestApp({ limiter, config: { rateLimitVip: 10_000_000, rateLimitProfi: 10_000_000 } });
+    w = await seedWorld(t.store.db);
+    await ops.register(opsPlugin, { metrics: new ApiMetrics(), db: t.store.db, limiter, checkTimeoutMs: 1000 });
+  });
+  after(async () => {
+    proxy.delayMs = 0;
+    await proxy.setMode('forward');
+    await t.close();
+    await ops.close();
+    await proxy.close();
+    await redis.stop();
+  });
+
+  async function get() {
+    const started = Date.now();
+    const res = await withDeadline(t.request('/api/public/v1/students?limit=1', { key: w.a.key }), 10_000, 'a request');
+    return { res, ms: Date.now() - started };
+  }
+
+  function assertFailsClosed(res: Awaited<ReturnType<typeof get>>['res']) {
+    assert.equal(res.status, 503, res.text);
+    const body = res.json() as { code: string; items?: unknown };
+    assert.equal(body.code, 'rate_limit_unavailable');
+    assert.equal(body.items, undefined);
+  }
+
+  async function assertRecovers() {
+    const deadline = Date.now() + 10_000;
+    let status = 0;
+    while (Date.now() < deadline) {
+      status = (await get()).res.status;
+      if (status === 200) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(status, 200, 'did not recover');
+    assert.equal((await ops.inject('/readyz')).statusCode, 200);
+  }
+
+  it('restarted mid-load: every answer is 200 or 503 rate_limit_unavailable, none hangs, normal after', async () => {
+    assert.equal((await get()).res.status, 200);
+    const statuses: number[] = [];
+    let slowest = 0;
+    let stop = false;
+    const clients = Array.from({ length: 6 }, async () => {
+      while (!stop) {
+        const { res, ms } = await get();
+        statuses.push(res.status);
+        slowest = Math.max(slowest, ms);
+        if (res.status !== 200) assertFailsClosed(res);
+      }
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    await redis.stop();
+    await new Promise((r) => setTimeout(r, 800));
+    const ready = await ops.inject('/readyz');
+    assert.equal(ready.statusCode, 503);
+    assert.deepEqual(ready.json(), { status: 'not_ready', checks: { database: 'ok', rate_limiter: 'unavailable' } });
+    await redis.start();
+    await new Promise((r) => setTimeout(r, 1500));
+    stop = true;
+    await Promise.all(clients);
+    assert.deepEqual([...new Set(statuses)].sort(), [200, 503], `statuses seen: ${[...new Set(statuses)].join(', ')}`);
+    assert.ok(slowest < ANSWER_BOUND_MS, `slowest answer ${slowest} ms`);
+    await assertRecovers();
+  });
+
+  it('slower than its timeout: 503 within the bound, normal once it is fast again', async () => {
+    proxy.delayMs = 4 * REDIS_TIMEOUT_MS;
+    try {
+      for (let i = 0; i < 3; i++) {
+        const { res, ms } = await get();
+        assertFailsClosed(res);
+        assert.ok(ms < ANSWER_BOUND_MS, `answered after ${ms} ms`);
+      }
+      assert.equal((await ops.inject('/readyz')).statusCode, 503);
+    } finally {
+      proxy.delayMs = 0;
+    }
+    await assertRecovers();
+  });
+
+  it('blackholed: 503 within the bound, normal once the path is open again', async () => {
+    await proxy.setMode('blackhole');
+    try {
+      for (let i = 0; i < 3; i++) {
+        const { res, ms } = await get();
+        assertFailsClosed(res);
+        assert.ok(ms < ANSWER_BOUND_MS, `answered after ${ms} ms`);
+      }
+    } finally {
+      await proxy.setMode('forward');
+    }
+    await assertRecovers();
+  });
+});

@@ -1,0 +1,91 @@
+/**
+ * SIGTERM under load on one real `serve` process with the embedded stores (SQLite and
+ * the in-memory limiter): requests in flight finish, new connections are refused,
+ * every answered request is on the key's counter, and the exit code is 0. (Three
+ * instances on PostgreSQL and Redis: test/access/instances.test.ts.)
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { createKey } from '../../src/management/keys.js';
+import { createSchool } from '../../src/management/schools.js';
+import { loadTls } from '../../src/tls.js';
+import { httpsClient } from '../helpers/http.js';
+import { startServe, type ServeProcess } from '../helpers/processes.js';
+import { freePort } from '../helpers/redis.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+
+const embedded = !process.env.DATABASE_URL;
+
+function connectable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+describe('SIGTERM under load, one process on SQLite', { skip: embedded ? false : 'the embedded stores only' }, () => {
+  let store: TestStore;
+  let server: ServeProcess;
+  let port: number;
+  const clients: ReturnType<typeof httpsClient>[] = [];
+
+  before(async () => {
+    store = await createTestStore();
+    port = await freePort();
+    const tls = await loadTls({ dataDir: store.dataDir, tlsCert: null, tlsKey: null });
+    const env: NodeJS.ProcessEnv = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, PORT: String(port), SCHOOL_DATA_USAGE_FLUSH_MS: '300', SCHOOL_DATA_LOG_LEVEL: 'warn' };
+    delete env.DATABASE_URL;
+    delete env.REDIS_URL;
+    server = await startServe(env);
+    for (let i = 0; i < 3; i++) clients.push(httpsClient(`https://127.0.0.1:${port}`, tls.cert));
+  });
+  after(async () => {
+    for (const c of clients) c.close();
+    if (server.child.exitCode === null) server.child.kill('SIGKILL');
+    await store.close();
+  });
+
+  it('finishes what is in flight, refuses new connections, counts every answer, exits 0', async () => {
+    const school = await createSchool(store.db, { name: 'Term', plan: 'VIP', id: `term_${randomBytes(5).toString('hex')}` });
+    assert.ok(school.ok);
+    const key = await createKey(store.db, school.value.id, 'term');
+    assert.ok(key.ok);
+
+    let answered = 0;
+    let exited = false;
+    const unexpected: string[] = [];
+    // Three loops per client keep several requests in flight when the signal lands.
+    const loops = clients.flatMap((c) =>
+      ['/api/public/v1/students?limit=5', '/api/public/v1/vehicles', '/api/public/v1/lessons'].map(async (path) => {
+        while (!exited) {
+          try {
+            const res = await c.request(path, { key: key.value.key });
+            if (res.status === 200) answered += 1;
+            else unexpected.push(`${res.status} ${res.text.slice(0, 200)}`);
+          } catch {
+            // Refused or reset once the server has closed: that request was never answered.
+            await new Promise((r) => setTimeout(r, 5));
+          }
+        }
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    server.child.kill('SIGTERM');
+    const code = await server.exited;
+    exited = true;
+    await Promise.all(loops);
+
+    assert.equal(code, 0, server.output());
+    assert.deepEqual(unexpected, [], 'every request answered while closing was served normally');
+    assert.ok(answered > 50, `only ${answered} requests answered`);
+    assert.equal(await connectable(port), false, 'the port refuses new connections');
+    const row = await store.db.selectFrom('api_keys').select('request_count').where('id', '=', key.value.id).executeTakeFirstOrThrow();
+    assert.equal(Number(row.request_count), answered, 'the counter holds every answered request');
+  });
+});

@@ -1,0 +1,40 @@
+/** A minimal HTTPS client for tests: trusts the test certificate, keeps connections alive. */
+import https from 'node:https';
+
+export interface TestResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  json: () => unknown;
+}
+
+export interface RequestOptions {
+  method?: string;
+  key?: string | null;
+  headers?: Record<string, string | string[]>;
+}
+
+export function httpsClient(origin: string, ca: string) {
+  const agent = new https.Agent({ keepAlive: true, ca, maxSockets: 16 });
+  return {
+    agent,
+    request(path: string, opts: RequestOptions = {}): Promise<TestResponse> {
+      const headers: Record<string, string | string[]> = { ...opts.headers };
+      if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+      return new Promise((resolve, reject) => {
+        const req = https.request(`${origin}${path}`, { method: opts.method ?? 'GET', headers, agent }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) as unknown });
+          });
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    },
+    close: () => agent.destroy(),
+  };
+}

@@ -1,0 +1,70 @@
+/** Real `school-data` processes (the built CLI) for multi-instance and signal tests. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { keyLeak } from './app.js';
+
+export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/school-data.js');
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs one CLI command to completion. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      // stdout may carry a key on purpose (key create, demo); stderr never.
+      const leak = keyLeak(stderr, `the stderr of "${args.join(' ')}"`);
+      if (leak) reject(leak);
+      else resolve({ code: code ?? -1, stdout, stderr });
+    });
+    child.stdin.end(input ?? '');
+  });
+}
+
+export interface ServeProcess {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number>;
+}
+
+/** Starts `school-data serve --json` and resolves once it printed its base URL. */
+export function startServe(env: NodeJS.ProcessEnv, args: string[] = []): Promise<ServeProcess> {
+  return new Promise((resolve, reject) => {
+    // The cabinet listens too: on a free port unless the test names one, so instances never collide on 8444.
+    const child = spawn(process.execPath, [BIN, 'serve', '--json', ...args], { env: { SCHOOL_DATA_CABINET_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    // Rejects, once the process is gone, if it ever wrote a key value (its logs are its output).
+    const exited = new Promise<number>((resolve, rejectExit) =>
+      child.on('exit', (code, signal) => {
+        const leak = keyLeak(out, 'the output of serve');
+        if (leak) rejectExit(leak);
+        else resolve(code ?? (signal ? 128 : -1));
+      }),
+    );
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 20_000);
+    const onData = (c: Buffer) => {
+      out += c.toString();
+      if (out.includes('"base_url"')) {
+        clearTimeout(timer);
+        resolve({ child, output: () => out, exited });
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const early = (code: unknown) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited (${String(code)}) before starting:\n${out}`));
+    };
+    exited.then(early, early);
+  });
+}

@@ -1,0 +1,65 @@
+/**
+ * Real stores for tests: a SQLite file in a fresh temporary directory, or, when
+ * DATABASE_URL is set, a fresh PostgreSQL schema of that database (dropped at the
+ * end), so runs never collide.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { migrate, openStore, type Store } from '../../src/db/index.js';
+
+export interface TestStore extends Store {
+  /** The DATABASE_URL that reaches this store (PostgreSQL), or null (SQLite). */
+  readonly url: string | null;
+  readonly dataDir: string;
+}
+
+export const usePostgres = (): boolean => Boolean(process.env.DATABASE_URL);
+
+/** A URL that points pg at `schema` through search_path. */
+export function urlWithSchema(base: string, schema: string): string {
+  const url = new URL(base);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+}
+
+export async function createTestStore(): Promise<TestStore> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-test-'));
+  const base = process.env.DATABASE_URL;
+  if (!base) {
+    const store = openStore({ databaseUrl: null, dataDir, dbTimeoutMs: 3000, dbPoolSize: 4 });
+    await migrate(store.db);
+    return {
+      ...store,
+      url: null,
+      dataDir,
+      close: async () => {
+        await store.close();
+        fs.rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  }
+  const schema = `sd_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.end();
+  const url = urlWithSchema(base, schema);
+  const store = openStore({ databaseUrl: url, dataDir, dbTimeoutMs: 3000, dbPoolSize: 4 });
+  await migrate(store.db);
+  return {
+    ...store,
+    url,
+    dataDir,
+    close: async () => {
+      await store.close();
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      await c.query(`DROP SCHEMA ${schema} CASCADE`);
+      await c.end();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

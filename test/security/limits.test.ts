@@ -1,0 +1,193 @@
+/**
+ * The server's limits (docs/operations.md, "Server limits"): timeouts that cut off a
+ * slowloris client, an idle connection, an unfinished TLS handshake; size limits that
+ * answer 431 and 414 as problem+json; TLS 1.2+ with strong suites only; and a flood of
+ * idle connections that does not keep other clients from being served.
+ *
+ * Timeouts are set short here and checked against generous bounds (a multiple of the
+ * setting): what is tested is that a connection is cut, not how fast.
+ */
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import tls from 'node:tls';
+import { after, before, describe, it } from 'node:test';
+import { loadTls } from '../../src/tls.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { assertErrorAnswer, rawExchange } from '../helpers/fuzz.js';
+import { seedWorld, type World } from '../helpers/world.js';
+
+const LIMITS = { headersTimeoutMs: 1500, requestTimeoutMs: 3000, keepAliveTimeoutMs: 1000, tlsHandshakeTimeoutMs: 1000, idleTimeoutMs: 2000 };
+
+/** Resolves with how long until the server closed `socket` (and what it wrote), or null if it stays open past `boundMs`. */
+function closedWithin(socket: net.Socket, boundMs: number): Promise<{ ms: number; received: string } | null> {
+  const started = Date.now();
+  let received = '';
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(null);
+    }, boundMs);
+    socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ ms: Date.now() - started, received });
+    });
+  });
+}
+
+describe('server limits', () => {
+  let t: TestApp;
+  let w: World;
+  let ca: string;
+  let port: number;
+
+  before(async () => {
+    t = await startTestApp({ config: LIMITS });
+    w = await seedWorld(t.store.db);
+    ca = (await loadTls(t.config)).cert;
+    port = Number(new URL(t.origin).port);
+  });
+  after(() => t.close());
+
+  const secure = (opts: tls.ConnectionOptions = {}) =>
+    new Promise<tls.TLSSocket>((resolve, reject) => {
+      const socket = tls.connect({ host: '127.0.0.1', port, ca, servername: 'localhost', ...opts }, () => resolve(socket));
+      socket.once('error', reject);
+    });
+
+  describe('timeouts', () => {
+    it('cuts off a slowloris client sending its headers byte by byte (408)', async () => {
+      const socket = await secure();
+      socket.write('GET /api/public/v1/students HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+      const drip = setInterval(() => socket.writable && socket.write('X'), 200);
+      const closed = await closedWithin(socket, 4 * LIMITS.headersTimeoutMs);
+      clearInterval(drip);
+      assert.ok(closed, 'still open long after the header timeout');
+      assert.match(closed.received, /^HTTP\/1\.1 408 /);
+    });
+
+    it('closes an idle kept-alive connection after the keep-alive timeout', async () => {
+      const socket = await secure();
+      socket.write(`GET /api/public/v1/students?limit=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${w.a.key}\r\n\r\n`);
+      const closed = await closedWithin(socket, 5 * LIMITS.keepAliveTimeoutMs);
+      assert.ok(closed, 'kept open long after the keep-alive timeout');
+      assert.match(closed.received, /^HTTP\/1\.1 200 /);
+      assert.match(closed.received, /Keep-Alive: timeout=1/);
+    });
+
+    it('closes a connection that never starts its TLS handshake', async () => {
+      const socket = net.connect(port, '127.0.0.1');
+      const closed = await closedWithin(socket, 5 * LIMITS.tlsHandshakeTimeoutMs);
+      assert.ok(closed, 'a silent TCP connection was kept open');
+    });
+
+    it('closes a TLS connection that never sends a request (408 at the header timeout)', async () => {
+      const socket = await secure();
+      const closed = await closedWithin(socket, 3 * LIMITS.headersTimeoutMs);
+      assert.ok(closed, 'an idle TLS connection was kept open');
+      assert.match(closed.received, /^HTTP\/1\.1 408 /);
+    });
+  });
+
+  describe('sizes', () => {
+    it('431 problem+json for headers over the limit; just under it is read', async () => {
+      const over = `GET /api/public/v1/students HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(t.config.maxHeaderBytes)}\r\n\r\n`;
+      const outcome = await rawExchange(t.origin, ca, over);
+      assert.equal(outcome.kind, 'response');
+      if (outcome.kind !== 'response') return;
+      assert.equal(outcome.response.status, 431);
+      assertErrorAnswer(outcome.response, 'oversized headers');
+      assert.equal((JSON.parse(outcome.response.body) as { code: string }).code, 'header_too_large');
+
+      const under = await t.request('/api/public/v1/students?limit=1', { key: w.a.key, headers: { 'x-big': 'a'.repeat(t.config.maxHeaderBytes - 1024) } });
+      assert.equal(under.status, 200);
+    });
+
+    it('414 problem+json for a URL over the limit, also when one path parameter makes it long', async () => {
+      for (const path of [`/api/public/v1/students?group_id=${'g'.repeat(t.config.maxUrlBytes)}`, `/api/public/v1/students/${'s'.repeat(t.config.maxUrlBytes)}`]) {
+        const res = await t.request(path, { key: w.a.key });
+        assert.equal(res.status, 414, path.slice(0, 60));
+        assert.equal((res.json() as { code: string }).code, 'uri_too_long');
+        assertErrorAnswer({ status: res.status, headers: res.headers, body: res.text }, path.slice(0, 60));
+      }
+      // Up to the limit the request is read: here a bad parameter and a malformed id.
+      const pad = t.config.maxUrlBytes - 100;
+      assert.equal((await t.request(`/api/public/v1/students?group_id=${'g'.repeat(pad)}`, { key: w.a.key })).status, 400);
+      assert.equal((await t.request(`/api/public/v1/students/${'s'.repeat(pad)}`, { key: w.a.key })).status, 404);
+    });
+  });
+
+  describe('TLS', () => {
+    const refusal = (opts: tls.ConnectionOptions) =>
+      secure(opts).then(
+        (socket) => {
+          const accepted = `accepted ${socket.getProtocol()} ${socket.getCipher().name}`;
+          socket.destroy();
+          return accepted;
+        },
+        (err: { code?: string }) => err.code ?? 'error',
+      );
+
+    it('refuses TLS 1.0 and 1.1 (the server sends the protocol_version alert)', async () => {
+      for (const maxVersion of ['TLSv1', 'TLSv1.1'] as const) {
+        // The client is willing (security level 0), so the refusal is the server's.
+        assert.equal(await refusal({ minVersion: 'TLSv1', maxVersion, ciphers: 'DEFAULT@SECLEVEL=0' }), 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', maxVersion);
+      }
+    });
+
+    it('refuses TLS 1.2 suites without forward secrecy or without AEAD', async () => {
+      for (const ciphers of ['ECDHE-ECDSA-AES128-SHA', 'ECDHE-ECDSA-AES256-SHA', 'ECDHE-ECDSA-AES128-SHA256', 'ECDHE-ECDSA-AES256-SHA384', 'AES128-GCM-SHA256', 'AES256-SHA']) {
+        assert.equal(await refusal({ maxVersion: 'TLSv1.2', ciphers }), 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', ciphers);
+      }
+    });
+
+    it('accepts TLS 1.2 with ECDHE and AEAD, and TLS 1.3', async () => {
+      assert.equal(await refusal({ maxVersion: 'TLSv1.2', ciphers: 'ECDHE-ECDSA-AES128-GCM-SHA256' }), 'accepted TLSv1.2 ECDHE-ECDSA-AES128-GCM-SHA256');
+      assert.equal(await refusal({ maxVersion: 'TLSv1.2', ciphers: 'ECDHE-ECDSA-CHACHA20-POLY1305' }), 'accepted TLSv1.2 ECDHE-ECDSA-CHACHA20-POLY1305');
+      assert.match(await refusal({ minVersion: 'TLSv1.3' }), /^accepted TLSv1\.3 TLS_/);
+    });
+  });
+
+  describe('connection flood', () => {
+    it('serves a normal client while hundreds of idle connections are open', async () => {
+      const idle: net.Socket[] = [];
+      try {
+        // Half never start TLS, half finish the handshake and then send nothing.
+        for (let i = 0; i < 200; i++) {
+          const s = net.connect(port, '127.0.0.1');
+          s.on('error', () => undefined);
+          idle.push(s);
+        }
+        const handshaken = await Promise.all(Array.from({ length: 200 }, () => secure()));
+        idle.push(...handshaken);
+        for (const s of handshaken) s.on('error', () => undefined);
+        const res = await t.request('/api/public/v1/students?limit=1', { key: w.a.key });
+        assert.equal(res.status, 200);
+      } finally {
+        for (const s of idle) s.destroy();
+      }
+    });
+
+    it('past SCHOOL_DATA_MAX_CONNECTIONS a new connection is closed at once, and served again once others close', async () => {
+      const capped = await startTestApp({ config: { ...LIMITS, maxConnections: 20 } });
+      const idle: net.Socket[] = [];
+      try {
+        for (let i = 0; i < 20; i++) {
+          const s = net.connect(Number(new URL(capped.origin).port), '127.0.0.1');
+          s.on('error', () => undefined);
+          await new Promise((r) => s.once('connect', r));
+          idle.push(s);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+        await assert.rejects(capped.request('/api/public/v1/students', { key: null }), /ECONNRESET|socket hang up|disconnected/);
+        for (const s of idle) s.destroy();
+        await new Promise((r) => setTimeout(r, 100));
+        assert.equal((await capped.request('/api/public/v1/students', { key: null })).status, 401);
+      } finally {
+        for (const s of idle) s.destroy();
+        await capped.close();
+      }
+    });
+  });
+});
