@@ -1,0 +1,188 @@
+/**
+ * The two servers a benchmark run loads: the real service (the built CLI, `serve`, as an
+ * operator starts it) and the bare node:https baseline; and the peak memory of a process,
+ * read from the kernel rather than sampled, so a short spike is not missed.
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+export const ROOT = path.resolve(import.meta.dirname, '..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface ApiServerOptions {
+  env: NodeJS.ProcessEnv;
+  workers: number;
+  /** Where the server's stdout and stderr (its JSON log) go. */
+  logFile: string;
+  /** With a directory, the server runs under --cpu-prof and writes its profile there on exit. */
+  cpuProfileDir?: string | undefined;
+}
+
+export interface ApiServer {
+  origin: string;
+  /** The processes that serve requests: the one server, or the workers. */
+  servingPids(): number[];
+  /** Empties the log file (the server appends, so it keeps writing at the new end). */
+  truncateLog(): void;
+  stop(): Promise<void>;
+}
+
+/** Starts `node bin/school-data.js serve --json` and waits for its banner in the log file. */
+export async function startApiServer(options: ApiServerOptions): Promise<ApiServer> {
+  // The log goes straight to a file, not through a pipe: the benchmark process must not
+  // spend the shared cores copying the server's log lines.
+  const log = fs.openSync(options.logFile, 'w');
+  fs.closeSync(log);
+  const out = fs.openSync(options.logFile, 'a');
+  const nodeArgs = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : [];
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'bin/school-data.js'), 'serve', '--json', '--workers', String(options.workers)], {
+    env: options.env,
+    stdio: ['ignore', out, out],
+  });
+  fs.closeSync(out);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  const deadline = Date.now() + 120_000;
+  let origin: string | null = null;
+  while (origin === null) {
+    const text = fs.readFileSync(options.logFile, 'utf8');
+    const match = /"base_url":\s*"(https:\/\/[^/"]+)/.exec(text);
+    if (match) origin = match[1]!;
+    else if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGTERM');
+      throw new Error(`the server did not start; its output:\n${text.slice(-4000)}`);
+    } else await sleep(100);
+  }
+
+  return {
+    origin,
+    servingPids: () => (options.workers > 1 ? childPids(child.pid!) : [child.pid!]),
+    truncateLog: () => fs.truncateSync(options.logFile, 0),
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+function childPids(pid: number): number[] {
+  try {
+    return fs
+      .readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+export interface BareServer {
+  port: number;
+  pid: number;
+  /** Makes every later answer a JSON body of `size` bytes. */
+  setBodySize(size: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startBareServer(certFile: string, keyFile: string): Promise<BareServer> {
+  const child: ChildProcess = fork(path.join(ROOT, 'bench/bare-server.ts'), [certFile, keyFile], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const next = <T>(pick: (m: Record<string, unknown>) => T | undefined) =>
+    new Promise<T>((resolve, reject) => {
+      const onMessage = (m: Record<string, unknown>) => {
+        const value = pick(m);
+        if (value === undefined) return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(value);
+      };
+      const onExit = () => reject(new Error('the bare baseline server exited'));
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+    });
+  const port = await next((m) => (typeof m.port === 'number' ? m.port : undefined));
+  return {
+    port,
+    pid: child.pid!,
+    setBodySize: async (size) => {
+      const done = next((m) => (typeof m.size === 'number' ? m.size : undefined));
+      child.send({ size });
+      await done;
+    },
+    stop: async () => {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.disconnect();
+      await exited;
+    },
+  };
+}
+
+/**
+ * Peak resident memory of processes over an interval: the kernel's high-water mark
+ * (VmHWM), reset at the start by writing 5 to /proc/<pid>/clear_refs.
+ */
+export class PeakRss {
+  constructor(private readonly pids: () => number[]) {}
+
+  reset(): void {
+    for (const pid of this.pids()) {
+      try {
+        fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+      } catch {
+        // Not Linux, or not allowed: the peak then covers the process's whole life.
+      }
+    }
+  }
+
+  /** The largest peak of any one process, in bytes (null where /proc is not readable). */
+  read(): number | null {
+    let peak: number | null = null;
+    for (const pid of this.pids()) {
+      try {
+        const kb = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+        if (kb) peak = Math.max(peak ?? 0, Number(kb) * 1024);
+      } catch {
+        // The process is gone or /proc is missing.
+      }
+    }
+    return peak;
+  }
+}
+
+// USER_HZ, the unit of /proc/<pid>/stat times: 100 on every Linux architecture Node runs on.
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** CPU seconds (user + system) the processes have used so far; 0 for any not readable. */
+export function cpuSeconds(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      // Fields after the command name (which may contain spaces, so split after its ")").
+      const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // Gone, or not Linux.
+    }
+  }
+  return ticks / CLOCK_TICKS_PER_SECOND;
+}
