@@ -6,10 +6,20 @@
  * run is a failure.
  *
  *   node scripts/test.mjs [--require-external] [file-or-dir-filter ...]
+ *
+ * Each test file runs as its own process, two at a time, and its output is printed whole
+ * when it ends. The files are not run under `node --test`: its parent process reads the
+ * children's stdout as a binary event stream and can spin forever on bytes it mistakes
+ * for a frame (nodejs/node#62693), which is what hung CI for 90 minutes. Run alone, a
+ * file reports through its own reporter, and a file that does not end in FILE_TIMEOUT_MS
+ * is killed and counted as failed.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+
+const CONCURRENCY = 2;
+const FILE_TIMEOUT_MS = 6 * 60_000;
 
 const args = process.argv.slice(2);
 const requireExternal = args.includes('--require-external') || process.env.SCHOOL_DATA_TEST_REQUIRE_EXTERNAL === '1';
@@ -31,42 +41,61 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-function run(name, env) {
+/** Runs one file; resolves with its counts, after printing its output. */
+function runFile(file, env) {
   return new Promise((resolve) => {
-    console.log(`\n=== suite: ${name} (${files.length} files) ===`);
-    const child = spawn(process.execPath, [
-      '--import',
-      'tsx',
-      '--test',
-      '--test-reporter=spec',
-      '--test-concurrency=2',
-      // A test that hangs fails after 3 minutes, and a file whose tests are done never
-      // keeps the run waiting on a handle a failed test left open.
-      '--test-timeout=180000',
-      '--test-force-exit',
-      ...files,
-    ], {
+    const started = Date.now();
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test-reporter=spec', '--test-force-exit', file], {
       env,
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let pass = 0;
-    let fail = 0;
-    let skipped = 0;
-    let buffer = '';
-    child.stdout.on('data', (chunk) => {
-      process.stdout.write(chunk);
-      buffer += chunk.toString();
-    });
-    child.on('close', (code) => {
-      for (const line of buffer.split('\n')) {
-        const m = /^ℹ (pass|fail|skipped) (\d+)$/.exec(line.trim());
-        if (m?.[1] === 'pass') pass += Number(m[2]);
-        if (m?.[1] === 'fail') fail += Number(m[2]);
-        if (m?.[1] === 'skipped') skipped += Number(m[2]);
-      }
-      resolve({ name, code: code ?? 1, pass, fail, skipped });
+    const chunks = [];
+    child.stdout.on('data', (chunk) => chunks.push(chunk));
+    child.stderr.on('data', (chunk) => chunks.push(chunk));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, FILE_TIMEOUT_MS);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const output = Buffer.concat(chunks).toString('utf8');
+      const count = (name) => {
+        const m = new RegExp(`^ℹ ${name} (\\d+)$`, 'm').exec(output);
+        return m ? Number(m[1]) : 0;
+      };
+      let fail = count('fail') + count('cancelled');
+      const ok = code === 0 && !timedOut;
+      // A file that dies before its summary (a crash, a kill) is one failure at least.
+      if (!ok && fail === 0) fail = 1;
+      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      const why = timedOut ? ` (killed: no end after ${FILE_TIMEOUT_MS / 60_000} min)` : !ok ? ` (exit ${code ?? signal})` : '';
+      process.stdout.write(`\n--- ${ok ? 'ok  ' : 'FAIL'} ${file} (${seconds} s)${why}\n${output}`);
+      resolve({ file, ok, pass: count('pass'), fail, skipped: count('skipped') + count('todo') });
     });
   });
+}
+
+async function run(name, env) {
+  console.log(`\n=== suite: ${name} (${files.length} files) ===`);
+  const started = Date.now();
+  const queue = [...files];
+  const results = [];
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (let file = queue.shift(); file !== undefined; file = queue.shift()) results.push(await runFile(file, env));
+    }),
+  );
+  const sum = (k) => results.reduce((n, r) => n + r[k], 0);
+  return {
+    name,
+    ok: results.every((r) => r.ok),
+    failedFiles: results.filter((r) => !r.ok).map((r) => r.file),
+    pass: sum('pass'),
+    fail: sum('fail'),
+    skipped: sum('skipped'),
+    seconds: Math.round((Date.now() - started) / 1000),
+  };
 }
 
 const embeddedEnv = { ...process.env };
@@ -80,12 +109,15 @@ if (external) {
 }
 
 console.log('\n=== summary ===');
-for (const r of results) console.log(`${r.code === 0 ? 'ok  ' : 'FAIL'} ${r.name}: ${r.pass} passed, ${r.fail} failed, ${r.skipped} skipped`);
+for (const r of results) {
+  console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name}: ${r.pass} passed, ${r.fail} failed, ${r.skipped} skipped (${r.seconds} s)`);
+  for (const file of r.failedFiles) console.log(`     failed: ${file}`);
+}
 if (!external) {
   console.log(`${requireExternal ? 'FAIL' : 'skip'} external: PostgreSQL + Redis (set DATABASE_URL and REDIS_URL to run it)`);
 }
 const pass = results.reduce((n, r) => n + r.pass, 0);
 const fail = results.reduce((n, r) => n + r.fail, 0);
-const ok = results.every((r) => r.code === 0) && (external || !requireExternal);
+const ok = results.every((r) => r.ok) && (external || !requireExternal);
 console.log(`${pass} passed, ${fail} failed`);
 process.exit(ok ? 0 : 1);
