@@ -38,7 +38,7 @@ describe('PostgreSQL outages through a fault proxy', { skip: process.env.DATABAS
     proxy = await FaultProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
     url.port = String(proxy.address.port);
     proxied = openStore({ databaseUrl: url.toString(), dataDir: direct.dataDir, dbTimeoutMs: DB_TIMEOUT_MS, dbPoolSize: 4 });
-    t = await startTestApp({ store: { ...proxied, url: url.toString(), dataDir: direct.dataDir }, config: { dbTimeoutMs: DB_TIMEOUT_MS } });
+    t = await startTestApp({ store: { ...proxied, url: url.toString(), dataDir: direct.dataDir }, config: { dbTimeoutMs: DB_TIMEOUT_MS, rateLimitVip: 10_000_000, rateLimitProfi: 10_000_000 } });
     await ops.register(opsPlugin, { metrics: new ApiMetrics(), db: proxied.db, limiter: new MemoryRateLimiter(), checkTimeoutMs: DB_TIMEOUT_MS });
   });
   after(async () => {
@@ -110,10 +110,15 @@ describe('PostgreSQL outages through a fault proxy', { skip: process.env.DATABAS
     const statuses = new Map<number, number>();
     let stop = false;
     const loops = Array.from({ length: 4 }, async () => {
-      while (!stop) {
-        const { res } = await get(['/api/public/v1/students', '/api/public/v1/lessons', '/api/public/v1/students/s1'][statuses.size % 3]);
-        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        if (res.status !== 200) assert.equal((res.json() as { code: string }).code, 'data_unavailable', res.text);
+      try {
+        while (!stop) {
+          const { res } = await get(['/api/public/v1/students', '/api/public/v1/lessons', '/api/public/v1/students/s1'][statuses.size % 3]);
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          if (res.status !== 200) assert.equal((res.json() as { code: string }).code, 'data_unavailable', res.text);
+        }
+      } finally {
+        // One loop's failure ends them all, so none outlives the test.
+        stop = true;
       }
     });
     for (let i = 0; i < 3; i++) {
