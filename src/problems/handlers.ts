@@ -46,6 +46,8 @@ export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): F
   return sendProblem(request, reply, new Problem('not_found', 'No resource at this path.'));
 }
 
+const REQUEST_TIMEOUT = new Problem('request_timeout', 'The request line and headers did not arrive within the time allowed; the connection is closed.');
+
 /** How a connection-level failure is counted (see ops/metrics.ts). */
 export type ClientErrorKind = 'tls' | 'header_overflow' | 'timeout' | 'malformed';
 
@@ -100,9 +102,8 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
       socket.destroy();
     } else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
       observe('timeout');
-      // A bare 408: the closed set of problem codes has none for it, and a client this
-      // slow is rarely still reading.
-      writeRawProblem(socket, 408, null, headers);
+      // Answered like every other error, though a client this slow is rarely still reading.
+      writeRawProblem(socket, 408, REQUEST_TIMEOUT, headers);
     } else if (error.code === 'HPE_HEADER_OVERFLOW') {
       observe('header_overflow');
       writeRawProblem(socket, 431, new Problem('header_too_large', 'The request line and headers are over the size limit.'), headers, wasHead(error));

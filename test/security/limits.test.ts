@@ -65,6 +65,11 @@ describe('server limits', () => {
       clearInterval(drip);
       assert.ok(closed, 'still open long after the header timeout');
       assert.match(closed.received, /^HTTP\/1\.1 408 /);
+      assert.match(closed.received, /Content-Type: application\/problem\+json/);
+      const body = JSON.parse(closed.received.slice(closed.received.indexOf('\r\n\r\n') + 4)) as { status: number; code: string; request_id: string };
+      assert.equal(body.status, 408);
+      assert.equal(body.code, 'request_timeout');
+      assert.match(closed.received, new RegExp(`X-Request-Id: ${body.request_id}`));
     });
 
     it('closes an idle kept-alive connection after the keep-alive timeout', async () => {
