@@ -14,7 +14,7 @@ import type { FastifyPluginCallback } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { RateLimiter } from '../access/ratelimit/index.js';
 import type { Database } from '../db/schema.js';
-import type { ApiMetrics } from './metrics.js';
+import { ClusterMetricsUnavailable, type ApiMetrics } from './metrics.js';
 
 export interface OpsOptions {
   /** The metrics the API app records into (the same instance passed to buildApp). */
@@ -74,8 +74,16 @@ export const opsPlugin: FastifyPluginCallback<OpsOptions> = (app, opts, done) =>
     return reply.code(result.status === 'ready' ? 200 : 503).headers(noStore).send(result);
   });
 
-  app.get('/metrics', async (_request, reply) => {
-    const text = await opts.metrics.exposition();
+  app.get('/metrics', async (request, reply) => {
+    let text;
+    try {
+      text = await opts.metrics.exposition();
+    } catch (err) {
+      if (!(err instanceof ClusterMetricsUnavailable)) throw err;
+      // A partial sum would look like a drop in traffic: better no sample than a wrong one.
+      request.log.warn({ err }, 'cluster metrics unavailable');
+      return reply.code(503).headers({ ...noStore, 'Retry-After': '5' }).type('text/plain; charset=utf-8').send('the workers\' metrics could not be collected; try again\n');
+    }
     return reply.headers(noStore).type(opts.metrics.contentType).send(text);
   });
   done();

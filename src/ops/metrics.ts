@@ -4,7 +4,9 @@
  * of a connection-level error. Never a raw URL, a key or a school id, so the number
  * of series stays small however hostile the traffic is.
  */
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import cluster from 'node:cluster';
+import { randomUUID } from 'node:crypto';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import type { ClientErrorKind } from '../problems/handlers.js';
 
 /** The route label of requests that matched no route (404s, undecodable paths). */
@@ -82,10 +84,96 @@ export class ApiMetrics {
     this.clientErrors.inc({ kind });
   }
 
-  /** The text exposition of the API's metrics and the process's. */
+  /**
+   * The text exposition of the API's metrics and the process's. In a worker of
+   * `serve --workers N` (see shareWithCluster) it is the whole service's: every worker's
+   * counts summed, whichever worker the scrape reached.
+   */
   async exposition(): Promise<string> {
+    if (this.clustered) return clusterExposition();
     return (await this.registry.metrics()) + (await processMetrics().metrics());
   }
 
+  private clustered = false;
+
+  /**
+   * Called once in each worker of `serve --workers N`: the worker answers the primary's
+   * requests for its metrics, and its /metrics asks the primary for the sum of all
+   * workers' (a scrape reaches one worker at random, whose own counts alone would be a
+   * fraction of the service's, and a different fraction each time).
+   */
+  shareWithCluster(): void {
+    if (!cluster.isWorker) return;
+    // Constructing one installs prom-client's listener for the primary's requests.
+    new AggregatorRegistry();
+    AggregatorRegistry.setRegistries([this.registry, processMetrics()]);
+    this.clustered = true;
+  }
+
   readonly contentType = this.registry.contentType;
+}
+
+const METRICS_REQUEST = 'school-data:metrics-request';
+const METRICS_ANSWER = 'school-data:metrics-answer';
+/** How long a worker waits for the primary's sum (prom-client gives workers 5 s to answer). */
+const CLUSTER_TIMEOUT_MS = 6000;
+
+interface MetricsRequest {
+  type: typeof METRICS_REQUEST;
+  id: string;
+}
+interface MetricsAnswer {
+  type: typeof METRICS_ANSWER;
+  id: string;
+  text?: string;
+  error?: string;
+}
+
+const pendingAnswers = new Map<string, (answer: MetricsAnswer) => void>();
+
+/** Thrown when the primary does not give the cluster's metrics; /metrics answers 503. */
+export class ClusterMetricsUnavailable extends Error {
+  override name = 'ClusterMetricsUnavailable';
+}
+
+/** A worker asks the primary for every worker's metrics, summed. */
+function clusterExposition(): Promise<string> {
+  if (pendingAnswers.size === 0) {
+    process.on('message', onAnswer);
+  }
+  const id = randomUUID();
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => settle({ type: METRICS_ANSWER, id, error: 'no answer from the primary' }), CLUSTER_TIMEOUT_MS);
+    function settle(answer: MetricsAnswer) {
+      clearTimeout(timer);
+      pendingAnswers.delete(id);
+      if (pendingAnswers.size === 0) process.off('message', onAnswer);
+      if (answer.text !== undefined) resolve(answer.text);
+      else reject(new ClusterMetricsUnavailable(answer.error ?? 'no metrics'));
+    }
+    pendingAnswers.set(id, settle);
+    process.send!({ type: METRICS_REQUEST, id } satisfies MetricsRequest);
+  });
+}
+
+function onAnswer(message: unknown): void {
+  const answer = message as Partial<MetricsAnswer> | null;
+  if (answer?.type === METRICS_ANSWER && typeof answer.id === 'string') pendingAnswers.get(answer.id)?.(answer as MetricsAnswer);
+}
+
+/**
+ * In the primary of `serve --workers N`: answers a worker's request for the service's
+ * metrics with prom-client's sum over every live worker (counters and histogram buckets
+ * added; process gauges added too, so memory is the service's total).
+ */
+export function serveClusterMetrics(): void {
+  const aggregator = new AggregatorRegistry();
+  cluster.on('message', (worker, message: Partial<MetricsRequest> | null) => {
+    if (message?.type !== METRICS_REQUEST || typeof message.id !== 'string') return;
+    const id = message.id;
+    aggregator.clusterMetrics().then(
+      (text) => worker.isConnected() && worker.send({ type: METRICS_ANSWER, id, text } satisfies MetricsAnswer),
+      (err: unknown) => worker.isConnected() && worker.send({ type: METRICS_ANSWER, id, error: String(err) } satisfies MetricsAnswer),
+    );
+  });
 }

@@ -6,6 +6,7 @@
 import cluster from 'node:cluster';
 import { migrate, openStore } from '../../db/index.js';
 import { createLogger } from '../../logger.js';
+import { ApiMetrics, serveClusterMetrics } from '../../ops/metrics.js';
 import { closeOnSignal, startServer } from '../../server.js';
 import { loadTls } from '../../tls.js';
 import { CliError, type CommandContext } from '../context.js';
@@ -22,6 +23,7 @@ export async function serveCommand(ctx: CommandContext, opts: { workers?: string
 
 async function runServer({ config, out }: CommandContext, isWorker: boolean): Promise<number> {
   const logger = createLogger(config);
+  if (isWorker) ApiMetrics.forProcess().shareWithCluster();
   const server = await startServer(config, logger);
   const base = `${server.origin}/api/public/v1/`;
   const cabinet = `${server.cabinetOrigin}/`;
@@ -31,7 +33,11 @@ async function runServer({ config, out }: CommandContext, isWorker: boolean): Pr
       `school-data API: ${base}\n  director's cabinet: ${cabinet}\n  data: ${server.storeLocation}; rate limits: ${server.limiter}; certificate: ${server.certPath}\n  stop with Ctrl-C`,
     );
   }
-  return closeOnSignal(server, logger);
+  const code = await closeOnSignal(server, logger);
+  // A worker's channel to the primary stays open for the primary's metrics requests, and
+  // would keep the closed worker alive.
+  if (isWorker) process.disconnect();
+  return code;
 }
 
 async function runPrimary({ config, out }: CommandContext, workers: number): Promise<number> {
@@ -75,6 +81,7 @@ async function runPrimary({ config, out }: CommandContext, workers: number): Pro
       );
     }
   });
+  serveClusterMetrics();
   for (let i = 0; i < workers; i++) cluster.fork();
 
   const stop = (signal: NodeJS.Signals) => {

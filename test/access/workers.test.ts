@@ -1,0 +1,96 @@
+/**
+ * `serve --workers 2` on PostgreSQL and Redis: connections are spread over the workers,
+ * one rate limit holds for the school whichever worker answers, and /metrics on the
+ * cabinet port counts the whole service's requests whichever worker the scrape reaches.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { createKey } from '../../src/management/keys.js';
+import { createSchool } from '../../src/management/schools.js';
+import { loadTls } from '../../src/tls.js';
+import { httpsClient } from '../helpers/http.js';
+import { startServe, type ServeProcess } from '../helpers/processes.js';
+import { freePort } from '../helpers/redis.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+
+const external = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
+const PROFI_LIMIT = 12;
+
+describe('serve --workers 2', { skip: external ? false : 'needs DATABASE_URL and REDIS_URL' }, () => {
+  let store: TestStore;
+  let server: ServeProcess;
+  let apiOrigin: string;
+  let cabinetOrigin: string;
+  let ca: string;
+
+  before(async () => {
+    store = await createTestStore();
+    ca = (await loadTls({ dataDir: store.dataDir, tlsCert: null, tlsKey: null })).cert;
+    const [port, cabinetPort] = [await freePort(), await freePort()];
+    apiOrigin = `https://127.0.0.1:${port}`;
+    cabinetOrigin = `https://127.0.0.1:${cabinetPort}`;
+    server = await startServe(
+      {
+        ...process.env,
+        DATABASE_URL: store.url!,
+        SCHOOL_DATA_DIR: store.dataDir,
+        PORT: String(port),
+        SCHOOL_DATA_CABINET_PORT: String(cabinetPort),
+        SCHOOL_DATA_RATE_LIMIT_PROFI: String(PROFI_LIMIT),
+        SCHOOL_DATA_LOG_LEVEL: 'warn',
+      },
+      ['--workers', '2'],
+    );
+  });
+
+  after(async () => {
+    if (server?.child.exitCode === null) {
+      server.child.kill('SIGTERM');
+      const killer = setTimeout(() => server.child.kill('SIGKILL'), 20_000);
+      const code = await server.exited;
+      clearTimeout(killer);
+      assert.equal(code, 0, `the primary and its workers exit 0 on SIGTERM:\n${server.output()}`);
+    }
+    await store?.close();
+  });
+
+  /** One request on a connection of its own, so that the primary hands each to the next worker. */
+  async function once(origin: string, path: string, key?: string) {
+    const client = httpsClient(origin, ca);
+    try {
+      return await client.request(path, key ? { key } : {});
+    } finally {
+      client.close();
+    }
+  }
+
+  async function school() {
+    const s = await createSchool(store.db, { name: 'Workers', plan: 'Profi', id: `wk_${randomBytes(5).toString('hex')}` });
+    assert.ok(s.ok);
+    const k = await createKey(store.db, s.value.id, 'workers');
+    assert.ok(k.ok);
+    return k.value;
+  }
+
+  it('answers from both workers under one rate limit', async () => {
+    const { key } = await school();
+    const statuses: number[] = [];
+    for (let i = 0; i <= PROFI_LIMIT; i++) statuses.push((await once(apiOrigin, '/api/public/v1/vehicles', key)).status);
+    assert.deepEqual(statuses, [...Array<number>(PROFI_LIMIT).fill(200), 429]);
+  });
+
+  it('/metrics sums every worker: each scrape sees all the requests', async () => {
+    const metric = /^school_data_http_requests_total\{route="\/api\/public\/v1\/instructors",status="401"\} (\d+)$/m;
+    const sent = 10;
+    for (let i = 0; i < sent; i++) assert.equal((await once(apiOrigin, '/api/public/v1/instructors')).status, 401);
+    // Scrapes on connections of their own reach both workers; every one must see all ten.
+    for (let i = 0; i < 4; i++) {
+      const res = await once(cabinetOrigin, '/metrics');
+      assert.equal(res.status, 200, res.text);
+      assert.equal(metric.exec(res.text)?.[1], String(sent), `scrape ${i + 1}`);
+      // The process gauges are summed too: two workers' memory, not one's.
+      assert.match(res.text, /^process_resident_memory_bytes \d/m);
+    }
+  });
+});
