@@ -203,3 +203,6 @@ export interface Database {
 export type School = Selectable<SchoolsTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type NewApiKey = Insertable<ApiKeysTable>;
+
+/** A row of `table` as selected: the named columns, with their selected types. */
+export type Selected<T extends keyof Database, C extends keyof Selectable<Database[T]>> = Pick<Selectable<Database[T]>, C>;

@@ -1,8 +1,7 @@
 import type { Kysely } from 'kysely';
-import { prepared } from '../../db/index.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Selected } from '../../db/schema.js';
 import { formatMoney } from '../../domain/money.js';
-import { DEEP_OFFSET } from '../common/params.js';
+import { pagedList } from '../common/list.js';
 import type { Page } from '../common/responses.js';
 import type { Contract, ContractListQuery } from './schema.js';
 
@@ -19,27 +18,15 @@ function filtered(db: Kysely<Database>, q: ContractFilter) {
   return query;
 }
 
-const contractPage = prepared((db, q: ContractFilter & { limit: number; offset: number }) =>
-  filtered(db, q).select(COLUMNS).orderBy('created_at').orderBy('id').limit(q.limit).offset(q.offset),
-);
-const contractDeepPage = prepared((db, q: ContractFilter & { limit: number; offset: number }) =>
-  db
-    .selectFrom('contracts')
-    .where('school_id', '=', q.schoolId)
-    .where('id', 'in', filtered(db, q).select('id').orderBy('created_at').orderBy('id').limit(q.limit).offset(q.offset))
-    .select(COLUMNS)
-    .orderBy('created_at')
-    .orderBy('id'),
-);
-const contractCount = prepared((db, q: ContractFilter) => filtered(db, q).select((eb) => eb.fn.countAll<number>().as('total')));
+const contractList = pagedList<'contracts', ContractFilter, Selected<'contracts', (typeof COLUMNS)[number]>>({ table: 'contracts', columns: COLUMNS, orderBy: 'created_at', filtered });
 
 export async function listContracts(db: Kysely<Database>, schoolId: string, q: ContractListQuery): Promise<Page<Contract>> {
   const filter: ContractFilter = { schoolId, student_id: q.student_id };
-  const [rows, [count]] = await Promise.all([(q.offset >= DEEP_OFFSET ? contractDeepPage : contractPage)(db, { ...filter, limit: q.limit, offset: q.offset }), contractCount(db, filter)]);
+  const { rows, total } = await contractList(db, filter, q.limit, q.offset);
   // paid_minor is kept up to date by the importer, so no per-row sum over payments here.
   const items = rows.map(
     ({ price_minor, paid_minor, ...row }) =>
       ({ ...row, price: formatMoney(price_minor), paid: formatMoney(paid_minor), debt: formatMoney(price_minor - paid_minor) }) as Contract,
   );
-  return { items, meta: { total: count?.total ?? 0, limit: q.limit, offset: q.offset } };
+  return { items, meta: { total, limit: q.limit, offset: q.offset } };
 }

@@ -1,8 +1,7 @@
 import type { Kysely } from 'kysely';
-import { prepared } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { inPeriod, periodBounds, type PeriodBounds, type UtcRange } from '../common/period.js';
-import { DEEP_OFFSET } from '../common/params.js';
+import { pagedList } from '../common/list.js';
 import type { Page } from '../common/responses.js';
 import type { Lead, LeadListQuery } from './schema.js';
 
@@ -22,22 +21,10 @@ function filtered(db: Kysely<Database>, q: LeadFilter) {
   return query;
 }
 
-const leadPage = prepared((db, q: LeadFilter & { limit: number; offset: number }) =>
-  filtered(db, q).select(COLUMNS).orderBy('created_at').orderBy('id').limit(q.limit).offset(q.offset),
-);
-const leadDeepPage = prepared((db, q: LeadFilter & { limit: number; offset: number }) =>
-  db
-    .selectFrom('leads')
-    .where('school_id', '=', q.schoolId)
-    .where('id', 'in', filtered(db, q).select('id').orderBy('created_at').orderBy('id').limit(q.limit).offset(q.offset))
-    .select(COLUMNS)
-    .orderBy('created_at')
-    .orderBy('id'),
-);
-const leadCount = prepared((db, q: LeadFilter) => filtered(db, q).select((eb) => eb.fn.countAll<number>().as('total')));
+const leadList = pagedList<'leads', LeadFilter, Lead>({ table: 'leads', columns: COLUMNS, orderBy: 'created_at', filtered });
 
 export async function listLeads(db: Kysely<Database>, schoolId: string, q: LeadListQuery, period: UtcRange): Promise<Page<Lead>> {
   const filter: LeadFilter = { schoolId, ...periodBounds(period), status: q.status };
-  const [rows, [count]] = await Promise.all([(q.offset >= DEEP_OFFSET ? leadDeepPage : leadPage)(db, { ...filter, limit: q.limit, offset: q.offset }), leadCount(db, filter)]);
-  return { items: rows as Lead[], meta: { total: count?.total ?? 0, limit: q.limit, offset: q.offset } };
+  const { rows, total } = await leadList(db, filter, q.limit, q.offset);
+  return { items: rows, meta: { total, limit: q.limit, offset: q.offset } };
 }

@@ -1,9 +1,8 @@
 import type { Kysely } from 'kysely';
-import { prepared } from '../../db/index.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Selected } from '../../db/schema.js';
 import { formatMoney } from '../../domain/money.js';
 import { inPeriod, periodBounds, type PeriodBounds, type UtcRange } from '../common/period.js';
-import { DEEP_OFFSET } from '../common/params.js';
+import { pagedList } from '../common/list.js';
 import type { Page } from '../common/responses.js';
 import type { Payment, PaymentListQuery } from './schema.js';
 
@@ -19,23 +18,11 @@ const filtered = (db: Kysely<Database>, q: PaymentFilter) =>
     .where('school_id', '=', q.schoolId)
     .where((eb) => inPeriod(eb, 'paid_at', q));
 
-const paymentPage = prepared((db, q: PaymentFilter & { limit: number; offset: number }) =>
-  filtered(db, q).select(COLUMNS).orderBy('paid_at').orderBy('id').limit(q.limit).offset(q.offset),
-);
-const paymentDeepPage = prepared((db, q: PaymentFilter & { limit: number; offset: number }) =>
-  db
-    .selectFrom('payments')
-    .where('school_id', '=', q.schoolId)
-    .where('id', 'in', filtered(db, q).select('id').orderBy('paid_at').orderBy('id').limit(q.limit).offset(q.offset))
-    .select(COLUMNS)
-    .orderBy('paid_at')
-    .orderBy('id'),
-);
-const paymentCount = prepared((db, q: PaymentFilter) => filtered(db, q).select((eb) => eb.fn.countAll<number>().as('total')));
+const paymentList = pagedList<'payments', PaymentFilter, Selected<'payments', (typeof COLUMNS)[number]>>({ table: 'payments', columns: COLUMNS, orderBy: 'paid_at', filtered });
 
 export async function listPayments(db: Kysely<Database>, schoolId: string, q: PaymentListQuery, period: UtcRange): Promise<Page<Payment>> {
   const filter: PaymentFilter = { schoolId, ...periodBounds(period) };
-  const [rows, [count]] = await Promise.all([(q.offset >= DEEP_OFFSET ? paymentDeepPage : paymentPage)(db, { ...filter, limit: q.limit, offset: q.offset }), paymentCount(db, filter)]);
+  const { rows, total } = await paymentList(db, filter, q.limit, q.offset);
   const items = rows.map(({ amount_minor, ...row }) => ({ ...row, amount: formatMoney(amount_minor) }) as Payment);
-  return { items, meta: { total: count?.total ?? 0, limit: q.limit, offset: q.offset } };
+  return { items, meta: { total, limit: q.limit, offset: q.offset } };
 }

@@ -7,7 +7,7 @@ import type { Tenant } from '../../access/index.js';
 import { prepared } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { formatMoney } from '../../domain/money.js';
-import { DEEP_OFFSET } from '../common/params.js';
+import { pagedList } from '../common/list.js';
 import type { Page } from '../common/responses.js';
 import type { Student, StudentCard, StudentListQuery } from './schema.js';
 
@@ -28,24 +28,12 @@ function filtered(db: Kysely<Database>, q: StudentFilter) {
   return query;
 }
 
-const studentPage = prepared((db, q: StudentFilter & { limit: number; offset: number }) =>
-  filtered(db, q).select(LIST_COLUMNS).orderBy('created_at').orderBy('id').limit(q.limit).offset(q.offset),
-);
-const studentDeepPage = prepared((db, q: StudentFilter & { limit: number; offset: number }) =>
-  db
-    .selectFrom('students')
-    .where('school_id', '=', q.schoolId)
-    .where('id', 'in', filtered(db, q).select('id').orderBy('created_at').orderBy('id').limit(q.limit).offset(q.offset))
-    .select(LIST_COLUMNS)
-    .orderBy('created_at')
-    .orderBy('id'),
-);
-const studentCount = prepared((db, q: StudentFilter) => filtered(db, q).select((eb) => eb.fn.countAll<number>().as('total')));
+const studentList = pagedList<'students', StudentFilter, Student>({ table: 'students', columns: LIST_COLUMNS, orderBy: 'created_at', filtered });
 
 export async function listStudents(db: Kysely<Database>, schoolId: string, q: StudentListQuery): Promise<Page<Student>> {
   const filter: StudentFilter = { schoolId, status: q.status, category: q.category, group_id: q.group_id };
-  const [rows, [count]] = await Promise.all([(q.offset >= DEEP_OFFSET ? studentDeepPage : studentPage)(db, { ...filter, limit: q.limit, offset: q.offset }), studentCount(db, filter)]);
-  return { items: rows as Student[], meta: { total: count?.total ?? 0, limit: q.limit, offset: q.offset } };
+  const { rows, total } = await studentList(db, filter, q.limit, q.offset);
+  return { items: rows, meta: { total, limit: q.limit, offset: q.offset } };
 }
 
 const cardStudent = prepared((db, p: { schoolId: string; id: string }) =>
