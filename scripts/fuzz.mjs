@@ -25,22 +25,30 @@ if (files.length === 0) {
 const env = { ...process.env, SCHOOL_DATA_FUZZ_SCALE: process.env.SCHOOL_DATA_FUZZ_SCALE ?? '20' };
 console.log(`fuzzing ${files.length} files at scale ${env.SCHOOL_DATA_FUZZ_SCALE} on ${env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'} + ${env.REDIS_URL ? 'Redis' : 'memory'}`);
 
-// One file at a time: each property already keeps the machine busy.
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', '--test-timeout=3600000', ...files], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+// One file at a time (each property already keeps the machine busy), each run directly
+// rather than under `node --test`, whose parent can spin forever on its children's
+// output (nodejs/node#62693; see scripts/test.mjs).
 let out = '';
-child.stdout.on('data', (chunk) => {
-  process.stdout.write(chunk);
-  out += chunk.toString();
-});
-child.on('close', (code) => {
-  let cases = 0;
-  let failures = 0;
-  console.log('\n=== fuzz summary ===');
-  for (const m of out.matchAll(/fuzz (.+?): (\d+) cases, (\d+) failures, seed (-?\d+)/g)) {
-    console.log(`${m[1]}: ${m[2]} cases, ${m[3]} failures (seed ${m[4]})`);
-    cases += Number(m[2]);
-    failures += Number(m[3]);
-  }
-  console.log(`total: ${cases} cases tried, ${failures} failures`);
-  process.exit(code === 0 && failures === 0 ? 0 : 1);
-});
+let failed = false;
+for (const file of files) {
+  const code = await new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test-reporter=spec', '--test-force-exit', file], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    child.stdout.on('data', (chunk) => {
+      process.stdout.write(chunk);
+      out += chunk.toString();
+    });
+    child.on('close', (c) => resolve(c ?? 1));
+  });
+  if (code !== 0) failed = true;
+}
+
+let cases = 0;
+let failures = 0;
+console.log('\n=== fuzz summary ===');
+for (const m of out.matchAll(/fuzz (.+?): (\d+) cases, (\d+) failures, seed (-?\d+)/g)) {
+  console.log(`${m[1]}: ${m[2]} cases, ${m[3]} failures (seed ${m[4]})`);
+  cases += Number(m[2]);
+  failures += Number(m[3]);
+}
+console.log(`total: ${cases} cases tried, ${failures} failures`);
+process.exit(!failed && failures === 0 ? 0 : 1);
