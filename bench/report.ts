@@ -38,6 +38,8 @@ export interface Settings {
   seed: number;
   workers: number;
   logLevel: string;
+  /** NODE_OPTIONS the server runs with (its heap cap). */
+  nodeOptions: string;
   connections: number;
   threads: number;
   warmupSeconds: number;
@@ -168,7 +170,7 @@ export function markdownReport(report: Report, scenarios: Scenario[]): string {
   return `# Benchmark ${report.date}: ${st.store}
 
 - Machine: ${m.cpu}, ${m.cores} cores, ${(m.memoryBytes / 2 ** 30).toFixed(1)} GiB memory, ${m.kernel}; load average at start ${m.loadAverageAtStart.map((x) => x.toFixed(2)).join(' ')}
-- Node ${report.node}; store ${st.store} (${d.location}); rate limiter ${st.limiter}; ${st.workers} server process${st.workers > 1 ? 'es' : ''}; log level ${st.logLevel}
+- Node ${report.node}; store ${st.store} (${d.location}); rate limiter ${st.limiter}; ${st.workers} server process${st.workers > 1 ? 'es' : ''}; log level ${st.logLevel}; NODE_OPTIONS=${st.nodeOptions}
 - Data set (scale ${st.scale}, seed ${st.seed}): ${totals}; ${d.built ? `built in ${d.buildSeconds.toFixed(0)} s` : 'reused'}; deep offset ${d.deepOffset.toLocaleString('en-US')}
 - Load: wrk, ${st.connections} keep-alive HTTPS connections, ${st.threads} threads; the server warmed up for ${st.serverWarmupSeconds} s with the mixed workload, then per scenario ${st.warmupSeconds} s warm-up then ${st.seconds} s measured in ${st.slices} slices alternating with the baseline, ${st.runs} run${st.runs > 1 ? 's' : ''}; VIP limit ${st.rateLimitVip}/min, Profi ${st.rateLimitProfi}/min
 - Baseline: a bare node:https server (same certificate, TLS settings and Node) answering a fixed body of each scenario's median response size

@@ -41,7 +41,7 @@ const USAGE = `usage: npm run bench -- [options]
 The store is SQLite unless DATABASE_URL is set (then a schema of that PostgreSQL database);
 REDIS_URL, when set, is passed to the server (the Redis rate limiter).`;
 
-interface Options extends Omit<Settings, 'store' | 'limiter' | 'rateLimitVip' | 'rateLimitProfi'> {
+interface Options extends Omit<Settings, 'store' | 'limiter' | 'rateLimitVip' | 'rateLimitProfi' | 'nodeOptions'> {
   scenarios: Scenario[];
   profile: boolean;
   rebuild: boolean;
@@ -114,12 +114,20 @@ function parseOptions(argv: string[]): Options | null {
 const RATE_LIMIT_VIP = 10_000_000;
 const RATE_LIMIT_PROFI = 60;
 
+/**
+ * The heap cap docs/deployment.md gives for production: the server's live heap stays
+ * under 60 MB, and without a cap V8 lets garbage pile up to over 250 MB of RSS before it
+ * collects the old generation (docs/performance.md, "Memory").
+ */
+export const SERVER_NODE_OPTIONS = '--max-old-space-size=128';
+
 function serverEnv(loc: DatasetLocation, port: number, cabinetPort: number, logLevel: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   // Only the caller's general environment: no SCHOOL_DATA_* setting of theirs changes the server under test.
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SCHOOL_DATA_') && k !== 'DATABASE_URL' && k !== 'PORT' && k !== 'HOST') env[k] = v;
   return {
     ...env,
+    NODE_OPTIONS: [env.NODE_OPTIONS, SERVER_NODE_OPTIONS].filter(Boolean).join(' '),
     ...(loc.databaseUrl ? { DATABASE_URL: loc.databaseUrl } : {}),
     SCHOOL_DATA_DIR: loc.dataDir,
     HOST: '127.0.0.1',
@@ -236,6 +244,7 @@ async function main(): Promise<number> {
     seed: options.seed,
     workers: options.workers,
     logLevel: options.logLevel,
+    nodeOptions: SERVER_NODE_OPTIONS,
     connections: options.connections,
     threads: options.threads,
     warmupSeconds: options.warmupSeconds,
