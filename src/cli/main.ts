@@ -66,6 +66,15 @@ function buildProgram(done: Run): Command {
     .requiredOption('--school <id>', 'school id')
     .requiredOption('--email <email>', 'the director\'s email, their sign-in name (unique)')
     .action(async (o: { json?: boolean; school: string; email: string }) => done(await (await import('./commands/director/add.js')).directorAdd(contextFor(o), o)));
+  leaf(director, 'list', 'list directors, of one school or of all')
+    .option('--school <id>', 'school id')
+    .action(async (o: { json?: boolean; school?: string }) => done(await (await import('./commands/director/list.js')).directorList(contextFor(o), o)));
+  leaf(director, 'set-password', 'set a director\'s password (stdin, or generated and shown once) and end their sessions')
+    .requiredOption('--email <email>', 'the director\'s email')
+    .action(async (o: { json?: boolean; email: string }) => done(await (await import('./commands/director/set-password.js')).directorSetPassword(contextFor(o), o)));
+  leaf(director, 'remove', 'remove a director; their sessions end at once')
+    .requiredOption('--email <email>', 'the director\'s email')
+    .action(async (o: { json?: boolean; email: string }) => done(await (await import('./commands/director/remove.js')).directorRemove(contextFor(o), o)));
 
   leaf(program, 'import', 'import a school\'s data from a JSON file (validated whole, one transaction)')
     .requiredOption('--school <id>', 'school id')

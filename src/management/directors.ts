@@ -143,3 +143,42 @@ export async function verifyDirector(db: Kysely<Database>, email: string, passwo
   if (!(await verifyPassword(password, row.password_hash))) return null;
   return { id: row.id, school_id: row.school_id, email: row.email, created_at: row.created_at };
 }
+
+/** A school's directors, or every director, by school then email. */
+export async function listDirectors(db: Kysely<Database>, schoolId?: string): Promise<Director[]> {
+  let query = db.selectFrom('directors').select(['id', 'school_id', 'email', 'created_at']);
+  if (schoolId !== undefined) query = query.where('school_id', '=', schoolId);
+  return query.orderBy('school_id').orderBy('email').execute();
+}
+
+/**
+ * Removes a director (someone who left the school): their sessions end with them
+ * (the foreign key cascades), so an open cabinet tab is signed out at its next request.
+ */
+export async function removeDirector(db: Kysely<Database>, email: string): Promise<Outcome<Director>> {
+  const login = normaliseEmail(email);
+  return db.transaction().execute(async (trx) => {
+    const found = await trx.selectFrom('directors').select(['id', 'school_id', 'email', 'created_at']).where('email', '=', login).executeTakeFirst();
+    if (!found) return { ok: false, reason: `no director with email "${login}"` };
+    await trx.deleteFrom('directors').where('id', '=', found.id).execute();
+    return { ok: true, value: found };
+  });
+}
+
+/**
+ * Sets a director's password (a forgotten one, or one that may have leaked) and ends
+ * every session they have, so that whoever held the old password is signed out.
+ */
+export async function setDirectorPassword(db: Kysely<Database>, email: string, password: string, params: ScryptParams = DEFAULT_SCRYPT): Promise<Outcome<Director>> {
+  const login = normaliseEmail(email);
+  const badPassword = checkPassword(password);
+  if (badPassword) return { ok: false, reason: badPassword };
+  const password_hash = await hashPassword(password, params);
+  return db.transaction().execute(async (trx) => {
+    const found = await trx.selectFrom('directors').select(['id', 'school_id', 'email', 'created_at']).where('email', '=', login).executeTakeFirst();
+    if (!found) return { ok: false, reason: `no director with email "${login}"` };
+    await trx.updateTable('directors').set({ password_hash }).where('id', '=', found.id).execute();
+    await trx.deleteFrom('cabinet_sessions').where('director_id', '=', found.id).execute();
+    return { ok: true, value: found };
+  });
+}

@@ -1,6 +1,7 @@
 /**
  * The cabinet from the operator's side, as real processes (the built CLI):
- * `director add` with a password from stdin or generated, its refusals, and
+ * `director add` with a password from stdin or generated, its refusals, `director list`,
+ * `set-password` and `remove` (each ending the director's sessions), and
  * `serve` starting the cabinet beside the API and closing both on SIGTERM.
  */
 import assert from 'node:assert/strict';
@@ -82,6 +83,46 @@ describe('school-data director add', () => {
     fails(await add(email(), '\n'), /password on stdin is empty/);
     fails(await runCli(['director', 'add', '--school', school], env), /--email/);
     assert.equal(await directors(), count);
+  });
+
+  it('lists directors, sets a new password and removes a director; both end their open sessions', async () => {
+    const mail = email();
+    assert.equal((await add(mail, 'the first password\n')).code, 0);
+    const listed = await runCli(['director', 'list', '--school', school, '--json'], env);
+    assert.equal(listed.code, 0, listed.stderr);
+    const rows = JSON.parse(listed.stdout) as { email: string; school_id: string }[];
+    assert.ok(rows.some((r) => r.email === mail.toLowerCase() && r.school_id === school));
+    assert.ok(rows.every((r) => r.school_id === school));
+    assert.match((await runCli(['director', 'list'], env)).stdout, new RegExp(mail.toLowerCase().replace(/\./g, '\\.')));
+    fails(await runCli(['director', 'list', '--school', 'no-such-school'], env), /no school with id "no-such-school"/);
+
+    // A new password: the old one stops working, and a browser signed in with it is signed out.
+    const before = t.browser();
+    assert.equal((await before.login(mail, 'the first password')).status, 303);
+    assert.equal((await before.get('/settings/api')).status, 200);
+    const reset = await runCli(['director', 'set-password', '--email', mail.toUpperCase(), '--json'], env, 'the second password\n');
+    assert.equal(reset.code, 0, reset.stderr);
+    assert.ok(!reset.stdout.includes('the second password'));
+    assert.notEqual((await before.get('/settings/api')).status, 200, 'the old session still works');
+    assert.ok(!(await signsIn(mail, 'the first password')));
+    assert.ok(await signsIn(mail, 'the second password'));
+    const generated = JSON.parse((await runCli(['director', 'set-password', '--email', mail, '--json'], env, '')).stdout) as { password: string };
+    assert.match(generated.password, /^[A-Za-z0-9_-]{24}$/);
+    assert.ok(await signsIn(mail, generated.password));
+    fails(await runCli(['director', 'set-password', '--email', mail], env, 'short\n'), /password must be 12-256 characters/);
+    fails(await runCli(['director', 'set-password', '--email', 'nobody@example.com'], env, 'a fine password\n'), /no director with email "nobody@example.com"/);
+
+    // Removed: signed out at once, cannot sign in, gone from the list.
+    const signedIn = t.browser();
+    assert.equal((await signedIn.login(mail, generated.password)).status, 303);
+    const count = await directors();
+    const removed = await runCli(['director', 'remove', '--email', mail], env);
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.match(removed.stdout, /Removed director/);
+    assert.equal(await directors(), count - 1);
+    assert.notEqual((await signedIn.get('/settings/api')).status, 200, 'the removed director is still signed in');
+    assert.ok(!(await signsIn(mail, generated.password)));
+    fails(await runCli(['director', 'remove', '--email', mail], env), /no director with email/);
   });
 
   it('adds directors to Free and Standart schools too (they see why there are no keys)', async () => {

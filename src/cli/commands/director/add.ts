@@ -6,7 +6,7 @@ import { CliError, withStore, type CommandContext } from '../../context.js';
  * a generated one when stdin is a terminal or empty (`< /dev/null`). An empty first
  * line is refused rather than replaced: it is most likely an unset variable.
  */
-async function passwordFromStdin(stdin: NodeJS.ReadStream): Promise<{ password: string; generated: boolean }> {
+export async function passwordFromStdin(stdin: NodeJS.ReadStream): Promise<{ password: string; generated: boolean }> {
   if (stdin.isTTY) return { password: generatePassword(), generated: true };
   const chunks: Buffer[] = [];
   for await (const chunk of stdin) chunks.push(chunk as Buffer);
@@ -15,6 +15,13 @@ async function passwordFromStdin(stdin: NodeJS.ReadStream): Promise<{ password: 
   const line = text.split(/\r?\n/, 1)[0] ?? '';
   if (line.length === 0) throw new CliError('the password on stdin is empty; pipe in the password, or nothing at all to have one generated');
   return { password: line, generated: false };
+}
+
+/** What the human-readable output says of the password: a generated one is shown here, once. */
+export function passwordLines(password: string, generated: boolean): string[] {
+  return generated
+    ? ['', `  password: ${password}`, '', 'Hand it over securely: it is shown only this once and only its hash is stored.']
+    : ['The password is the one given on stdin.'];
 }
 
 export async function directorAdd(ctx: CommandContext, opts: { school: string; email: string }, stdin: NodeJS.ReadStream = process.stdin): Promise<number> {
@@ -27,9 +34,7 @@ export async function directorAdd(ctx: CommandContext, opts: { school: string; e
   ctx.out.result(generated ? { ...d, password } : d, () =>
     [
       `Added director ${d.id} <${d.email}> for school ${d.school_id}; they sign in at ${signIn}`,
-      ...(generated
-        ? ['', `  password: ${password}`, '', 'Hand it over securely: it is shown only this once and only its hash is stored.']
-        : ['The password is the one given on stdin.']),
+      ...passwordLines(password, generated),
     ].join('\n'),
   );
   return 0;
