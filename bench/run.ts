@@ -119,7 +119,7 @@ const RATE_LIMIT_PROFI = 60;
  * under 60 MB, and without a cap V8 lets garbage pile up to over 250 MB of RSS before it
  * collects the old generation (docs/performance.md, "Memory").
  */
-export const SERVER_NODE_OPTIONS = '--max-old-space-size=128';
+const SERVER_NODE_OPTIONS = '--max-old-space-size=128';
 
 function serverEnv(loc: DatasetLocation, port: number, cabinetPort: number, logLevel: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};

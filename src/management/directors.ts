@@ -44,6 +44,13 @@ export interface Director {
   created_at: string;
 }
 
+const DIRECTOR_COLUMNS = ['id', 'school_id', 'email', 'created_at'] as const;
+
+/** The director whose (normalised) email is `login`. */
+function findDirector(db: Kysely<Database>, login: string): Promise<Director | undefined> {
+  return db.selectFrom('directors').select(DIRECTOR_COLUMNS).where('email', '=', login).executeTakeFirst();
+}
+
 function derive(password: string, salt: Buffer, params: ScryptParams): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     scrypt(password.normalize('NFC'), salt, KEY_LENGTH, { ...params, maxmem: MAX_MEMORY }, (err, key) => (err ? reject(err) : resolve(key)));
@@ -134,7 +141,7 @@ export async function verifyDirector(db: Kysely<Database>, email: string, passwo
   // An impossible address (a NUL byte would even be an error on PostgreSQL) is an unknown one.
   const row = checkEmail(login)
     ? undefined
-    : await db.selectFrom('directors').select(['id', 'school_id', 'email', 'created_at', 'password_hash']).where('email', '=', login).executeTakeFirst();
+    : await db.selectFrom('directors').select([...DIRECTOR_COLUMNS, 'password_hash']).where('email', '=', login).executeTakeFirst();
   if (!row) {
     dummyHash ??= hashPassword(generatePassword());
     await verifyPassword(password, await dummyHash);
@@ -146,7 +153,7 @@ export async function verifyDirector(db: Kysely<Database>, email: string, passwo
 
 /** A school's directors, or every director, by school then email. */
 export async function listDirectors(db: Kysely<Database>, schoolId?: string): Promise<Director[]> {
-  let query = db.selectFrom('directors').select(['id', 'school_id', 'email', 'created_at']);
+  let query = db.selectFrom('directors').select(DIRECTOR_COLUMNS);
   if (schoolId !== undefined) query = query.where('school_id', '=', schoolId);
   return query.orderBy('school_id').orderBy('email').execute();
 }
@@ -158,7 +165,7 @@ export async function listDirectors(db: Kysely<Database>, schoolId?: string): Pr
 export async function removeDirector(db: Kysely<Database>, email: string): Promise<Outcome<Director>> {
   const login = normaliseEmail(email);
   return db.transaction().execute(async (trx) => {
-    const found = await trx.selectFrom('directors').select(['id', 'school_id', 'email', 'created_at']).where('email', '=', login).executeTakeFirst();
+    const found = await findDirector(trx, login);
     if (!found) return { ok: false, reason: `no director with email "${login}"` };
     await trx.deleteFrom('directors').where('id', '=', found.id).execute();
     return { ok: true, value: found };
@@ -175,7 +182,7 @@ export async function setDirectorPassword(db: Kysely<Database>, email: string, p
   if (badPassword) return { ok: false, reason: badPassword };
   const password_hash = await hashPassword(password, params);
   return db.transaction().execute(async (trx) => {
-    const found = await trx.selectFrom('directors').select(['id', 'school_id', 'email', 'created_at']).where('email', '=', login).executeTakeFirst();
+    const found = await findDirector(trx, login);
     if (!found) return { ok: false, reason: `no director with email "${login}"` };
     await trx.updateTable('directors').set({ password_hash }).where('id', '=', found.id).execute();
     await trx.deleteFrom('cabinet_sessions').where('director_id', '=', found.id).execute();

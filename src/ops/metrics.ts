@@ -107,6 +107,7 @@ export class ApiMetrics {
     // Constructing one installs prom-client's listener for the primary's requests.
     new AggregatorRegistry();
     AggregatorRegistry.setRegistries([this.registry, processMetrics()]);
+    process.on('message', onAnswer);
     this.clustered = true;
   }
 
@@ -138,16 +139,12 @@ export class ClusterMetricsUnavailable extends Error {
 
 /** A worker asks the primary for every worker's metrics, summed. */
 function clusterExposition(): Promise<string> {
-  if (pendingAnswers.size === 0) {
-    process.on('message', onAnswer);
-  }
   const id = randomUUID();
   return new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => settle({ type: METRICS_ANSWER, id, error: 'no answer from the primary' }), CLUSTER_TIMEOUT_MS);
     function settle(answer: MetricsAnswer) {
       clearTimeout(timer);
       pendingAnswers.delete(id);
-      if (pendingAnswers.size === 0) process.off('message', onAnswer);
       if (answer.text !== undefined) resolve(answer.text);
       else reject(new ClusterMetricsUnavailable(answer.error ?? 'no metrics'));
     }

@@ -53,21 +53,21 @@ export type ClientErrorKind = 'tls' | 'header_overflow' | 'timeout' | 'malformed
 
 /**
  * Writes an answer straight onto a socket that Fastify never got a request from, and
- * closes it. `problem` null gives a bare status; `head` sends the headers of the
- * problem without its body, as an answer to HEAD must.
+ * closes it. `head` sends the headers of the problem without its body, as an answer
+ * to HEAD must.
  */
-export function writeRawProblem(socket: Duplex, status: number, problem: Problem | null, headers: Record<string, string>, head = false): void {
+export function writeRawProblem(socket: Duplex, status: number, problem: Problem, headers: Record<string, string>, head = false): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
   const requestId = randomUUID();
-  const body = problem ? JSON.stringify(problem.body(requestId)) : '';
+  const body = JSON.stringify(problem.body(requestId));
   const lines = [
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
-    ...Object.entries({ ...headers, ...problem?.options.headers }).map(([name, value]) => `${name}: ${value}`),
+    ...Object.entries({ ...headers, ...problem.options.headers }).map(([name, value]) => `${name}: ${value}`),
     `X-Request-Id: ${requestId}`,
-    ...(problem ? [`Content-Type: ${PROBLEM_CONTENT_TYPE}`] : []),
+    `Content-Type: ${PROBLEM_CONTENT_TYPE}`,
     `Content-Length: ${Buffer.byteLength(body)}`,
     'Connection: close',
   ];
