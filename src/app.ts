@@ -192,7 +192,7 @@ export async function buildApp(deps: AppDeps) {
   });
   app.addHook(
     'onRequest',
-    accessHook({ config, db: store.db, limiter, usage, publicPaths: new Set([OPENAPI_PATH]) }),
+    accessHook({ config, reads: store.reads, limiter, usage, publicPaths: new Set([OPENAPI_PATH]) }),
   );
 
   app.setErrorHandler(errorHandler);
@@ -219,7 +219,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip', 'deflate'], brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } } });
   // Before the API routes: the OpenAPI generator collects them as they are added.
   await registerOpenApi(app);
-  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), db: store.db });
+  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: store.reads });
 
   app.addHook('onClose', async () => {
     await usage.close();

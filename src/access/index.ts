@@ -4,11 +4,9 @@
  * routing decides whether the path exists, so an unknown path with a bad key is 401.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
-import { prepared } from '../db/index.js';
-import type { Database } from '../db/schema.js';
+import { prepared, type Reader } from '../db/index.js';
 import { Problem } from '../problems/index.js';
 import { bearerKey, hashKey } from './keys.js';
 import { planLimit } from './plans.js';
@@ -32,7 +30,7 @@ declare module 'fastify' {
 
 export interface AccessDeps {
   config: Pick<Config, 'rateLimitProfi' | 'rateLimitVip'>;
-  db: Kysely<Database>;
+  reads: Reader;
   limiter: RateLimiter;
   usage: UsageRecorder;
   /** Paths under the prefix that are public (the OpenAPI document). */
@@ -68,7 +66,7 @@ const findKey = prepared((db, p: { hash: string }) =>
 );
 
 export function accessHook(deps: AccessDeps) {
-  const { db, limiter, usage, config, publicPaths } = deps;
+  const { reads, limiter, usage, config, publicPaths } = deps;
 
   return async function access(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     // The matched route decides, not only the raw URL: the router also accepts an
@@ -89,7 +87,7 @@ export function accessHook(deps: AccessDeps) {
 
     const key = bearerKey(request.headers.authorization);
     if (key === null) throw UNAUTHORIZED;
-    const [found] = await findKey(db, { hash: hashKey(key) });
+    const [found] = await findKey(reads, { hash: hashKey(key) });
     if (!found || found.revokedAt !== null) throw UNAUTHORIZED;
     // Bound on the request's own child logger (a pino one: the app is built on pino) rather
     // than on a new child of it: one logger fewer per request, and every later line of the

@@ -10,12 +10,18 @@ import pg from 'pg';
 import type { Config } from '../config/index.js';
 import * as m0001 from './migrations/0001_initial.js';
 import * as m0002 from './migrations/0002_cabinet.js';
+import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
 import type { Database } from './schema.js';
+
+export type { Reader } from './reader.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
 export interface Store {
+  /** Migrations, imports, management and the cabinet: everything that writes. */
   readonly db: Kysely<Database>;
+  /** The public API's queries (reader.ts): compiled by Kysely, run straight on the driver. */
+  readonly reads: Reader;
   readonly dialect: Dialect;
   /** Human-readable location, without credentials. */
   readonly location: string;
@@ -62,7 +68,8 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     pool.on('connect', (client) => client.on('error', () => undefined));
     const url = new URL(config.databaseUrl);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, close: () => db.destroy() };
+    const reads = new PgReader(db, pool);
+    return { db, reads, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, close: () => db.destroy() };
   }
   fs.mkdirSync(config.dataDir, { recursive: true });
   const file = sqlitePath(config);
@@ -71,34 +78,21 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
-  return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
+  const reads = new SqliteReader(db, file, config.dbTimeoutMs);
+  return {
+    db,
+    reads,
+    dialect: 'sqlite',
+    location: file,
+    close: async () => {
+      await reads.close();
+      await db.destroy();
+    },
+  };
 }
 
 /** Distinct query texts kept prepared; the service has a few dozen, so this is only a backstop. */
 const STATEMENT_CACHE_SIZE = 500;
-
-/**
- * Reading rows as arrays and naming their fields here is about a quarter cheaper than
- * better-sqlite3 building each row object through V8's C++ API, and a page of rows is
- * most of what a list request costs (docs/performance.md).
- */
-function objectRows(statement: SQLite.Statement): SqliteStatement {
-  statement.raw(true);
-  const names = statement.columns().map((c) => c.name);
-  const toObject = (row: unknown[]) => {
-    const out: Record<string, unknown> = {};
-    for (let i = 0; i < names.length; i++) out[names[i]!] = row[i];
-    return out;
-  };
-  return {
-    reader: true,
-    all: (parameters) => (statement.all(parameters) as unknown[][]).map(toObject),
-    run: (parameters) => statement.run(parameters),
-    *iterate(parameters) {
-      for (const row of statement.iterate(parameters) as IterableIterator<unknown[]>) yield toObject(row);
-    },
-  };
-}
 
 /**
  * Kysely asks better-sqlite3 to prepare (parse and plan) every query it runs, which on a
@@ -153,9 +147,10 @@ interface Template<R> {
  * values (where, limit, offset ...): never branched on beyond `!== undefined`, never
  * computed with. The SQL text is still Kysely's, one text per dialect.
  */
-export function prepared<P extends object, R>(build: (db: Kysely<Database>, values: P) => Compilable<R>): (db: Kysely<Database>, values: P) => Promise<R[]> {
+export function prepared<P extends object, R>(build: (db: Kysely<Database>, values: P) => Compilable<R>): (reader: Reader, values: P) => Promise<R[]> {
   const templates = new WeakMap<Kysely<Database>, Map<string, Template<R>>>();
-  return async (db, values) => {
+  return async (reader, values) => {
+    const db = reader.db;
     const given = values as Record<string, unknown>;
     let shape = '';
     for (const name in given) if (given[name] !== undefined) shape += `${name},`;
@@ -171,8 +166,7 @@ export function prepared<P extends object, R>(build: (db: Kysely<Database>, valu
     }
     const { compiled, slots } = template;
     const parameters = slots.map((name, i) => (name === null ? compiled.parameters[i] : given[name]));
-    const result = await db.executeQuery<R>({ ...compiled, parameters });
-    return result.rows;
+    return reader.run<R>({ ...compiled, parameters });
   };
 }
 

@@ -11,6 +11,7 @@ import swagger from '@fastify/swagger';
 import Fastify from 'fastify';
 import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely';
 import { API_PREFIX } from '../access/index.js';
+import type { Reader } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { responseHeaders } from '../resources/common/responses.js';
 import { publicApi } from '../resources/index.js';
@@ -136,8 +137,9 @@ function hoistTitled(node: unknown, schemas: Record<string, JsonSchema>): unknow
  * A Kysely that compiles queries but never runs one: the offline document builder
  * registers the real routes, whose handlers are never called.
  */
-function offlineDb(): Kysely<Database> {
-  return new Kysely<Database>({
+/** A reader that can compile queries but never runs one: the document's app answers no request. */
+function offlineReader(): Reader {
+  const db = new Kysely<Database>({
     dialect: {
       createAdapter: () => new SqliteAdapter(),
       createDriver: () => new DummyDriver(),
@@ -145,6 +147,11 @@ function offlineDb(): Kysely<Database> {
       createQueryCompiler: () => new SqliteQueryCompiler(),
     },
   });
+  return {
+    db,
+    run: () => Promise.reject(new Error('the OpenAPI document\'s app runs no query')),
+    close: () => Promise.resolve(),
+  };
 }
 
 /**
@@ -157,7 +164,7 @@ export async function buildOpenApiDocument(): Promise<OpenApiDocument> {
   // This instance never validates a request; the served app installs the real validators.
   app.setValidatorCompiler(() => () => true);
   await app.register(swagger, swaggerOptions());
-  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), db: offlineDb() });
+  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: offlineReader() });
   await app.ready();
   try {
     return app.swagger() as unknown as OpenApiDocument;

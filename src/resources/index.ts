@@ -3,8 +3,7 @@
  * already fixed request.tenant before any handler here runs.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/schema.js';
+import type { Reader } from '../db/index.js';
 import { contractRoutes } from './contracts/routes.js';
 import { financeRoutes } from './finance/routes.js';
 import { instructorRoutes } from './instructors/routes.js';
@@ -25,13 +24,13 @@ declare module 'fastify' {
 }
 
 export interface ResourceOptions {
-  db: Kysely<Database>;
+  reads: Reader;
 }
 
-export const publicApi: FastifyPluginAsync<ResourceOptions> = async (app, { db }) => {
-  // Only { db } is passed on: the options given to this plugin also carry its prefix,
+export const publicApi: FastifyPluginAsync<ResourceOptions> = async (app, { reads }) => {
+  // Only { reads } is passed on: the options given to this plugin also carry its prefix,
   // which Fastify would apply a second time to every child.
-  const opts: ResourceOptions = { db };
+  const opts: ResourceOptions = { reads };
   await app.register(studentRoutes, opts);
   await app.register(instructorRoutes, opts);
   await app.register(vehicleRoutes, opts);

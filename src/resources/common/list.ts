@@ -6,7 +6,7 @@
  * order and filters.
  */
 import type { Kysely, SelectQueryBuilder } from 'kysely';
-import { prepared } from '../../db/index.js';
+import { prepared, type Reader } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { DEEP_OFFSET } from './params.js';
 
@@ -53,8 +53,8 @@ export function pagedList<T extends ListTable, F extends { schoolId: string }, R
   );
   const count = prepared((db, q: F) => filtered(db, q).select((eb) => eb.fn.countAll<number>().as('total')));
 
-  return async (db: Kysely<Database>, filter: F, limit: number, offset: number): Promise<ListPage<R>> => {
-    const [rows, [counted]] = await Promise.all([(offset >= DEEP_OFFSET ? deepPage : page)(db, { ...filter, limit, offset }), count(db, filter)]);
+  return async (reads: Reader, filter: F, limit: number, offset: number): Promise<ListPage<R>> => {
+    const [rows, [counted]] = await Promise.all([(offset >= DEEP_OFFSET ? deepPage : page)(reads, { ...filter, limit, offset }), count(reads, filter)]);
     return { rows: rows as R[], total: counted?.total ?? 0 };
   };
 }

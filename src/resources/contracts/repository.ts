@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Reader } from '../../db/index.js';
 import type { Database, Selected } from '../../db/schema.js';
 import { formatMoney } from '../../domain/money.js';
 import { pagedList } from '../common/list.js';
@@ -20,9 +21,9 @@ function filtered(db: Kysely<Database>, q: ContractFilter) {
 
 const contractList = pagedList<'contracts', ContractFilter, Selected<'contracts', (typeof COLUMNS)[number]>>({ table: 'contracts', columns: COLUMNS, orderBy: 'created_at', filtered });
 
-export async function listContracts(db: Kysely<Database>, schoolId: string, q: ContractListQuery): Promise<Page<Contract>> {
+export async function listContracts(reads: Reader, schoolId: string, q: ContractListQuery): Promise<Page<Contract>> {
   const filter: ContractFilter = { schoolId, student_id: q.student_id };
-  const { rows, total } = await contractList(db, filter, q.limit, q.offset);
+  const { rows, total } = await contractList(reads, filter, q.limit, q.offset);
   // paid_minor is kept up to date by the importer, so no per-row sum over payments here.
   const items = rows.map(
     ({ price_minor, paid_minor, ...row }) =>

@@ -4,7 +4,7 @@ import type { ResourceOptions } from '../index.js';
 import { listContracts } from './repository.js';
 import { ContractList, ContractListQuery } from './schema.js';
 
-export const contractRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db }, done) => {
+export const contractRoutes: FastifyPluginCallback<ResourceOptions> = (app, { reads }, done) => {
   app.get<{ Querystring: ContractListQuery }>(
     '/contracts',
     {
@@ -17,7 +17,7 @@ export const contractRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db
         response: responses(ContractList),
       },
     },
-    (request) => listContracts(db, request.tenant!.id, request.query),
+    (request) => listContracts(reads, request.tenant!.id, request.query),
   );
   done();
 };

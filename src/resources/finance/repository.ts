@@ -3,10 +3,8 @@
  * index (payments (school_id, paid_at, id, method, kind, amount_minor) and expenses
  * (school_id, spent_at, category, amount_minor)) without visiting the tables.
  */
-import type { Kysely } from 'kysely';
 import type { Tenant } from '../../access/index.js';
-import { prepared } from '../../db/index.js';
-import type { Database } from '../../db/schema.js';
+import { prepared, type Reader } from '../../db/index.js';
 import { EXPENSE_CATEGORIES, PAYMENT_METHODS } from '../../domain/enums.js';
 import { formatMoney } from '../../domain/money.js';
 import { inPeriod, periodBounds, type PeriodBounds, type UtcRange } from '../common/period.js';
@@ -45,9 +43,9 @@ const expenseRows = prepared((db, q: SchoolPeriod) =>
     .groupBy('category'),
 );
 
-export async function getFinanceSummary(db: Kysely<Database>, tenant: Tenant, q: FinanceSummaryQuery, period: UtcRange): Promise<FinanceSummary> {
+export async function getFinanceSummary(reads: Reader, tenant: Tenant, q: FinanceSummaryQuery, period: UtcRange): Promise<FinanceSummary> {
   const of: SchoolPeriod = { schoolId: tenant.id, ...periodBounds(period) };
-  const [payments, expenses] = await Promise.all([incomeRows(db, of), expenseRows(db, of)]);
+  const [payments, expenses] = await Promise.all([incomeRows(reads, of), expenseRows(reads, of)]);
 
   const byMethod = zeroed(PAYMENT_METHODS);
   for (const row of payments) {

@@ -5,7 +5,7 @@ import type { ResourceOptions } from '../index.js';
 import { getFinanceSummary } from './repository.js';
 import { FinanceSummary, FinanceSummaryQuery } from './schema.js';
 
-export const financeRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db }, done) => {
+export const financeRoutes: FastifyPluginCallback<ResourceOptions> = (app, { reads }, done) => {
   app.get<{ Querystring: FinanceSummaryQuery }>(
     '/reports/finance-summary',
     {
@@ -22,7 +22,7 @@ export const financeRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db 
     (request) => {
       const tenant = request.tenant!;
       const period = resolvePeriod(request.query.period_from, request.query.period_to, tenant.timezone);
-      return getFinanceSummary(db, tenant, request.query, period);
+      return getFinanceSummary(reads, tenant, request.query, period);
     },
   );
   done();

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { prepared } from '../../db/index.js';
+import { prepared, type Reader } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import type { Page } from '../common/responses.js';
 import type { Instructor, InstructorListQuery } from './schema.js';
@@ -23,9 +23,9 @@ const instructorPage = prepared((db, q: InstructorFilter & { limit: number; offs
 );
 const instructorCount = prepared((db, q: InstructorFilter) => filtered(db, q).select((eb) => eb.fn.countAll<number>().as('total')));
 
-export async function listInstructors(db: Kysely<Database>, schoolId: string, q: InstructorListQuery): Promise<Page<Instructor>> {
+export async function listInstructors(reads: Reader, schoolId: string, q: InstructorListQuery): Promise<Page<Instructor>> {
   const filter: InstructorFilter = { schoolId, active: q.is_active === undefined ? undefined : q.is_active ? 1 : 0 };
-  const [rows, [count]] = await Promise.all([instructorPage(db, { ...filter, limit: q.limit, offset: q.offset }), instructorCount(db, filter)]);
+  const [rows, [count]] = await Promise.all([instructorPage(reads, { ...filter, limit: q.limit, offset: q.offset }), instructorCount(reads, filter)]);
   const items = rows.map((row): Instructor => ({
     ...row,
     // Stored as a JSON array in text and as 0/1, the same on both engines.

@@ -4,7 +4,7 @@ import type { ResourceOptions } from '../index.js';
 import { listInstructors } from './repository.js';
 import { InstructorList, InstructorListQuery } from './schema.js';
 
-export const instructorRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db }, done) => {
+export const instructorRoutes: FastifyPluginCallback<ResourceOptions> = (app, { reads }, done) => {
   app.get<{ Querystring: InstructorListQuery }>(
     '/instructors',
     {
@@ -17,7 +17,7 @@ export const instructorRoutes: FastifyPluginCallback<ResourceOptions> = (app, { 
         response: responses(InstructorList),
       },
     },
-    (request) => listInstructors(db, request.tenant!.id, request.query),
+    (request) => listInstructors(reads, request.tenant!.id, request.query),
   );
   done();
 };

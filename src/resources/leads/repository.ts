@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Reader } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { inPeriod, periodBounds, type PeriodBounds, type UtcRange } from '../common/period.js';
 import { pagedList } from '../common/list.js';
@@ -23,8 +24,8 @@ function filtered(db: Kysely<Database>, q: LeadFilter) {
 
 const leadList = pagedList<'leads', LeadFilter, Lead>({ table: 'leads', columns: COLUMNS, orderBy: 'created_at', filtered });
 
-export async function listLeads(db: Kysely<Database>, schoolId: string, q: LeadListQuery, period: UtcRange): Promise<Page<Lead>> {
+export async function listLeads(reads: Reader, schoolId: string, q: LeadListQuery, period: UtcRange): Promise<Page<Lead>> {
   const filter: LeadFilter = { schoolId, ...periodBounds(period), status: q.status };
-  const { rows, total } = await leadList(db, filter, q.limit, q.offset);
+  const { rows, total } = await leadList(reads, filter, q.limit, q.offset);
   return { items: rows, meta: { total, limit: q.limit, offset: q.offset } };
 }

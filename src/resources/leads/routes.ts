@@ -5,7 +5,7 @@ import type { ResourceOptions } from '../index.js';
 import { listLeads } from './repository.js';
 import { LeadList, LeadListQuery } from './schema.js';
 
-export const leadRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db }, done) => {
+export const leadRoutes: FastifyPluginCallback<ResourceOptions> = (app, { reads }, done) => {
   app.get<{ Querystring: LeadListQuery }>(
     '/leads',
     {
@@ -22,7 +22,7 @@ export const leadRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db }, 
     (request) => {
       const tenant = request.tenant!;
       const period = resolvePeriod(request.query.period_from, request.query.period_to, tenant.timezone);
-      return listLeads(db, tenant.id, request.query, period);
+      return listLeads(reads, tenant.id, request.query, period);
     },
   );
   done();

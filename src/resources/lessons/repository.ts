@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Reader } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { inPeriod, periodBounds, type PeriodBounds, type UtcRange } from '../common/period.js';
 import { pagedList } from '../common/list.js';
@@ -38,8 +39,8 @@ function filtered(db: Kysely<Database>, q: LessonFilter) {
 
 const lessonList = pagedList<'lessons', LessonFilter, Lesson>({ table: 'lessons', columns: COLUMNS, orderBy: 'starts_at', filtered });
 
-export async function listLessons(db: Kysely<Database>, schoolId: string, q: LessonListQuery, period: UtcRange): Promise<Page<Lesson>> {
+export async function listLessons(reads: Reader, schoolId: string, q: LessonListQuery, period: UtcRange): Promise<Page<Lesson>> {
   const filter: LessonFilter = { schoolId, ...periodBounds(period), instructor_id: q.instructor_id, student_id: q.student_id };
-  const { rows, total } = await lessonList(db, filter, q.limit, q.offset);
+  const { rows, total } = await lessonList(reads, filter, q.limit, q.offset);
   return { items: rows, meta: { total, limit: q.limit, offset: q.offset } };
 }

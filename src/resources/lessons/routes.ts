@@ -5,7 +5,7 @@ import type { ResourceOptions } from '../index.js';
 import { listLessons } from './repository.js';
 import { LessonList, LessonListQuery } from './schema.js';
 
-export const lessonRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db }, done) => {
+export const lessonRoutes: FastifyPluginCallback<ResourceOptions> = (app, { reads }, done) => {
   app.get<{ Querystring: LessonListQuery }>(
     '/lessons',
     {
@@ -22,7 +22,7 @@ export const lessonRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db }
     (request) => {
       const tenant = request.tenant!;
       const period = resolvePeriod(request.query.period_from, request.query.period_to, tenant.timezone);
-      return listLessons(db, tenant.id, request.query, period);
+      return listLessons(reads, tenant.id, request.query, period);
     },
   );
   done();

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Reader } from '../../db/index.js';
 import type { Database, Selected } from '../../db/schema.js';
 import { formatMoney } from '../../domain/money.js';
 import { inPeriod, periodBounds, type PeriodBounds, type UtcRange } from '../common/period.js';
@@ -20,9 +21,9 @@ const filtered = (db: Kysely<Database>, q: PaymentFilter) =>
 
 const paymentList = pagedList<'payments', PaymentFilter, Selected<'payments', (typeof COLUMNS)[number]>>({ table: 'payments', columns: COLUMNS, orderBy: 'paid_at', filtered });
 
-export async function listPayments(db: Kysely<Database>, schoolId: string, q: PaymentListQuery, period: UtcRange): Promise<Page<Payment>> {
+export async function listPayments(reads: Reader, schoolId: string, q: PaymentListQuery, period: UtcRange): Promise<Page<Payment>> {
   const filter: PaymentFilter = { schoolId, ...periodBounds(period) };
-  const { rows, total } = await paymentList(db, filter, q.limit, q.offset);
+  const { rows, total } = await paymentList(reads, filter, q.limit, q.offset);
   const items = rows.map(({ amount_minor, ...row }) => ({ ...row, amount: formatMoney(amount_minor) }) as Payment);
   return { items, meta: { total, limit: q.limit, offset: q.offset } };
 }

@@ -5,7 +5,7 @@ import type { ResourceOptions } from '../index.js';
 import { listPayments } from './repository.js';
 import { PaymentList, PaymentListQuery } from './schema.js';
 
-export const paymentRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db }, done) => {
+export const paymentRoutes: FastifyPluginCallback<ResourceOptions> = (app, { reads }, done) => {
   app.get<{ Querystring: PaymentListQuery }>(
     '/payments',
     {
@@ -22,7 +22,7 @@ export const paymentRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db 
     (request) => {
       const tenant = request.tenant!;
       const period = resolvePeriod(request.query.period_from, request.query.period_to, tenant.timezone);
-      return listPayments(db, tenant.id, request.query, period);
+      return listPayments(reads, tenant.id, request.query, period);
     },
   );
   done();

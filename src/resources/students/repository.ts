@@ -4,7 +4,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Tenant } from '../../access/index.js';
-import { prepared } from '../../db/index.js';
+import { prepared, type Reader } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { formatMoney } from '../../domain/money.js';
 import { pagedList } from '../common/list.js';
@@ -30,9 +30,9 @@ function filtered(db: Kysely<Database>, q: StudentFilter) {
 
 const studentList = pagedList<'students', StudentFilter, Student>({ table: 'students', columns: LIST_COLUMNS, orderBy: 'created_at', filtered });
 
-export async function listStudents(db: Kysely<Database>, schoolId: string, q: StudentListQuery): Promise<Page<Student>> {
+export async function listStudents(reads: Reader, schoolId: string, q: StudentListQuery): Promise<Page<Student>> {
   const filter: StudentFilter = { schoolId, status: q.status, category: q.category, group_id: q.group_id };
-  const { rows, total } = await studentList(db, filter, q.limit, q.offset);
+  const { rows, total } = await studentList(reads, filter, q.limit, q.offset);
   return { items: rows, meta: { total, limit: q.limit, offset: q.offset } };
 }
 
@@ -83,12 +83,12 @@ const cardPaid = prepared((db, p: { schoolId: string; id: string }) =>
     .where('student_id', '=', p.id),
 );
 
-export async function getStudentCard(db: Kysely<Database>, tenant: Tenant, id: string): Promise<StudentCard | null> {
+export async function getStudentCard(reads: Reader, tenant: Tenant, id: string): Promise<StudentCard | null> {
   const key = { schoolId: tenant.id, id };
-  const [student] = await cardStudent(db, key);
+  const [student] = await cardStudent(reads, key);
   if (!student) return null;
 
-  const [contracts, [lessons], [paid]] = await Promise.all([cardContracts(db, key), cardLessons(db, key), cardPaid(db, key)]);
+  const [contracts, [lessons], [paid]] = await Promise.all([cardContracts(reads, key), cardLessons(reads, key), cardPaid(reads, key)]);
 
   const priceMinor = contracts.reduce((sum, c) => sum + c.price_minor, 0);
   const paidMinor = Number(paid?.paid ?? 0);

@@ -6,7 +6,7 @@ import type { ResourceOptions } from '../index.js';
 import { getStudentCard, listStudents } from './repository.js';
 import { StudentCard, StudentList, StudentListQuery, StudentParams } from './schema.js';
 
-export const studentRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db }, done) => {
+export const studentRoutes: FastifyPluginCallback<ResourceOptions> = (app, { reads }, done) => {
   app.get<{ Querystring: StudentListQuery }>(
     '/students',
     {
@@ -19,7 +19,7 @@ export const studentRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db 
         response: responses(StudentList),
       },
     },
-    (request) => listStudents(db, request.tenant!.id, request.query),
+    (request) => listStudents(reads, request.tenant!.id, request.query),
   );
 
   app.get<{ Params: { id: string } }>(
@@ -36,7 +36,7 @@ export const studentRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db 
       },
     },
     async (request) => {
-      const card = await getStudentCard(db, request.tenant!, request.params.id);
+      const card = await getStudentCard(reads, request.tenant!, request.params.id);
       if (!card) throw new Problem('not_found', 'No student with this id.');
       return card;
     },

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { prepared } from '../../db/index.js';
+import { prepared, type Reader } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import type { Page } from '../common/responses.js';
 import type { Vehicle, VehicleListQuery } from './schema.js';
@@ -29,7 +29,7 @@ const vehiclePage = prepared((db, q: { schoolId: string; limit: number; offset: 
 );
 const vehicleCount = prepared((db, q: { schoolId: string }) => filtered(db, q).select((eb) => eb.fn.countAll<number>().as('total')));
 
-export async function listVehicles(db: Kysely<Database>, schoolId: string, q: VehicleListQuery): Promise<Page<Vehicle>> {
-  const [rows, [count]] = await Promise.all([vehiclePage(db, { schoolId, limit: q.limit, offset: q.offset }), vehicleCount(db, { schoolId })]);
+export async function listVehicles(reads: Reader, schoolId: string, q: VehicleListQuery): Promise<Page<Vehicle>> {
+  const [rows, [count]] = await Promise.all([vehiclePage(reads, { schoolId, limit: q.limit, offset: q.offset }), vehicleCount(reads, { schoolId })]);
   return { items: rows as Vehicle[], meta: { total: count?.total ?? 0, limit: q.limit, offset: q.offset } };
 }

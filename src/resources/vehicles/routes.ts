@@ -4,7 +4,7 @@ import type { ResourceOptions } from '../index.js';
 import { listVehicles } from './repository.js';
 import { VehicleList, VehicleListQuery } from './schema.js';
 
-export const vehicleRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db }, done) => {
+export const vehicleRoutes: FastifyPluginCallback<ResourceOptions> = (app, { reads }, done) => {
   app.get<{ Querystring: VehicleListQuery }>(
     '/vehicles',
     {
@@ -17,7 +17,7 @@ export const vehicleRoutes: FastifyPluginCallback<ResourceOptions> = (app, { db 
         response: responses(VehicleList),
       },
     },
-    (request) => listVehicles(db, request.tenant!.id, request.query),
+    (request) => listVehicles(reads, request.tenant!.id, request.query),
   );
   done();
 };
