@@ -14,9 +14,11 @@ import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { migrate, openStore, refreshStatistics, sqlitePath } from '../../src/db/index.js';
+import { isListTable } from '../../src/importer/read-model.js';
+import { itemJson, LIST_MODELS, type ListRow, type ListTable } from '../../src/resources/items.js';
 import { Progress } from '../progress.js';
 import { COLUMNS, headRows, schoolRows, type Row, type Table } from './generate.js';
-import { DATASET_VERSION, totalRows, type DatasetShape } from './shape.js';
+import { DATASET_VERSION, totalRows, type DatasetShape, type SchoolShape } from './shape.js';
 
 export interface DatasetLocation {
   dialect: 'sqlite' | 'postgres';
@@ -141,6 +143,42 @@ export async function ensureDataset(loc: DatasetLocation, shape: DatasetShape, r
   return { built: true, seconds: (Date.now() - started) / 1000 };
 }
 
+/** The columns written per table: a list's table also gets its read model (src/resources/items.ts). */
+const WRITTEN: Record<Table, readonly string[]> = Object.fromEntries(
+  (Object.keys(COLUMNS) as Table[]).map((table) => [table, isListTable(table) ? [...COLUMNS[table], 'item', 'pos'] : COLUMNS[table]]),
+) as unknown as Record<Table, readonly string[]>;
+
+/**
+ * Each list row's position in its list (src/resources/items.ts), by table and id: a first
+ * pass over the school's generator, which is deterministic, so the second pass that writes
+ * the rows gives each its place without an UPDATE of millions of rows afterwards.
+ */
+function positions(shape: DatasetShape, school: SchoolShape): Map<Table, Map<unknown, number>> {
+  const keys = new Map<Table, [string, string][]>();
+  for (const [table, row] of schoolRows(shape, school)) {
+    if (!isListTable(table)) continue;
+    let list = keys.get(table);
+    if (!list) keys.set(table, (list = []));
+    const columns = COLUMNS[table] as readonly string[];
+    list.push([row[columns.indexOf(LIST_MODELS[table].order)] as string, row[columns.indexOf('id')] as string]);
+  }
+  const out = new Map<Table, Map<unknown, number>>();
+  for (const [table, list] of keys) {
+    // The list's order: the order column, then id, compared as the database compares text.
+    list.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+    out.set(table, new Map(list.map(([, id], n) => [id, n])));
+  }
+  return out;
+}
+
+/** A generated row with its item and position, when its table is a list's. */
+function withReadModel(table: Table, row: unknown[], at: Map<Table, Map<unknown, number>>): unknown[] {
+  if (!isListTable(table)) return row;
+  const columns = COLUMNS[table] as readonly string[];
+  const record = Object.fromEntries(columns.map((c, i) => [c, row[i]])) as unknown as ListRow<ListTable>;
+  return [...row, itemJson(table, record), at.get(table)!.get(row[columns.indexOf('id')])!];
+}
+
 /** Streams every generated row into the sink, table by table in batches, committing every so often. */
 async function writeRows(sink: BulkSink, shape: DatasetShape): Promise<void> {
   const progress = new Progress(`building ${shape.scale === 1 ? 'the full' : `a ${shape.scale}x`} data set`, totalRows(shape));
@@ -150,7 +188,7 @@ async function writeRows(sink: BulkSink, shape: DatasetShape): Promise<void> {
     const rows = buffers.get(table);
     if (!rows || rows.length === 0) return;
     buffers.set(table, []);
-    await sink.insert(table, COLUMNS[table], rows);
+    await sink.insert(table, WRITTEN[table], rows);
     progress.add(rows.length);
     sinceCommit += rows.length;
   };
@@ -158,7 +196,7 @@ async function writeRows(sink: BulkSink, shape: DatasetShape): Promise<void> {
     let rows = buffers.get(table);
     if (!rows) buffers.set(table, (rows = []));
     rows.push(row);
-    if (rows.length >= sink.batchRows(COLUMNS[table].length)) await flush(table);
+    if (rows.length >= sink.batchRows(WRITTEN[table].length)) await flush(table);
   };
   const flushAll = async () => {
     for (const table of buffers.keys()) await flush(table);
@@ -169,7 +207,8 @@ async function writeRows(sink: BulkSink, shape: DatasetShape): Promise<void> {
   // Schools first: every other row references one.
   await flushAll();
   for (const school of shape.schools) {
-    for (const row of schoolRows(shape, school)) await put(row);
+    const at = positions(shape, school);
+    for (const [table, row] of schoolRows(shape, school)) await put([table, withReadModel(table, row, at)]);
     if (sinceCommit >= 200_000) {
       await flushAll();
       await sink.commit();

@@ -5,11 +5,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteDialect, type Compilable, type CompiledQuery, type Migration, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteDialect, type Compilable, type CompiledQuery, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config/index.js';
 import * as m0001 from './migrations/0001_initial.js';
 import * as m0002 from './migrations/0002_cabinet.js';
+import * as m0003 from './migrations/0003_read_model.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
 import type { Database } from './schema.js';
 
@@ -31,6 +32,7 @@ export interface Store {
 const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_cabinet': m0002,
+  '0003_read_model': m0003,
 };
 
 export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
@@ -170,8 +172,21 @@ export function prepared<P extends object, R>(build: (db: Kysely<Database>, valu
   };
 }
 
-/** Applies every pending migration; idempotent. Returns the names applied now. */
-export async function migrate(db: Kysely<Database>): Promise<string[]> {
+/**
+ * A text expression as bytes where the driver hands bytes over as they are (SQLite: a
+ * Buffer), else as text (PostgreSQL, whose driver decodes text results). A page of stored
+ * items is sent as it is read: decoding it into a JavaScript string only to encode it
+ * again for the socket would be work for nothing.
+ */
+export function asBytes<T>(db: Kysely<Database>, text: Expression<T>): RawBuilder<T | Buffer> {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? sql<T>`${text}` : sql<Buffer>`cast(${text} as blob)`;
+}
+
+/**
+ * Applies every pending migration (or those up to `to`, for tests of an upgrade);
+ * idempotent. Returns the names applied now.
+ */
+export async function migrate(db: Kysely<Database>, to?: string): Promise<string[]> {
   // On PostgreSQL the bookkeeping tables go in the connection's own schema: without it,
   // Kysely would take a migration table in any schema on the search path for its own.
   const schema = db.getExecutor().adapter instanceof PostgresAdapter
@@ -182,7 +197,7 @@ export async function migrate(db: Kysely<Database>): Promise<string[]> {
     provider: { getMigrations: () => Promise.resolve(migrations) },
     ...(schema ? { migrationTableSchema: schema } : {}),
   });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await (to === undefined ? migrator.migrateToLatest() : migrator.migrateTo(to));
   if (error) throw error instanceof Error ? error : new Error(`migration failed: ${JSON.stringify(error)}`);
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

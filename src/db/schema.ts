@@ -9,6 +9,16 @@
  */
 import type { ColumnType, Insertable, Selectable } from 'kysely';
 
+/**
+ * The read model every list's table carries (migration 0003, src/resources/items.ts): the
+ * row's list item as JSON text, and its position in its list's order within its school.
+ * The importer writes both in the same transaction as the row.
+ */
+export interface Listed {
+  item: string;
+  pos: ColumnType<number, number | undefined, number>;
+}
+
 export interface SchoolsTable {
   id: string;
   name: string;
@@ -44,7 +54,7 @@ export interface GroupsTable {
   branch_id: string | null;
 }
 
-export interface StudentsTable {
+export interface StudentsTable extends Listed {
   school_id: string;
   id: string;
   full_name: string;
@@ -60,7 +70,7 @@ export interface StudentsTable {
   created_at: string;
 }
 
-export interface InstructorsTable {
+export interface InstructorsTable extends Listed {
   school_id: string;
   id: string;
   full_name: string;
@@ -75,7 +85,7 @@ export interface InstructorsTable {
   created_at: string;
 }
 
-export interface VehiclesTable {
+export interface VehiclesTable extends Listed {
   school_id: string;
   id: string;
   plate_number: string;
@@ -94,7 +104,7 @@ export interface VehiclesTable {
   created_at: string;
 }
 
-export interface LessonsTable {
+export interface LessonsTable extends Listed {
   school_id: string;
   id: string;
   type: string;
@@ -110,7 +120,7 @@ export interface LessonsTable {
   created_at: string;
 }
 
-export interface ContractsTable {
+export interface ContractsTable extends Listed {
   school_id: string;
   id: string;
   number: string;
@@ -125,7 +135,7 @@ export interface ContractsTable {
   created_at: string;
 }
 
-export interface PaymentsTable {
+export interface PaymentsTable extends Listed {
   school_id: string;
   id: string;
   student_id: string;
@@ -138,7 +148,7 @@ export interface PaymentsTable {
   created_at: string;
 }
 
-export interface LeadsTable {
+export interface LeadsTable extends Listed {
   school_id: string;
   id: string;
   full_name: string;

@@ -10,6 +10,7 @@ import { checkReferences } from './references.js';
 import { TO_ROW } from './rows.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
 import { checkFile, type Entries } from './validate.js';
+import { isListTable, remakeItems, renumber, withItem } from './read-model.js';
 import { lockSchool, recomputeContractBalances, upsert } from './write.js';
 
 export type { ImportError } from './errors.js';
@@ -37,7 +38,12 @@ export async function importData(db: Kysely<Database>, schoolId: string, input: 
   await db.transaction().execute(async (trx) => {
     await lockSchool(trx, schoolId);
     for (const array of ARRAY_NAMES) await writeArray(trx, schoolId, school.currency, array, file.entries);
-    await recomputeContractBalances(trx, schoolId);
+    // A contract's item shows its balance, known only once the payments are written: the
+    // items of the file's contracts and of those whose balance moved are made again.
+    const moved = await recomputeContractBalances(trx, schoolId);
+    const contracts = new Set([...moved, ...file.entries.contracts.map(({ record }) => record.id)]);
+    await remakeItems(trx, 'contracts', schoolId, [...contracts]);
+    for (const array of ARRAY_NAMES) if (isListTable(array) && file.entries[array].length > 0) await renumber(trx, array, schoolId);
   });
   await refreshStatistics(db);
   return { ok: true, counts: Object.fromEntries(ARRAY_NAMES.map((array) => [array, file.entries[array].length])) };
@@ -45,5 +51,5 @@ export async function importData(db: Kysely<Database>, schoolId: string, input: 
 
 async function writeArray<K extends ArrayName>(trx: Transaction<Database>, schoolId: string, currency: string, array: K, entries: Entries): Promise<void> {
   const toRow = TO_ROW[array];
-  await upsert(trx, array, entries[array].map(({ record }) => toRow(record, schoolId, currency)));
+  await upsert(trx, array, entries[array].map(({ record }) => withItem(array, toRow(record, schoolId, currency))));
 }

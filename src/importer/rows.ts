@@ -9,7 +9,8 @@ import { parseMoney } from '../domain/money.js';
 import { normaliseTimestamp, parseDateTime } from '../domain/time.js';
 import type { ArrayName, RecordOf } from './schema.js';
 
-export type RowOf<K extends ArrayName> = Insertable<Database[K]>;
+/** A table row as the file gives it: the read model (item, pos) is added when it is written (read-model.ts). */
+export type RowOf<K extends ArrayName> = Omit<Insertable<Database[K]>, 'item' | 'pos'>;
 
 const minor = (money: string): number => parseMoney(money)!;
 const utc = (timestamp: string): string => normaliseTimestamp(timestamp)!;

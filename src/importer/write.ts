@@ -3,10 +3,13 @@
  * balances, all inside the caller's transaction. The same statements run on SQLite and
  * PostgreSQL (`INSERT ... ON CONFLICT (school_id, id) DO UPDATE` is spelled alike in both).
  */
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { ArrayName } from './schema.js';
 import type { RowOf } from './rows.js';
+
+/** A row as written: the file's row, with the read model of a list's table (item) added. */
+export type WrittenRow<K extends ArrayName> = RowOf<K> & { item?: string };
 
 /** Rows per INSERT: few round trips, while staying far from SQLite's 32766 bound parameters. */
 const MAX_ROWS_PER_INSERT = 500;
@@ -20,7 +23,7 @@ const KEY = ['school_id', 'id'] as const;
  * time, so the statement is built against an untyped view of the same transaction;
  * the rows themselves are checked by their callers (`RowOf<K>`).
  */
-export async function upsert<K extends ArrayName>(trx: Transaction<Database>, table: K, rows: RowOf<K>[]): Promise<void> {
+export async function upsert<K extends ArrayName>(trx: Kysely<Database>, table: K, rows: WrittenRow<K>[]): Promise<void> {
   const first = rows[0];
   if (!first) return;
   // TO_ROW gives every row of a table the same columns, so the first row names them all.
@@ -56,25 +59,29 @@ export async function lockSchool(trx: Transaction<Database>, schoolId: string): 
 /**
  * contracts.paid_minor = payments minus refunds on each contract of the school. Run after
  * the payments are written, over all the school's contracts, because an import may move a
- * stored payment from one contract to another.
+ * stored payment from one contract to another. Returns the ids of the contracts whose
+ * balance changed (their list items must be made again).
  */
-export async function recomputeContractBalances(trx: Transaction<Database>, schoolId: string): Promise<void> {
-  await trx
+export async function recomputeContractBalances(trx: Transaction<Database>, schoolId: string): Promise<string[]> {
+  const paid = (eb: ExpressionBuilder<Database, 'contracts'>) =>
+    eb.fn.coalesce(
+      eb
+        .selectFrom('payments')
+        .select((p) =>
+          p.fn.sum<number>(
+            p.case().when('payments.kind', '=', 'refund').then(p.neg(p.ref('payments.amount_minor'))).else(p.ref('payments.amount_minor')).end(),
+          ).as('paid'),
+        )
+        .whereRef('payments.school_id', '=', 'contracts.school_id')
+        .whereRef('payments.contract_id', '=', 'contracts.id'),
+      eb.lit(0),
+    );
+  const changed = await trx
     .updateTable('contracts')
-    .set((eb) => ({
-      paid_minor: eb.fn.coalesce(
-        eb
-          .selectFrom('payments')
-          .select((p) =>
-            p.fn.sum<number>(
-              p.case().when('payments.kind', '=', 'refund').then(p.neg(p.ref('payments.amount_minor'))).else(p.ref('payments.amount_minor')).end(),
-            ).as('paid'),
-          )
-          .whereRef('payments.school_id', '=', 'contracts.school_id')
-          .whereRef('payments.contract_id', '=', 'contracts.id'),
-        eb.lit(0),
-      ),
-    }))
+    .set((eb) => ({ paid_minor: paid(eb) }))
     .where('contracts.school_id', '=', schoolId)
+    .where((eb) => eb('contracts.paid_minor', '<>', paid(eb)))
+    .returning('contracts.id')
     .execute();
+  return changed.map((row) => row.id);
 }

@@ -25,12 +25,13 @@ export function urlWithSchema(base: string, schema: string): string {
   return url.toString();
 }
 
-export async function createTestStore(): Promise<TestStore> {
+/** A fresh store, migrated to the latest schema (or only up to `migrateTo`, to test an upgrade). */
+export async function createTestStore(options: { migrateTo?: string } = {}): Promise<TestStore> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-test-'));
   const base = process.env.DATABASE_URL;
   if (!base) {
     const store = openStore({ databaseUrl: null, dataDir, dbTimeoutMs: 3000, dbPoolSize: 4 });
-    await migrate(store.db);
+    await migrate(store.db, options.migrateTo);
     return {
       ...store,
       url: null,
@@ -48,7 +49,7 @@ export async function createTestStore(): Promise<TestStore> {
   await admin.end();
   const url = urlWithSchema(base, schema);
   const store = openStore({ databaseUrl: url, dataDir, dbTimeoutMs: 3000, dbPoolSize: 4 });
-  await migrate(store.db);
+  await migrate(store.db, options.migrateTo);
   return {
     ...store,
     url,

@@ -1,8 +1,9 @@
 /**
- * The finance summary: two aggregates over a period, each answered from a covering
- * index (payments (school_id, paid_at, id, method, kind, amount_minor) and expenses
- * (school_id, spent_at, category, amount_minor)) without visiting the tables.
+ * The finance summary: two aggregates over a period in one statement, each answered from
+ * a covering index (payments (school_id, paid_at, id, method, kind, amount_minor) and
+ * expenses (school_id, spent_at, category, amount_minor)) without visiting the tables.
  */
+import { sql } from 'kysely';
 import type { Tenant } from '../../access/index.js';
 import { prepared, type Reader } from '../../db/index.js';
 import { EXPENSE_CATEGORIES, PAYMENT_METHODS } from '../../domain/enums.js';
@@ -25,35 +26,38 @@ interface SchoolPeriod extends PeriodBounds {
   schoolId: string;
 }
 
-const incomeRows = prepared((db, q: SchoolPeriod) =>
+/**
+ * Both aggregates in one statement (one round trip on PostgreSQL): income by method and
+ * kind, and expense by category, as rows of (side, name, kind, total).
+ */
+const summaryRows = prepared((db, q: SchoolPeriod) =>
   db
     .selectFrom('payments')
     .where('school_id', '=', q.schoolId)
     .where((eb) => inPeriod(eb, 'paid_at', q))
-    .select((eb) => ['method', 'kind', eb.fn.sum<number>('amount_minor').as('total')])
-    .groupBy(['method', 'kind']),
-);
-
-const expenseRows = prepared((db, q: SchoolPeriod) =>
-  db
-    .selectFrom('expenses')
-    .where('school_id', '=', q.schoolId)
-    .where((eb) => inPeriod(eb, 'spent_at', q))
-    .select((eb) => ['category', eb.fn.sum<number>('amount_minor').as('total')])
-    .groupBy('category'),
+    .select((eb) => [sql.lit('income').as('side'), 'method as name', 'kind', eb.fn.sum<number>('amount_minor').as('total')])
+    .groupBy(['method', 'kind'])
+    .unionAll(
+      db
+        .selectFrom('expenses')
+        .where('school_id', '=', q.schoolId)
+        .where((eb) => inPeriod(eb, 'spent_at', q))
+        .select((eb) => [sql.lit('expense').as('side'), 'category as name', sql.lit('').as('kind'), eb.fn.sum<number>('amount_minor').as('total')])
+        .groupBy('category'),
+    ),
 );
 
 export async function getFinanceSummary(reads: Reader, tenant: Tenant, q: FinanceSummaryQuery, period: UtcRange): Promise<FinanceSummary> {
   const of: SchoolPeriod = { schoolId: tenant.id, ...periodBounds(period) };
-  const [payments, expenses] = await Promise.all([incomeRows(reads, of), expenseRows(reads, of)]);
+  const rows = await summaryRows(reads, of);
 
   const byMethod = zeroed(PAYMENT_METHODS);
-  for (const row of payments) {
-    const method = row.method as keyof typeof byMethod;
-    byMethod[method] += row.kind === 'refund' ? -Number(row.total) : Number(row.total);
-  }
   const byCategory = zeroed(EXPENSE_CATEGORIES);
-  for (const row of expenses) byCategory[row.category as keyof typeof byCategory] += Number(row.total);
+  for (const row of rows) {
+    const total = Number(row.total);
+    if (row.side === 'expense') byCategory[row.name as keyof typeof byCategory] += total;
+    else byMethod[row.name as keyof typeof byMethod] += row.kind === 'refund' ? -total : total;
+  }
 
   const income = sumValues(byMethod);
   const expense = sumValues(byCategory);

@@ -1,5 +1,6 @@
 import type { FastifyPluginCallback } from 'fastify';
 import { resolvePeriod } from '../common/period.js';
+import { JSON_CONTENT_TYPE } from '../common/list.js';
 import { responses } from '../common/responses.js';
 import type { ResourceOptions } from '../index.js';
 import { listLessons } from './repository.js';
@@ -19,9 +20,10 @@ export const lessonRoutes: FastifyPluginCallback<ResourceOptions> = (app, { read
         response: responses(LessonList),
       },
     },
-    (request) => {
+    async (request, reply) => {
       const tenant = request.tenant!;
       const period = resolvePeriod(request.query.period_from, request.query.period_to, tenant.timezone);
+      reply.type(JSON_CONTENT_TYPE);
       return listLessons(reads, tenant.id, request.query, period);
     },
   );

@@ -1,114 +1,96 @@
 /**
  * Student queries. Every query is scoped by the tenant's school id and served by an
- * index that leads with school_id (see migration 0001).
+ * index that leads with school_id (migrations 0001 and 0003).
  */
-import type { Kysely } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
 import type { Tenant } from '../../access/index.js';
 import { prepared, type Reader } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { formatMoney } from '../../domain/money.js';
-import { pagedList } from '../common/list.js';
-import type { Page } from '../common/responses.js';
-import type { Student, StudentCard, StudentListQuery } from './schema.js';
+import { listBody, pagedList, type ListBody, type ListFilter } from '../common/list.js';
+import type { Contract } from '../contracts/schema.js';
+import type { StudentCard, StudentListQuery } from './schema.js';
 
-const LIST_COLUMNS = ['id', 'full_name', 'phone', 'email', 'category', 'status', 'group_id', 'branch_id', 'created_at'] as const;
-
-interface StudentFilter {
-  schoolId: string;
+interface StudentFilter extends ListFilter {
   status?: string | undefined;
   category?: string | undefined;
   group_id?: string | undefined;
 }
 
-function filtered(db: Kysely<Database>, q: StudentFilter) {
-  let query = db.selectFrom('students').where('school_id', '=', q.schoolId);
-  if (q.status !== undefined) query = query.where('status', '=', q.status);
-  if (q.category !== undefined) query = query.where('category', '=', q.category);
-  if (q.group_id !== undefined) query = query.where('group_id', '=', q.group_id);
-  return query;
-}
+const studentList = pagedList({
+  table: 'students',
+  equal: (q: StudentFilter) => ({ status: q.status, category: q.category, group_id: q.group_id }),
+});
 
-const studentList = pagedList<'students', StudentFilter, Student>({ table: 'students', columns: LIST_COLUMNS, orderBy: 'created_at', filtered });
-
-export async function listStudents(reads: Reader, schoolId: string, q: StudentListQuery): Promise<Page<Student>> {
+/** Students in the list's order (created_at, id). */
+export async function listStudents(reads: Reader, schoolId: string, q: StudentListQuery): Promise<ListBody> {
   const filter: StudentFilter = { schoolId, status: q.status, category: q.category, group_id: q.group_id };
-  const { rows, total } = await studentList(reads, filter, q.limit, q.offset);
-  return { items: rows, meta: { total, limit: q.limit, offset: q.offset } };
+  return listBody(await studentList(reads, filter, q.limit, q.offset), q.limit, q.offset);
 }
 
-const cardStudent = prepared((db, p: { schoolId: string; id: string }) =>
-  db
-    .selectFrom('students')
-    .select([...LIST_COLUMNS, 'birth_date', 'instructor_id', 'transmission'])
-    .where('school_id', '=', p.schoolId)
-    .where('id', '=', p.id),
-);
+const CARD_COLUMNS = ['id', 'full_name', 'phone', 'email', 'category', 'status', 'group_id', 'branch_id', 'created_at', 'birth_date', 'instructor_id', 'transmission'] as const;
 
-const cardContracts = prepared((db, p: { schoolId: string; id: string }) =>
-  db
-    .selectFrom('contracts')
-    .select(['id', 'number', 'status', 'price_minor', 'paid_minor', 'currency'])
-    .where('school_id', '=', p.schoolId)
-    .where('student_id', '=', p.id)
-    .orderBy('created_at')
-    .orderBy('id'),
-);
+type Eb = ExpressionBuilder<Database & { s: Database['students'] }, 's'>;
 
-const cardLessons = prepared((db, p: { schoolId: string; id: string }) =>
+/** The student's lessons that are of one of `types` (any type when null) and have `status`. */
+const lessonsOf = (eb: Eb, status: string, types: string[] | null) => {
+  let query = eb.selectFrom('lessons as l').whereRef('l.school_id', '=', 's.school_id').whereRef('l.student_id', '=', 's.id').where('l.status', '=', status);
+  if (types !== null) query = query.where('l.type', 'in', types);
+  return query;
+};
+
+/**
+ * The whole card in one statement (one round trip on PostgreSQL): the student's row, its
+ * contracts as their stored list items in the list's order, and the sums the card shows.
+ */
+const cardQuery = prepared((db, p: { schoolId: string; id: string }) =>
   db
-    .selectFrom('lessons')
+    .selectFrom('students as s')
+    .where('s.school_id', '=', p.schoolId)
+    .where('s.id', '=', p.id)
+    .select(CARD_COLUMNS.map((c) => `s.${c}` as const))
     .select((eb) => [
-      eb.fn
-        .sum<number | null>(eb.case().when(eb.and([eb('status', '=', 'completed'), eb('type', 'in', ['driving', 'autodrome'])])).then(1).else(0).end())
-        .as('driving_completed'),
-      eb.fn
-        .sum<number | null>(
-          eb.case().when(eb.and([eb('status', '=', 'completed'), eb('type', 'in', ['driving', 'autodrome'])])).then(eb.ref('duration_minutes')).else(0).end(),
-        )
-        .as('driving_minutes_completed'),
-      eb.fn
-        .sum<number | null>(eb.case().when(eb.and([eb('status', '=', 'completed'), eb('type', '=', 'theory')])).then(1).else(0).end())
-        .as('theory_completed'),
-      eb.fn.sum<number | null>(eb.case().when('status', '=', 'planned').then(1).else(0).end()).as('planned'),
-    ])
-    .where('school_id', '=', p.schoolId)
-    .where('student_id', '=', p.id),
-);
-
-const cardPaid = prepared((db, p: { schoolId: string; id: string }) =>
-  db
-    .selectFrom('payments')
-    .select((eb) => eb.fn.sum<number | null>(eb.case().when('kind', '=', 'refund').then(eb.neg(eb.ref('amount_minor'))).else(eb.ref('amount_minor')).end()).as('paid'))
-    .where('school_id', '=', p.schoolId)
-    .where('student_id', '=', p.id),
+      eb
+        .selectFrom('contracts as c')
+        .whereRef('c.school_id', '=', 's.school_id')
+        .whereRef('c.student_id', '=', 's.id')
+        .select((c) => c.fn.agg<string>('string_agg', ['c.item', sql.lit(',')]).orderBy('c.pos').as('items'))
+        .as('contract_items'),
+      eb
+        .selectFrom('contracts as c')
+        .whereRef('c.school_id', '=', 's.school_id')
+        .whereRef('c.student_id', '=', 's.id')
+        .select((c) => c.fn.sum<number | null>('c.price_minor').as('price'))
+        .as('price_minor'),
+      lessonsOf(eb, 'completed', ['driving', 'autodrome']).select((l) => l.fn.countAll<number>().as('n')).as('driving_completed'),
+      lessonsOf(eb, 'completed', ['driving', 'autodrome']).select((l) => l.fn.sum<number | null>('l.duration_minutes').as('n')).as('driving_minutes_completed'),
+      lessonsOf(eb, 'completed', ['theory']).select((l) => l.fn.countAll<number>().as('n')).as('theory_completed'),
+      lessonsOf(eb, 'planned', null).select((l) => l.fn.countAll<number>().as('n')).as('planned'),
+      eb
+        .selectFrom('payments as pm')
+        .whereRef('pm.school_id', '=', 's.school_id')
+        .whereRef('pm.student_id', '=', 's.id')
+        .select((pm) => pm.fn.sum<number | null>(pm.case().when('pm.kind', '=', 'refund').then(pm.neg(pm.ref('pm.amount_minor'))).else(pm.ref('pm.amount_minor')).end()).as('paid'))
+        .as('paid_minor'),
+    ]),
 );
 
 export async function getStudentCard(reads: Reader, tenant: Tenant, id: string): Promise<StudentCard | null> {
-  const key = { schoolId: tenant.id, id };
-  const [student] = await cardStudent(reads, key);
-  if (!student) return null;
-
-  const [contracts, [lessons], [paid]] = await Promise.all([cardContracts(reads, key), cardLessons(reads, key), cardPaid(reads, key)]);
-
-  const priceMinor = contracts.reduce((sum, c) => sum + c.price_minor, 0);
-  const paidMinor = Number(paid?.paid ?? 0);
+  const [row] = await cardQuery(reads, { schoolId: tenant.id, id });
+  if (!row) return null;
+  const { contract_items, price_minor, paid_minor, driving_completed, driving_minutes_completed, theory_completed, planned, ...student } = row;
+  const contracts = contract_items === null ? [] : (JSON.parse(`[${contract_items}]`) as Contract[]);
+  const price = Number(price_minor ?? 0);
+  const paid = Number(paid_minor ?? 0);
   return {
     ...student,
-    contracts: contracts.map((c) => ({
-      id: c.id,
-      number: c.number,
-      status: c.status,
-      price: formatMoney(c.price_minor),
-      paid: formatMoney(c.paid_minor),
-      debt: formatMoney(c.price_minor - c.paid_minor),
-      currency: c.currency,
-    })),
+    contracts: contracts.map(({ id, number, status, price, paid, debt, currency }) => ({ id, number, status, price, paid, debt, currency })),
     lessons: {
-      driving_completed: Number(lessons?.driving_completed ?? 0),
-      driving_minutes_completed: Number(lessons?.driving_minutes_completed ?? 0),
-      theory_completed: Number(lessons?.theory_completed ?? 0),
-      planned: Number(lessons?.planned ?? 0),
+      driving_completed: Number(driving_completed ?? 0),
+      driving_minutes_completed: Number(driving_minutes_completed ?? 0),
+      theory_completed: Number(theory_completed ?? 0),
+      planned: Number(planned ?? 0),
     },
-    balance: { price: formatMoney(priceMinor), paid: formatMoney(paidMinor), debt: formatMoney(priceMinor - paidMinor), currency: tenant.currency },
+    balance: { price: formatMoney(price), paid: formatMoney(paid), debt: formatMoney(price - paid), currency: tenant.currency },
   } as StudentCard;
 }

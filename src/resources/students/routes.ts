@@ -1,5 +1,6 @@
 import type { FastifyPluginCallback } from 'fastify';
 import { Problem } from '../../problems/index.js';
+import { JSON_CONTENT_TYPE } from '../common/list.js';
 import { NoQuery } from '../common/params.js';
 import { responses } from '../common/responses.js';
 import type { ResourceOptions } from '../index.js';
@@ -19,7 +20,10 @@ export const studentRoutes: FastifyPluginCallback<ResourceOptions> = (app, { rea
         response: responses(StudentList),
       },
     },
-    (request) => listStudents(reads, request.tenant!.id, request.query),
+    async (request, reply) => {
+      reply.type(JSON_CONTENT_TYPE);
+      return listStudents(reads, request.tenant!.id, request.query);
+    },
   );
 
   app.get<{ Params: { id: string } }>(

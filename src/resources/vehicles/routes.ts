@@ -1,4 +1,5 @@
 import type { FastifyPluginCallback } from 'fastify';
+import { JSON_CONTENT_TYPE } from '../common/list.js';
 import { responses } from '../common/responses.js';
 import type { ResourceOptions } from '../index.js';
 import { listVehicles } from './repository.js';
@@ -17,7 +18,10 @@ export const vehicleRoutes: FastifyPluginCallback<ResourceOptions> = (app, { rea
         response: responses(VehicleList),
       },
     },
-    (request) => listVehicles(reads, request.tenant!.id, request.query),
+    async (request, reply) => {
+      reply.type(JSON_CONTENT_TYPE);
+      return listVehicles(reads, request.tenant!.id, request.query);
+    },
   );
   done();
 };

@@ -1,0 +1,70 @@
+/**
+ * Migration 0003 adds the lists' read model to a store that already holds data: every
+ * stored row gets its item and its position, so the API serves the same lists as before
+ * the upgrade, in the contract's order, with the contract balances the rows hold.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { migrate } from '../../src/db/index.js';
+import { createKey } from '../../src/management/keys.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+
+describe('migration 0003 on a store with data', () => {
+  let store: TestStore;
+  let t: TestApp;
+  let key: string;
+  const school = 'before-0003';
+
+  before(async () => {
+    store = await createTestStore({ migrateTo: '0002_cabinet' });
+    // Rows as the importer wrote them before 0003: no item, no position.
+    await sql`insert into schools (id, name, plan, timezone, currency, created_at) values (${school}, 'Old', 'VIP', 'Europe/Moscow', 'RUB', '2025-01-01T00:00:00Z')`.execute(store.db);
+    for (const [id, created] of [['s2', '2026-01-02T09:00:00Z'], ['s1', '2026-01-02T09:00:00Z'], ['s0', '2026-01-03T09:00:00Z'], ['s3', '2026-01-01T09:00:00Z']]) {
+      await sql`insert into students (school_id, id, full_name, phone, email, category, status, group_id, branch_id, created_at)
+                values (${school}, ${id}, ${`Студент ${id}`}, '+79990000000', ${`${id}@example.ru`}, 'B', 'enrolled', 'g1', null, ${created})`.execute(store.db);
+    }
+    await sql`insert into contracts (school_id, id, number, student_id, category, status, signed_on, price_minor, paid_minor, currency, created_at)
+              values (${school}, 'c1', 'Д-1', 's1', 'B', 'active', '2026-01-02', 5000000, 1250050, 'RUB', '2026-01-02T10:00:00Z')`.execute(store.db);
+    await sql`insert into payments (school_id, id, student_id, contract_id, kind, method, amount_minor, currency, paid_at, created_at)
+              values (${school}, 'p1', 's1', 'c1', 'payment', 'card', 1250050, 'RUB', '2026-02-01T10:00:00Z', '2026-02-01T10:00:00Z')`.execute(store.db);
+
+    const applied = await migrate(store.db);
+    assert.deepEqual(applied, ['0003_read_model']);
+    t = await startTestApp({ store });
+    const created = await createKey(store.db, school, 'after upgrade');
+    assert.ok(created.ok);
+    key = created.value.key;
+  });
+  after(async () => {
+    await t.close();
+    await store.close();
+  });
+
+  it('numbers every list in its order and serves it', async () => {
+    const rows = await store.db.selectFrom('students').select(['id', 'pos']).where('school_id', '=', school).orderBy('pos').execute();
+    assert.deepEqual(rows, [
+      { id: 's3', pos: 0 },
+      { id: 's1', pos: 1 },
+      { id: 's2', pos: 2 },
+      { id: 's0', pos: 3 },
+    ]);
+    const res = await t.request('/api/public/v1/students?limit=2&offset=1', { key });
+    const body = res.json() as { items: { id: string; full_name: string; branch_id: string | null }[]; meta: { total: number } };
+    assert.deepEqual(body.items.map((s) => s.id), ['s1', 's2']);
+    assert.equal(body.items[0]!.full_name, 'Студент s1');
+    assert.equal(body.items[0]!.branch_id, null);
+    assert.equal(body.meta.total, 4);
+  });
+
+  it('makes the items from the rows, money and balances included', async () => {
+    const contracts = (await t.request('/api/public/v1/contracts', { key })).json() as { items: Record<string, unknown>[] };
+    assert.deepEqual(contracts.items, [
+      { id: 'c1', number: 'Д-1', student_id: 's1', category: 'B', status: 'active', signed_on: '2026-01-02', price: '50000.00', paid: '12500.50', debt: '37499.50', currency: 'RUB', created_at: '2026-01-02T10:00:00Z' },
+    ]);
+    const payments = (await t.request('/api/public/v1/payments?period_from=2026-02-01', { key })).json() as { items: { id: string; amount: string }[]; meta: { total: number } };
+    assert.deepEqual(payments.items.map((p) => [p.id, p.amount]), [['p1', '12500.50']]);
+    assert.equal(payments.meta.total, 1);
+  });
+});
