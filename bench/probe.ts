@@ -41,3 +41,21 @@ export async function probe(origin: string, ca: string, requests: BenchRequest[]
     agent.destroy();
   }
 }
+
+/** The server's stored-answer lookups so far (school_data_stored_answer_lookups_total), summed over its workers. */
+export function storedLookups(metricsUrl: string, ca: string): Promise<{ hits: number; misses: number }> {
+  return new Promise((resolve, reject) => {
+    const request = https.get(metricsUrl, { ca }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () => {
+        const count = (result: string) => Number(new RegExp(`^school_data_stored_answer_lookups_total\\{result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+        if (response.statusCode !== 200) reject(new Error(`${metricsUrl}: ${response.statusCode}`));
+        else resolve({ hits: count('hit'), misses: count('miss') });
+      });
+      response.on('error', reject);
+    });
+    request.on('error', reject);
+  });
+}

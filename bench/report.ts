@@ -21,6 +21,12 @@ export interface ScenarioRun {
   peakRssBytes: number | null;
   /** Bytes the server logged per request during the measured interval. */
   logBytesPerRequest: number | null;
+  /**
+   * The share of the measured requests that passed the access check which were answered
+   * from stored answers (src/resources/cache.ts), from the server's metrics; null when it
+   * stores none or nothing passed (the floods).
+   */
+  storedShare: number | null;
 }
 
 export interface Machine {
@@ -38,6 +44,8 @@ export interface Settings {
   seed: number;
   workers: number;
   logLevel: string;
+  /** SCHOOL_DATA_RESPONSE_CACHE_MB of the server (0: no stored answers). */
+  responseCacheMb: number;
   /** NODE_OPTIONS the server runs with (its heap cap). */
   nodeOptions: string;
   connections: number;
@@ -67,6 +75,8 @@ export interface Summary {
   p99Ms: number;
   peakRssMb: number | null;
   bodyBytes: number;
+  /** Mean of the runs' storedShare. */
+  storedShare: number | null;
   unexpected: number;
   failures: string[];
 }
@@ -132,6 +142,7 @@ export function summarise(scenarios: Scenario[], runs: ScenarioRun[], settings: 
         p99Ms,
         peakRssMb: peakRss === null ? null : peakRss / 2 ** 20,
         bodyBytes: Math.round(mean(mine.map((r) => r.bodyBytes))),
+        storedShare: mine.some((r) => r.storedShare === null) ? null : mean(mine.map((r) => r.storedShare!)),
         unexpected,
         failures,
       };
@@ -149,13 +160,13 @@ export function markdownTable(report: Report, scenarios: Scenario[]): string {
   const byName = new Map(scenarios.map((s) => [s.name, s]));
   const store = report.settings.store;
   const lines = [
-    '| scenario | req/s | bare req/s | ratio (target) | Δ runs | per CPU-s ratio | p50 ms | p99 ms (target) | peak RSS MB | body bytes | result |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+    '| scenario | req/s | bare req/s | ratio (target) | Δ runs | per CPU-s ratio | p50 ms | p99 ms (target) | peak RSS MB | body bytes | stored answers | result |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const s of report.summary) {
     const t = targetText(byName.get(s.scenario), store);
     lines.push(
-      `| ${s.title} | ${s.rps.toFixed(0)} | ${s.bareRps.toFixed(0)} | ${s.ratio.toFixed(2)}${t.ratio} | ${pct(s.ratioDelta)} | ${s.cpuRatio.toFixed(2)} | ${s.p50Ms.toFixed(1)} | ${s.p99Ms.toFixed(1)}${t.p99} | ${s.peakRssMb === null ? 'n/a' : s.peakRssMb.toFixed(0)} | ${s.bodyBytes} | ${s.failures.length === 0 ? 'meets targets' : `**misses: ${s.failures.join('; ')}**`} |`,
+      `| ${s.title} | ${s.rps.toFixed(0)} | ${s.bareRps.toFixed(0)} | ${s.ratio.toFixed(2)}${t.ratio} | ${pct(s.ratioDelta)} | ${s.cpuRatio.toFixed(2)} | ${s.p50Ms.toFixed(1)} | ${s.p99Ms.toFixed(1)}${t.p99} | ${s.peakRssMb === null ? 'n/a' : s.peakRssMb.toFixed(0)} | ${s.bodyBytes} | ${s.storedShare === null ? '' : `${(100 * s.storedShare).toFixed(0)} %`} | ${s.failures.length === 0 ? 'meets targets' : `**misses: ${s.failures.join('; ')}**`} |`,
     );
   }
   return lines.join('\n');
@@ -170,10 +181,11 @@ export function markdownReport(report: Report, scenarios: Scenario[]): string {
   return `# Benchmark ${report.date}: ${st.store}
 
 - Machine: ${m.cpu}, ${m.cores} cores, ${(m.memoryBytes / 2 ** 30).toFixed(1)} GiB memory, ${m.kernel}; load average at start ${m.loadAverageAtStart.map((x) => x.toFixed(2)).join(' ')}
-- Node ${report.node}; store ${st.store} (${d.location}); rate limiter ${st.limiter}; ${st.workers} server process${st.workers > 1 ? 'es' : ''}; log level ${st.logLevel}; NODE_OPTIONS=${st.nodeOptions}
+- Node ${report.node}; store ${st.store} (${d.location}); rate limiter ${st.limiter}; ${st.workers} server process${st.workers > 1 ? 'es' : ''}; log level ${st.logLevel}; stored answers ${st.responseCacheMb} MiB; NODE_OPTIONS=${st.nodeOptions}
 - Data set (scale ${st.scale}, seed ${st.seed}): ${totals}; ${d.built ? `built in ${d.buildSeconds.toFixed(0)} s` : 'reused'}; deep offset ${d.deepOffset.toLocaleString('en-US')}
 - Load: wrk, ${st.connections} keep-alive HTTPS connections, ${st.threads} threads; the server warmed up for ${st.serverWarmupSeconds} s with the mixed workload, then per scenario ${st.warmupSeconds} s warm-up then ${st.seconds} s measured in ${st.slices} slices alternating with the baseline, ${st.runs} run${st.runs > 1 ? 's' : ''}; VIP limit ${st.rateLimitVip}/min, Profi ${st.rateLimitProfi}/min
 - Baseline: a bare node:https server (same certificate, TLS settings and Node) answering a fixed body of each scenario's median response size
+- "Stored answers": the share of the requests that passed the access check answered from the server's stored answers (its metrics), the rest by querying the store
 - Values are the mean of the runs; p99 and RSS are the worst run; "Δ runs" is the change of the ratio from the first run to the last (largest: ${pct(maxDelta)}); "per CPU-s ratio" compares requests per CPU-second of the server process with the baseline's
 - Wall time ${(report.wallSeconds / 60).toFixed(1)} min
 

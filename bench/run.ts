@@ -7,10 +7,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { settings as serviceSettings } from '../src/config/index.js';
 import { selfSignedPaths, loadTls } from '../src/tls.js';
 import { ensureDataset, dropDataset, locateDataset, scaleTag, type DatasetLocation } from './dataset/load.js';
 import { datasetShape, type DatasetShape } from './dataset/shape.js';
-import { probe } from './probe.js';
+import { probe, storedLookups } from './probe.js';
 import { formatProfile, summariseProfile } from './profile.js';
 import { machine, markdownReport, summarise, writeReport, type Report, type ScenarioRun, type Settings } from './report.js';
 import { deepOffset, MIXED_SCENARIO, SCENARIOS, type Scenario } from './scenarios.js';
@@ -31,6 +32,8 @@ const USAGE = `usage: npm run bench -- [options]
   --threads N        wrk threads (default 2)
   --workers N        serve --workers N (more than 1 needs REDIS_URL)
   --log-level L      the server's SCHOOL_DATA_LOG_LEVEL (default info)
+  --response-cache-mb N  the server's SCHOOL_DATA_RESPONSE_CACHE_MB (default the service's, ${serviceSettings.responseCacheMb.default}; 0: every
+                     answer is queried, which shows the cost of the database path)
   --scenarios A,B    only these scenarios (${SCENARIOS.map((s) => s.name).join(', ')})
   --profile          run the server under --cpu-prof, restarted per scenario, and summarise each profile
   --rebuild          build the data set even when one of the same size exists
@@ -72,6 +75,7 @@ function parseOptions(argv: string[]): Options | null {
       threads: { type: 'string' },
       workers: { type: 'string' },
       'log-level': { type: 'string' },
+      'response-cache-mb': { type: 'string' },
       scenarios: { type: 'string' },
       seed: { type: 'string' },
       profile: { type: 'boolean' },
@@ -101,6 +105,7 @@ function parseOptions(argv: string[]): Options | null {
     threads: number(values.threads, 2, 'threads', 1, 64),
     workers: number(values.workers, 1, 'workers', 1, 64),
     logLevel: values['log-level'] ?? 'info',
+    responseCacheMb: number(values['response-cache-mb'], serviceSettings.responseCacheMb.default, 'response-cache-mb', 0, 65_536),
     scenarios: names ? SCENARIOS.filter((s) => names.includes(s.name)) : SCENARIOS,
     profile,
     rebuild: values.rebuild ?? false,
@@ -115,13 +120,15 @@ const RATE_LIMIT_VIP = 10_000_000;
 const RATE_LIMIT_PROFI = 60;
 
 /**
- * The heap cap docs/deployment.md gives for production: the server's live heap stays
- * under 60 MB, and without a cap V8 lets garbage pile up to over 250 MB of RSS before it
- * collects the old generation (docs/performance.md, "Memory").
+ * The V8 settings docs/deployment.md gives for production: a cap on the old generation
+ * (without one, V8 sizes the heap from the machine's 24 GB and lets garbage pile up before
+ * collecting it) and a young generation of fixed size (V8's default grows it to 32 MB and
+ * more; at 2 MB the objects of the requests in flight outlive the frequent scavenges and are
+ * promoted, and the floods lost a quarter of their throughput). docs/performance.md, "Memory".
  */
-const SERVER_NODE_OPTIONS = '--max-old-space-size=128';
+const SERVER_NODE_OPTIONS = '--max-old-space-size=128 --max-semi-space-size=8';
 
-function serverEnv(loc: DatasetLocation, port: number, cabinetPort: number, logLevel: string): NodeJS.ProcessEnv {
+function serverEnv(loc: DatasetLocation, port: number, cabinetPort: number, options: Options): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   // Only the caller's general environment: no SCHOOL_DATA_* setting of theirs changes the server under test.
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SCHOOL_DATA_') && k !== 'DATABASE_URL' && k !== 'PORT' && k !== 'HOST') env[k] = v;
@@ -133,7 +140,8 @@ function serverEnv(loc: DatasetLocation, port: number, cabinetPort: number, logL
     HOST: '127.0.0.1',
     PORT: String(port),
     SCHOOL_DATA_CABINET_PORT: String(cabinetPort),
-    SCHOOL_DATA_LOG_LEVEL: logLevel,
+    SCHOOL_DATA_LOG_LEVEL: options.logLevel,
+    SCHOOL_DATA_RESPONSE_CACHE_MB: String(options.responseCacheMb),
     SCHOOL_DATA_RATE_LIMIT_VIP: String(RATE_LIMIT_VIP),
     SCHOOL_DATA_RATE_LIMIT_PROFI: String(RATE_LIMIT_PROFI),
   };
@@ -153,7 +161,7 @@ interface Context {
 
 async function startServer(ctx: Context, cpuProfileDir?: string): Promise<ApiServer> {
   const [port, cabinetPort] = [await freePort(), await freePort()];
-  return startApiServer({ env: serverEnv(ctx.loc, port, cabinetPort, ctx.options.logLevel), workers: ctx.options.workers, logFile: ctx.logFile, cpuProfileDir });
+  return startApiServer({ env: serverEnv(ctx.loc, port, cabinetPort, ctx.options), metricsUrl: `https://127.0.0.1:${cabinetPort}/metrics`, workers: ctx.options.workers, logFile: ctx.logFile, cpuProfileDir });
 }
 
 /**
@@ -178,12 +186,17 @@ async function runScenario(ctx: Context, server: ApiServer, scenario: Scenario, 
   const slices = Math.max(1, Math.min(o.slices, Math.floor(o.seconds)));
   const sliceSeconds = Math.max(1, Math.round(o.seconds / slices));
   let logBytes = 0;
+  const stored = { hits: 0, misses: 0 };
   for (let i = 0; i < slices; i++) {
     const bareCpu = cpuSeconds([ctx.bare.pid]);
     bare.add(await runWrk({ ...load, origin: `https://127.0.0.1:${ctx.bare.port}`, seconds: sliceSeconds }), cpuSeconds([ctx.bare.pid]) - bareCpu);
     server.truncateLog();
+    const lookupsBefore = await storedLookups(server.metricsUrl, ctx.ca);
     const apiCpu = cpuSeconds(server.servingPids());
     api.add(await runWrk({ ...load, origin: server.origin, seconds: sliceSeconds }), cpuSeconds(server.servingPids()) - apiCpu);
+    const lookupsAfter = await storedLookups(server.metricsUrl, ctx.ca);
+    stored.hits += lookupsAfter.hits - lookupsBefore.hits;
+    stored.misses += lookupsAfter.misses - lookupsBefore.misses;
     logBytes += fs.statSync(ctx.logFile).size;
   }
   const result: ScenarioRun = {
@@ -195,13 +208,15 @@ async function runScenario(ctx: Context, server: ApiServer, scenario: Scenario, 
     api: api.result(),
     peakRssBytes: rss.read(),
     logBytesPerRequest: null,
+    storedShare: stored.hits + stored.misses > 0 ? stored.hits / (stored.hits + stored.misses) : null,
   };
   result.logBytesPerRequest = result.api.requests > 0 ? logBytes / result.api.requests : null;
   const { api: a, bare: b } = result;
   say(
     `  ${scenario.name.padEnd(20)} ${a.rps.toFixed(0).padStart(6)} req/s  bare ${b.rps.toFixed(0).padStart(6)}  ratio ${(a.rps / b.rps).toFixed(2)}  ` +
       `per CPU-s ${(a.requests / a.cpuSeconds / (b.requests / b.cpuSeconds)).toFixed(2)}  p50 ${a.latencyMs.p50.toFixed(1)} ms  p99 ${a.latencyMs.p99.toFixed(1)} ms  ` +
-      `RSS ${result.peakRssBytes === null ? 'n/a' : (result.peakRssBytes / 2 ** 20).toFixed(0)} MB  ${probed.medianBytes} B`,
+      `RSS ${result.peakRssBytes === null ? 'n/a' : (result.peakRssBytes / 2 ** 20).toFixed(0)} MB  ${probed.medianBytes} B` +
+      (result.storedShare === null ? '' : `  stored ${(100 * result.storedShare).toFixed(0)} %`),
   );
   return result;
 }
@@ -244,6 +259,7 @@ async function main(): Promise<number> {
     seed: options.seed,
     workers: options.workers,
     logLevel: options.logLevel,
+    responseCacheMb: options.responseCacheMb,
     nodeOptions: SERVER_NODE_OPTIONS,
     connections: options.connections,
     threads: options.threads,
@@ -319,6 +335,7 @@ async function main(): Promise<number> {
     options.scale !== 1 ? `-scale${scaleTag(options.scale)}` : '',
     options.workers !== 1 ? `-workers${options.workers}` : '',
     options.logLevel !== 'info' ? `-${options.logLevel}` : '',
+    options.responseCacheMb !== serviceSettings.responseCacheMb.default ? `-stored${options.responseCacheMb}mb` : '',
     options.profile ? '-profiled' : '',
   ].join('');
   const written = writeReport(report, options.scenarios, options.out, `${date}-${store}${suffix}`);

@@ -28,12 +28,15 @@ export interface ApiServerOptions {
   workers: number;
   /** Where the server's stdout and stderr (its JSON log) go. */
   logFile: string;
+  /** The server's /metrics (on its cabinet listener). */
+  metricsUrl: string;
   /** With a directory, the server runs under --cpu-prof and writes its profile there on exit. */
   cpuProfileDir?: string | undefined;
 }
 
 export interface ApiServer {
   origin: string;
+  metricsUrl: string;
   /** The processes that serve requests: the one server, or the workers. */
   servingPids(): number[];
   /** Empties the log file (the server appends, so it keeps writing at the new end). */
@@ -70,6 +73,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
 
   return {
     origin,
+    metricsUrl: options.metricsUrl,
     servingPids: () => (options.workers > 1 ? childPids(child.pid!) : [child.pid!]),
     truncateLog: () => fs.truncateSync(options.logFile, 0),
     stop: async () => {

@@ -3,7 +3,7 @@
  * hands in the stores, and the app closes them in onClose (usage counts first, so
  * they reach the database before it goes).
  */
-import type https from 'node:https';
+import https from 'node:https';
 import querystring from 'node:querystring';
 import zlib from 'node:zlib';
 import { randomUUID } from 'node:crypto';
@@ -11,17 +11,20 @@ import type { Duplex } from 'node:stream';
 import compress from '@fastify/compress';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { accessHook, API_PREFIX } from './access/index.js';
+import { accessGate, gateRequestId } from './access/gate.js';
+import { accessCheck, accessHook, API_PREFIX } from './access/index.js';
 import type { RateLimiter } from './access/ratelimit/index.js';
 import type { UsageRecorder } from './access/usage.js';
 import type { Config } from './config/index.js';
 import type { Store } from './db/index.js';
-import { ApiMetrics, UNMATCHED_ROUTE } from './ops/metrics.js';
+import { lineWriter } from './logger.js';
+import { ApiMetrics, RouteRecorders, UNMATCHED_ROUTE } from './ops/metrics.js';
 import { OPENAPI_PATH, registerOpenApi } from './openapi/index.js';
-import { requestForLog } from './ops/request-log.js';
+import { AccessLog, callerFields, requestForLog } from './ops/request-log.js';
 import { clientErrorHandler, errorHandler, notFoundHandler, writeRawProblem } from './problems/handlers.js';
 import { Problem } from './problems/index.js';
 import { compileQueryDecoder } from './resources/common/query.js';
+import { ResponseCache } from './resources/cache.js';
 import { publicApi } from './resources/index.js';
 import type { TlsMaterial } from './tls.js';
 
@@ -45,6 +48,9 @@ export const TLS12_CIPHERS = [
   'ECDHE-ECDSA-CHACHA20-POLY1305',
   'ECDHE-RSA-CHACHA20-POLY1305',
 ].join(':');
+
+/** Bodies from this size on are compressed when the client accepts it (smaller ones gain nothing). */
+const COMPRESS_FROM_BYTES = 1024;
 
 const SECURITY_HEADERS = {
   'Strict-Transport-Security': 'max-age=31536000',
@@ -83,9 +89,16 @@ export type ListenerLimits = Pick<
   'tlsHandshakeTimeoutMs' | 'maxHeaderBytes' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'
 >;
 
-/** The limits that are set on the server itself once it exists. */
+/**
+ * The limits that are set on the server itself once it exists. (Fastify sets the
+ * keep-alive, request and idle timeouts on a server it makes; the API's server is made
+ * by its serverFactory, so they are all set here.)
+ */
 export function limitServer(server: https.Server, config: ListenerLimits): void {
   server.headersTimeout = config.headersTimeoutMs;
+  server.requestTimeout = config.requestTimeoutMs;
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  server.setTimeout(config.idleTimeoutMs);
   // Past this many open connections a new one is closed at once, before its TLS handshake:
   // it bounds the memory and descriptors a connection flood can take.
   server.maxConnections = config.maxConnections;
@@ -94,16 +107,26 @@ export function limitServer(server: https.Server, config: ListenerLimits): void 
 /**
  * The access log: one line per request at info, written when it is answered, with what
  * Fastify's two lines ("incoming request", "request completed") carry between them (the
- * request, its status and its time) plus the key and school. Half the logging work of
- * the two, which a flood of bad keys would otherwise double (see docs/performance.md).
+ * request, its status and its time) plus the key and school (see accessLine). Half the
+ * logging work of the two, which a flood of bad keys would otherwise double.
  */
-class AccessLog extends LogController {
+class AccessLogController extends LogController {
+  constructor(private readonly accessLog: AccessLog) {
+    super({ requestIdLogLabel: 'requestId' });
+  }
+
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (this.isLogDisabled(request)) return;
-    if (error) request.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
-    else request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
+    if (error) {
+      request.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime, ...callerFields(request) }, 'request errored');
+    } else if ((request.log as Logger).isLevelEnabled('info')) {
+      this.accessLog.write({
+        requestId: request.id, method: request.method, url: request.url, remoteAddress: request.ip, remotePort: request.socket?.remotePort,
+        status: reply.statusCode, responseTime: reply.elapsedTime, caller: request.caller,
+      });
+    }
   }
 }
 
@@ -113,15 +136,40 @@ export async function buildApp(deps: AppDeps) {
   const recordUnmatched = metrics.recorderFor(UNMATCHED_ROUTE);
 
   const limits = listenerOptions(config, tls);
+  const accessLog = new AccessLog(lineWriter(logger));
+  const cache = new ResponseCache(config.responseCacheMb * 2 ** 20);
+  metrics.watchStoredAnswers(() => ({ ...cache.lookups, bytes: cache.size.bytes }));
+  const check = accessCheck({ config, reads: store.reads, limiter, usage });
+  const publicPaths = new Set([OPENAPI_PATH]);
+  // The API's route patterns, for the metrics of the answers the gate gives before routing.
+  const apiRoutes = new RouteRecorders(metrics);
   const app = Fastify({
     // The logger's own req serializer wins over Fastify's: it masks keys pasted into URLs.
     loggerInstance: logger.child({}, { serializers: { req: requestForLog } }),
     ...limits,
     // A missing Host is answered by our own hook as problem+json, not by Node's bare 400.
     https: { ...limits.https, requireHostHeader: false },
-    genReqId: () => randomUUID(),
+    // The server's request listener is the access gate, which hands on to the app what it
+    // lets through (src/access/gate.ts). The timeouts Fastify sets on a server it makes
+    // itself are set by limitServer below.
+    serverFactory: (handler) => {
+      const server = https.createServer({ ...limits.https, requireHostHeader: false });
+      const gate = accessGate(
+        {
+          check, publicPaths, maxUrlBytes: config.maxUrlBytes, headers: SECURITY_HEADERS, logger, accessLog,
+          recorderFor: (path) => apiRoutes.recorderFor(path),
+          stored: (tenant, target) => cache.get(tenant, target),
+          compressFrom: COMPRESS_FROM_BYTES,
+          closing: () => !server.listening,
+        },
+        handler,
+      );
+      return server.on('request', gate);
+    },
+    // The gate's request id when the gate saw the request first, so both tell the same.
+    genReqId: (req) => gateRequestId(req) ?? randomUUID(),
     requestIdHeader: false,
-    logController: new AccessLog({ requestIdLogLabel: 'requestId' }),
+    logController: new AccessLogController(accessLog),
     bodyLimit: 1024,
     // A path parameter can be as long as the URL limit allows: a longer one is a URL over
     // the limit (414), caught by the router before any hook runs.
@@ -149,6 +197,7 @@ export async function buildApp(deps: AppDeps) {
   });
 
   app.decorateRequest('tenant', null);
+  app.decorateRequest('caller', null);
 
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart === 'querystring') {
@@ -190,10 +239,7 @@ export async function buildApp(deps: AppDeps) {
     }
     done();
   });
-  app.addHook(
-    'onRequest',
-    accessHook({ config, reads: store.reads, limiter, usage, publicPaths: new Set([OPENAPI_PATH]) }),
-  );
+  app.addHook('onRequest', accessHook(check, publicPaths));
 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
@@ -202,6 +248,7 @@ export async function buildApp(deps: AppDeps) {
   // response costs two increments; answers that matched no route share one label.
   app.addHook('onRoute', (route) => {
     const record = metrics.recorderFor(route.url);
+    if (route.url.startsWith(API_PREFIX)) apiRoutes.add(route.url, record);
     const hooks = route.onResponse === undefined ? [] : Array.isArray(route.onResponse) ? route.onResponse : [route.onResponse];
     route.onResponse = [
       ...hooks,
@@ -216,12 +263,13 @@ export async function buildApp(deps: AppDeps) {
     done();
   });
 
-  await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip', 'deflate'], brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } } });
+  await app.register(compress, { global: true, threshold: COMPRESS_FROM_BYTES, encodings: ['br', 'gzip', 'deflate'], brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } } });
   // Before the API routes: the OpenAPI generator collects them as they are added.
   await registerOpenApi(app);
-  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: store.reads });
+  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: store.reads, cache });
 
   app.addHook('onClose', async () => {
+    accessLog.reportUnlogged();
     await usage.close();
     await limiter.close();
     await store.close();

@@ -5,7 +5,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { generate } from 'selfsigned';
 import type { Config } from './config/index.js';
 
 export interface TlsMaterial {
@@ -30,6 +29,8 @@ export async function loadTls(config: Pick<Config, 'tlsCert' | 'tlsKey' | 'dataD
   }
   const notAfter = new Date();
   notAfter.setFullYear(notAfter.getFullYear() + 5);
+  // Loaded only when a certificate is made: every later start reads the files.
+  const { generate } = await import('selfsigned');
   const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
     keyType: 'ec',
     curve: 'P-256',

@@ -14,6 +14,7 @@ import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { migrate, openStore, refreshStatistics, sqlitePath } from '../../src/db/index.js';
+import { rebuildDayTotals } from '../../src/importer/day-totals.js';
 import { isListTable } from '../../src/importer/read-model.js';
 import { itemJson, LIST_MODELS, type ListRow, type ListTable } from '../../src/resources/items.js';
 import { Progress } from '../progress.js';
@@ -127,9 +128,11 @@ export async function ensureDataset(loc: DatasetLocation, shape: DatasetShape, r
     await sink.close();
   }
 
-  process.stderr.write('refreshing planner statistics...\n');
+  process.stderr.write('day totals of the finance summary, planner statistics...\n');
   const stats = openStore({ databaseUrl: loc.databaseUrl, dataDir: loc.dataDir, dbTimeoutMs: 600_000, dbPoolSize: 1 });
   try {
+    // The rows were written past the importer, which keeps these in its transaction.
+    await rebuildDayTotals(stats.db);
     await refreshStatistics(stats.db);
     // ANALYZE does not set PostgreSQL's visibility map; without a VACUUM, index-only scans
     // would visit the heap for every row until autovacuum gets round to the new tables.

@@ -1,16 +1,26 @@
 /**
  * Access to the public API, in the contract's order: method -> key -> plan -> rate
- * limit. Runs as the first hook of every request under the API prefix, before
- * routing decides whether the path exists, so an unknown path with a bad key is 401.
+ * limit. `accessCheck` decides it as a value; two places act on the decision:
+ *
+ * - the access gate (gate.ts), in front of the app, for every request whose target
+ *   starts with the API prefix: it answers refusals itself and hands the rest on;
+ * - the app's access hook (below), for what reaches a route of the API another way
+ *   (an absolute-form target, percent-encoded letters in the path): the router accepts
+ *   those too, and a request it routes to an API handler must never skip the check.
+ *
+ * Both run before routing decides whether the path exists, so an unknown path with a
+ * bad key is 401.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Logger } from 'pino';
+import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config/index.js';
-import { prepared, type Reader } from '../db/index.js';
+import type { Reader } from '../db/index.js';
+import type { Caller } from '../ops/request-log.js';
 import { Problem } from '../problems/index.js';
 import { bearerKey, hashKey } from './keys.js';
+import { KeyFinder, type KeyRow } from './lookup.js';
 import { planLimit } from './plans.js';
-import { RateLimiterUnavailable, WINDOW_SECONDS, type RateLimiter } from './ratelimit/index.js';
+import { RateLimiterUnavailable, WINDOW_SECONDS, type RateLimitDecision, type RateLimiter } from './ratelimit/index.js';
 import type { UsageRecorder } from './usage.js';
 
 export const API_PREFIX = '/api/public/v1/';
@@ -20,6 +30,8 @@ export interface Tenant {
   id: string;
   timezone: string;
   currency: string;
+  /** The school's data version, read with the key: it keys stored responses (src/resources/cache.ts). */
+  dataVersion: number;
 }
 
 declare module 'fastify' {
@@ -33,89 +45,160 @@ export interface AccessDeps {
   reads: Reader;
   limiter: RateLimiter;
   usage: UsageRecorder;
-  /** Paths under the prefix that are public (the OpenAPI document). */
-  publicPaths: ReadonlySet<string>;
 }
+
+/** The answer to "may this request go on?". */
+export type Access =
+  | { allowed: true; tenant: Tenant; caller: Caller; rateLimit: RateLimitHeaders }
+  /** A public path (the OpenAPI document): no key needed, nothing counted. */
+  | { allowed: true; tenant: null; caller: null; rateLimit: null }
+  | { allowed: false; problem: Problem; caller: Caller | null; rateLimit: RateLimitHeaders | null; error?: unknown };
+
+/** The IETF draft headers every answer to a rate-limited school carries. */
+export type RateLimitHeaders = Record<'RateLimit-Policy' | 'RateLimit', string>;
 
 // The refusals a flood repeats are made once (a Problem is never changed after it is
 // made), so each refused request does not pay for a new error and its stack trace.
 const UNAUTHORIZED = new Problem('unauthorized', 'A valid API key is required: send the header "Authorization: Bearer <key>".', {
   headers: { 'WWW-Authenticate': 'Bearer realm="school-data"' },
 });
-const rateLimitedByLimit = new Map<number, Problem>();
+const PLAN_REQUIRED = new Problem('plan_required', 'The school\'s plan does not include API access; the Profi and VIP plans do.');
+const RATE_LIMIT_UNAVAILABLE = new Problem('rate_limit_unavailable', 'The rate-limit service is unavailable; try again shortly.', {
+  headers: { 'Retry-After': '5' },
+});
+const PUBLIC: Access = { allowed: true, tenant: null, caller: null, rateLimit: null };
+const REFUSED_NO_KEY: Access = { allowed: false, problem: UNAUTHORIZED, caller: null, rateLimit: null };
 
-function rateLimited(limit: number): Problem {
-  let problem = rateLimitedByLimit.get(limit);
-  if (problem === undefined) {
-    problem = new Problem('rate_limited', `The school's limit of ${limit} requests per minute is used up; retry after the time in Retry-After.`, {
-      headers: { 'Retry-After': String(WINDOW_SECONDS) },
-    });
-    rateLimitedByLimit.set(limit, problem);
+/** Per limit: the 429 problem and the RateLimit-Policy value, made once. */
+interface LimitTexts {
+  rateLimited: Problem;
+  policy: string;
+}
+const limitTexts = new Map<number, LimitTexts>();
+
+function textsFor(limit: number): LimitTexts {
+  let texts = limitTexts.get(limit);
+  if (texts === undefined) {
+    texts = {
+      rateLimited: new Problem('rate_limited', `The school's limit of ${limit} requests per minute is used up; retry after the time in Retry-After.`, {
+        headers: { 'Retry-After': String(WINDOW_SECONDS) },
+      }),
+      policy: `"default";q=${limit};w=${WINDOW_SECONDS}`,
+    };
+    limitTexts.set(limit, texts);
   }
-  return problem;
+  return texts;
 }
 
-// One indexed lookup by hash yields the key's state and its school's plan. Prepared:
-// every request runs it, a flood of unknown keys included.
-const findKey = prepared((db, p: { hash: string }) =>
-  db
-    .selectFrom('api_keys')
-    .innerJoin('schools', 'schools.id', 'api_keys.school_id')
-    .select(['api_keys.id as keyId', 'api_keys.revoked_at as revokedAt', 'schools.id as schoolId', 'schools.plan', 'schools.timezone', 'schools.currency'])
-    .where('api_keys.key_hash', '=', p.hash),
-);
+function methodNotAllowed(method: string): Access {
+  const problem = new Problem('method_not_allowed', `${method} is not supported: this API is read-only (GET and HEAD).`, {
+    headers: { Allow: 'GET, HEAD' },
+  });
+  return { allowed: false, problem, caller: null, rateLimit: null };
+}
 
-export function accessHook(deps: AccessDeps) {
-  const { reads, limiter, usage, config, publicPaths } = deps;
+/** The decision, at once where every store answered at once (SQLite, the in-memory limiter), else a promise of it. */
+export type AccessCheck = (method: string, authorization: string | string[] | undefined, isPublic: boolean) => Access | Promise<Access>;
 
-  return async function access(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    // The matched route decides, not only the raw URL: the router also accepts an
-    // absolute-form target (https://host/api/...) and percent-encoded letters
-    // (/%61pi/...), and a request it routes to an API handler must never skip this check.
-    const url = request.url;
-    const route = request.routeOptions.url;
-    if (!url.startsWith(API_PREFIX) && !route?.startsWith(API_PREFIX)) return;
+/**
+ * Decides a request under the API prefix. `isPublic`: the path is one of the public ones
+ * (the OpenAPI document), which only the method check applies to.
+ *
+ * It waits only for what has to be waited for: with the embedded stores (a read of the
+ * SQLite file, the limiter's counter in memory) the decision is made synchronously, and
+ * a promise is made only when PostgreSQL or Redis answers later. Every request runs this,
+ * a refused one included.
+ */
+export function accessCheck(deps: AccessDeps): AccessCheck {
+  const { limiter, usage, config } = deps;
+  const keys = new KeyFinder(deps.reads);
 
-    // Before the public-path exemption: the OpenAPI document is read-only like the rest.
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-      throw new Problem('method_not_allowed', `${request.method} is not supported: this API is read-only (GET and HEAD).`, {
-        headers: { Allow: 'GET, HEAD' },
-      });
-    }
-    const queryAt = url.indexOf('?');
-    if (publicPaths.has(route ?? (queryAt === -1 ? url : url.slice(0, queryAt)))) return;
+  function unavailable(error: unknown, caller: Caller): Access {
+    if (!(error instanceof RateLimiterUnavailable)) throw error;
+    return { allowed: false, problem: RATE_LIMIT_UNAVAILABLE, caller, rateLimit: null, error };
+  }
 
-    const key = bearerKey(request.headers.authorization);
-    if (key === null) throw UNAUTHORIZED;
-    const [found] = await findKey(reads, { hash: hashKey(key) });
-    if (!found || found.revokedAt !== null) throw UNAUTHORIZED;
-    // Bound on the request's own child logger (a pino one: the app is built on pino) rather
-    // than on a new child of it: one logger fewer per request, and every later line of the
-    // request, the access-log line included, carries the key and the school.
-    (request.log as Logger).setBindings({ keyId: found.keyId, schoolId: found.schoolId });
+  function limited(found: KeyRow, caller: Caller, limit: number, decision: RateLimitDecision): Access {
+    const texts = textsFor(limit);
+    const rateLimit = { 'RateLimit-Policy': texts.policy, RateLimit: `"default";r=${decision.remaining};t=${decision.resetSeconds}` };
+    if (!decision.allowed) return { allowed: false, problem: texts.rateLimited, caller, rateLimit };
+    return { allowed: true, tenant: { id: found.schoolId, timezone: found.timezone, currency: found.currency, dataVersion: found.dataVersion }, caller, rateLimit };
+  }
 
+  function withKey(found: KeyRow | undefined): Access | Promise<Access> {
+    if (found === undefined || found.revokedAt !== null) return REFUSED_NO_KEY;
+    const caller: Caller = { keyId: found.keyId, schoolId: found.schoolId };
     // Counted whatever the answer turns out to be (402, 429, 404 ...).
     usage.record(found.keyId);
-
     const limit = planLimit(config, found.plan);
-    if (limit === null) {
-      throw new Problem('plan_required', 'The school\'s plan does not include API access; the Profi and VIP plans do.');
-    }
-
-    let decision;
+    if (limit === null) return { allowed: false, problem: PLAN_REQUIRED, caller, rateLimit: null };
+    let decision: RateLimitDecision | Promise<RateLimitDecision>;
     try {
-      decision = await limiter.consume(found.schoolId, limit);
-    } catch (err) {
-      if (!(err instanceof RateLimiterUnavailable)) throw err;
-      request.log.error({ err }, 'rate-limit service unavailable');
-      throw new Problem('rate_limit_unavailable', 'The rate-limit service is unavailable; try again shortly.', {
-        headers: { 'Retry-After': '5' },
-      });
+      decision = limiter.consume(found.schoolId, limit);
+    } catch (error) {
+      return unavailable(error, caller);
     }
-    reply.header('RateLimit-Policy', `"default";q=${limit};w=${WINDOW_SECONDS}`);
-    reply.header('RateLimit', `"default";r=${decision.remaining};t=${decision.resetSeconds}`);
-    if (!decision.allowed) throw rateLimited(limit);
+    if (decision instanceof Promise) {
+      return decision.then(
+        (d) => limited(found, caller, limit, d),
+        (error: unknown) => unavailable(error, caller),
+      );
+    }
+    return limited(found, caller, limit, decision);
+  }
 
-    request.tenant = { id: found.schoolId, timezone: found.timezone, currency: found.currency };
+  return function check(method, authorization, isPublic) {
+    // Before the public-path exemption: the OpenAPI document is read-only like the rest.
+    if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(method);
+    if (isPublic) return PUBLIC;
+    const key = bearerKey(authorization);
+    if (key === null) return REFUSED_NO_KEY;
+    const found = keys.find(hashKey(key));
+    return found instanceof Promise ? found.then(withKey) : withKey(found);
+  };
+}
+
+/** Where the gate leaves its decision for the app (on the Node request): the decision, or the error deciding threw. */
+const DECIDED = Symbol('school-data.access');
+type Passed = { access: Access } | { failure: unknown };
+
+export function passAccess(raw: IncomingMessage, passed: Passed): void {
+  (raw as IncomingMessage & { [DECIDED]?: Passed })[DECIDED] = passed;
+}
+
+function passedAccess(raw: IncomingMessage): Passed | undefined {
+  return (raw as IncomingMessage & { [DECIDED]?: Passed })[DECIDED];
+}
+
+/**
+ * The app's access hook: applies the gate's decision to the request, or, for a request
+ * the gate did not decide that the router took to an API route, decides it here. A
+ * refusal is thrown as its Problem (the error handler answers it).
+ */
+export function accessHook(check: AccessCheck, publicPaths: ReadonlySet<string>) {
+  return async function access(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const passed = passedAccess(request.raw);
+    let decided: Access;
+    if (passed === undefined) {
+      const url = request.url;
+      const route = request.routeOptions.url;
+      if (!url.startsWith(API_PREFIX) && !route?.startsWith(API_PREFIX)) return;
+      const queryAt = url.indexOf('?');
+      const isPublic = publicPaths.has(route ?? (queryAt === -1 ? url : url.slice(0, queryAt)));
+      decided = await check(request.method, request.headers.authorization, isPublic);
+    } else if ('failure' in passed) {
+      // The gate could not decide (the data store did not answer): the error handler says so.
+      throw passed.failure;
+    } else {
+      decided = passed.access;
+    }
+    // The access line and the request's error lines carry them (src/ops/request-log.ts).
+    request.caller = decided.caller;
+    if (decided.rateLimit !== null) reply.headers(decided.rateLimit);
+    if (!decided.allowed) {
+      if (decided.error !== undefined) request.log.error({ err: decided.error, keyId: decided.caller?.keyId, schoolId: decided.caller?.schoolId }, 'rate-limit service unavailable');
+      throw decided.problem;
+    }
+    request.tenant = decided.tenant;
   };
 }

@@ -3,7 +3,7 @@
  * Only the SHA-256 of the whole value is stored or looked up; the value itself is
  * shown once at creation and never logged.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 export const KEY_PREFIX = 'service_pk_';
 const KEY_FORMAT = /^service_pk_[0-9a-f]{32}$/;
@@ -15,8 +15,9 @@ export interface NewKeyValue {
   hint: string;
 }
 
+/** One-shot (no Hash object per call): every API request hashes its key. */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 export function keyHint(key: string): string {

@@ -7,11 +7,12 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/schema.js';
-import { nowTimestamp } from '../domain/time.js';
+import { formatTimestamp } from '../domain/time.js';
 
 interface Pending {
   count: number;
-  lastUsedAt: string;
+  /** Epoch milliseconds: formatted once per flush, not once per request. */
+  lastUsedAt: number;
 }
 
 export class UsageRecorder {
@@ -29,7 +30,7 @@ export class UsageRecorder {
   }
 
   record(keyId: string): void {
-    const now = nowTimestamp();
+    const now = Date.now();
     const entry = this.pending.get(keyId);
     if (entry) {
       entry.count += 1;
@@ -53,7 +54,9 @@ export class UsageRecorder {
     this.pending = new Map();
     try {
       await this.db.transaction().execute(async (trx) => {
-        for (const [id, { count, lastUsedAt }] of batch) {
+        for (const [id, pending] of batch) {
+          const { count } = pending;
+          const lastUsedAt = formatTimestamp(pending.lastUsedAt);
           await trx
             .updateTable('api_keys')
             .set((eb) => ({

@@ -5,12 +5,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteDialect, type Compilable, type CompiledQuery, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
-import pg from 'pg';
+import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteDialect, type Compilable, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import type { Config } from '../config/index.js';
 import * as m0001 from './migrations/0001_initial.js';
 import * as m0002 from './migrations/0002_cabinet.js';
 import * as m0003 from './migrations/0003_read_model.js';
+import * as m0004 from './migrations/0004_data_version.js';
+import * as m0005 from './migrations/0005_day_totals.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
 import type { Database } from './schema.js';
 
@@ -33,6 +36,8 @@ const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_cabinet': m0002,
   '0003_read_model': m0003,
+  '0004_data_version': m0004,
+  '0005_day_totals': m0005,
 };
 
 export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
@@ -41,16 +46,20 @@ export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
 
 // int8 (counts, sums, money) and numeric (sums of int8) arrive as text from pg; every
 // value this service stores fits a double exactly, so both become numbers.
-const pgTypes = {
-  getTypeParser(oid: number, format?: string): (value: string) => unknown {
-    if (oid === 20 || oid === 1700) return (v: string) => Number(v);
-    return pg.types.getTypeParser(oid, format as 'text') as (value: string) => unknown;
-  },
-};
+function pgTypes(driver: typeof pg) {
+  return {
+    getTypeParser(oid: number, format?: string): (value: string) => unknown {
+      if (oid === 20 || oid === 1700) return (v: string) => Number(v);
+      return driver.types.getTypeParser(oid, format as 'text') as (value: string) => unknown;
+    },
+  };
+}
 
 export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTimeoutMs' | 'dbPoolSize'>): Store {
   if (config.databaseUrl) {
-    const pool = new pg.Pool({
+    // Loaded when PostgreSQL is configured: an embedded (SQLite) process never loads the driver.
+    const driver = createRequire(import.meta.url)('pg') as typeof pg;
+    const pool = new driver.Pool({
       connectionString: config.databaseUrl,
       max: config.dbPoolSize,
       connectionTimeoutMillis: config.dbTimeoutMs,
@@ -60,7 +69,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
       query_timeout: config.dbTimeoutMs + 500,
       idleTimeoutMillis: 30_000,
       keepAlive: true,
-      types: pgTypes,
+      types: pgTypes(driver),
     });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);
@@ -79,6 +88,9 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
   database.pragma('journal_mode = WAL');
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
+  // The writing connection (usage counts, imports, the cabinet) needs no more than SQLite's
+  // own default; better-sqlite3 would give it 16 MiB (see READER_CACHE_KIB in reader.ts).
+  database.pragma('cache_size = -2000');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
   const reads = new SqliteReader(db, file, config.dbTimeoutMs);
   return {
@@ -132,10 +144,11 @@ class Slot {
   }
 }
 
-interface Template<R> {
-  compiled: CompiledQuery<R>;
-  /** Per parameter of the SQL: the name of the value that fills it, or null for a constant of the query. */
-  slots: (string | null)[];
+interface Template {
+  sql: string;
+  /** Per parameter of the SQL: the index in `names` of the value that fills it, or -1 for a constant of the query. */
+  sources: number[];
+  constants: unknown[];
 }
 
 /**
@@ -148,35 +161,56 @@ interface Template<R> {
  * one compiled query per combination of filters. Values may only be passed to Kysely as
  * values (where, limit, offset ...): never branched on beyond `!== undefined`, never
  * computed with. The SQL text is still Kysely's, one text per dialect.
+ *
+ * Every call passes the same keys (a value not given is undefined, not left out): the
+ * shape is then a bit per key, worked out without building anything per request.
  */
-export function prepared<P extends object, R>(build: (db: Kysely<Database>, values: P) => Compilable<R>): (reader: Reader, values: P) => Promise<R[]> {
-  const templates = new WeakMap<Kysely<Database>, Map<string, Template<R>>>();
-  return async (reader, values) => {
-    const db = reader.db;
+export function prepared<P extends object, R>(build: (db: Kysely<Database>, values: P) => Compilable<R>): (reader: Reader, values: P) => R[] | Promise<R[]> {
+  const templates = new WeakMap<Kysely<Database>, Map<number, Template>>();
+  let names: string[] | null = null;
+  return (reader, values) => {
     const given = values as Record<string, unknown>;
-    let shape = '';
-    for (const name in given) if (given[name] !== undefined) shape += `${name},`;
-    let perDb = templates.get(db);
-    if (perDb === undefined) templates.set(db, (perDb = new Map<string, Template<R>>()));
+    names ??= Object.keys(given);
+    if (names.length > 30) throw new Error('prepared query: at most 30 values');
+    let shape = 0;
+    for (let i = 0; i < names.length; i++) if (given[names[i]!] !== undefined) shape |= 1 << i;
+    let perDb = templates.get(reader.db);
+    if (perDb === undefined) templates.set(reader.db, (perDb = new Map<number, Template>()));
     let template = perDb.get(shape);
     if (template === undefined) {
-      const stand: Record<string, Slot> = {};
-      for (const name in given) if (given[name] !== undefined) stand[name] = new Slot(name);
-      const compiled = build(db, stand as P).compile();
-      template = { compiled, slots: compiled.parameters.map((p) => (p instanceof Slot ? p.name : null)) };
+      template = compileTemplate(reader.db, build, names, given);
       perDb.set(shape, template);
     }
-    const { compiled, slots } = template;
-    const parameters = slots.map((name, i) => (name === null ? compiled.parameters[i] : given[name]));
-    return reader.run<R>({ ...compiled, parameters });
+    const { sql: text, sources, constants } = template;
+    const parameters = new Array<unknown>(sources.length);
+    for (let i = 0; i < sources.length; i++) {
+      const source = sources[i]!;
+      parameters[i] = source < 0 ? constants[i] : given[names[source]!];
+    }
+    return reader.run<R>(text, parameters);
+  };
+}
+
+function compileTemplate<P extends object>(db: Kysely<Database>, build: (db: Kysely<Database>, values: P) => Compilable<unknown>, names: string[], given: Record<string, unknown>): Template {
+  const keys = Object.keys(given);
+  if (keys.length !== names.length || keys.some((k, i) => k !== names[i])) {
+    throw new Error(`prepared query: every call must pass the same keys (${names.join(', ')}), got ${keys.join(', ')}`);
+  }
+  const stand: Record<string, Slot> = {};
+  for (const name of names) if (given[name] !== undefined) stand[name] = new Slot(name);
+  const compiled = build(db, stand as P).compile();
+  return {
+    sql: compiled.sql,
+    sources: compiled.parameters.map((p) => (p instanceof Slot ? names.indexOf(p.name) : -1)),
+    constants: [...compiled.parameters],
   };
 }
 
 /**
  * A text expression as bytes where the driver hands bytes over as they are (SQLite: a
- * Buffer), else as text (PostgreSQL, whose driver decodes text results). A page of stored
- * items is sent as it is read: decoding it into a JavaScript string only to encode it
- * again for the socket would be work for nothing.
+ * Buffer), else as text (PostgreSQL, whose driver decodes text results). A response body
+ * made by the database is sent as it is read: decoding it into a JavaScript string only to
+ * encode it again for the socket would be work for nothing.
  */
 export function asBytes<T>(db: Kysely<Database>, text: Expression<T>): RawBuilder<T | Buffer> {
   return db.getExecutor().adapter instanceof PostgresAdapter ? sql<T>`${text}` : sql<Buffer>`cast(${text} as blob)`;

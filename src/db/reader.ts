@@ -7,24 +7,39 @@
  * - SQLite: a connection of its own, opened read-only on first use, so that nothing the
  *   public API runs can write, and no read ever runs inside a transaction of the
  *   process's writing connection (usage counts, the cabinet's key changes). Each query
- *   text is prepared once and the statement reused.
+ *   text is prepared once and the statement reused. The reads of one turn of the event
+ *   loop share one read transaction (see SqliteReader.run).
  * - PostgreSQL: the store's pool, with each query text as a named prepared statement, so
  *   the server parses it once per connection.
  */
 import SQLite from 'better-sqlite3';
-import type { CompiledQuery, Kysely, SqliteStatement } from 'kysely';
+import type { Kysely, SqliteStatement } from 'kysely';
 import type pg from 'pg';
 import type { Database } from './schema.js';
 
 export interface Reader {
   /** Builds and compiles the queries; they never run through it. */
   readonly db: Kysely<Database>;
-  run<R>(query: CompiledQuery<R>): Promise<R[]>;
+  readonly dialect: 'sqlite' | 'postgres';
+  /**
+   * Runs a compiled query. SQLite's driver is synchronous and answers at once (a failure
+   * is thrown); PostgreSQL answers with a promise. `await` takes either; the access check
+   * uses the first to decide a request without a promise (src/access/index.ts).
+   */
+  run<R>(sql: string, parameters: readonly unknown[]): R[] | Promise<R[]>;
   close(): Promise<void>;
 }
 
 /** Distinct query texts kept prepared; the service has a few dozen, so this is only a backstop. */
 const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * The read connection's page cache, in KiB. better-sqlite3 builds SQLite with 16 MiB per
+ * connection, which a large database fills, in every server process; the pages are in
+ * the operating system's cache anyway, and 4 MiB (the upper levels of the indexes the
+ * API reads) answers as fast in the benchmark (docs/performance.md, "Memory").
+ */
+const READER_CACHE_KIB = 4096;
 
 /**
  * Reading rows as arrays and naming their fields here is about a quarter cheaper than
@@ -49,6 +64,7 @@ export function objectRows(statement: SQLite.Statement): SqliteStatement {
 }
 
 export class SqliteReader implements Reader {
+  readonly dialect = 'sqlite';
   private connection: SQLite.Database | null = null;
   private readonly statements = new Map<string, SqliteStatement>();
 
@@ -58,20 +74,46 @@ export class SqliteReader implements Reader {
     private readonly timeoutMs: number,
   ) {}
 
-  run<R>(query: CompiledQuery<R>): Promise<R[]> {
-    try {
-      return Promise.resolve(this.statement(query.sql).all(query.parameters) as R[]);
-    } catch (err) {
-      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  /** BEGIN and COMMIT on the read connection, made with it. */
+  private turn: { begin: SQLite.Statement; commit: SQLite.Statement } | null = null;
+  private turnOpen = false;
+
+  /**
+   * Runs a query in the read transaction of the current turn of the event loop, opening
+   * one if there is none; it ends when the turn does (setImmediate). A statement run on
+   * its own is a transaction of its own, whose locking (a shared lock on the WAL index and
+   * the checks that the file has not changed: four system calls) costs several times an
+   * indexed read; under load a turn handles many requests, so the key lookups and queries
+   * of all of them share one. They also all read one snapshot: a page and its total can
+   * never disagree. What committed before the turn began is seen, as with a transaction
+   * per statement; what commits during the turn (at most a few milliseconds) is seen by
+   * the next one.
+   */
+  run<R>(sql: string, parameters: readonly unknown[]): R[] {
+    const statement = this.statement(sql);
+    if (!this.turnOpen) {
+      this.turn!.begin.run();
+      this.turnOpen = true;
+      setImmediate(this.endTurn);
     }
+    return statement.all(parameters) as R[];
   }
+
+  private readonly endTurn = (): void => {
+    this.turnOpen = false;
+    if (this.connection?.inTransaction) this.turn!.commit.run();
+  };
 
   private statement(text: string): SqliteStatement {
     let statement = this.statements.get(text);
     if (statement === undefined) {
       // Opened on first use: by then the writing connection has created the file and
       // migrated it (a read-only connection can do neither).
-      this.connection ??= new SQLite(this.file, { readonly: true, timeout: this.timeoutMs });
+      if (this.connection === null) {
+        this.connection = new SQLite(this.file, { readonly: true, timeout: this.timeoutMs });
+        this.connection.pragma(`cache_size = -${READER_CACHE_KIB}`);
+        this.turn = { begin: this.connection.prepare('BEGIN'), commit: this.connection.prepare('COMMIT') };
+      }
       if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.clear();
       statement = objectRows(this.connection.prepare(text));
       this.statements.set(text, statement);
@@ -83,11 +125,14 @@ export class SqliteReader implements Reader {
     this.statements.clear();
     this.connection?.close();
     this.connection = null;
+    this.turn = null;
+    this.turnOpen = false;
     return Promise.resolve();
   }
 }
 
 export class PgReader implements Reader {
+  readonly dialect = 'postgres';
   /** Query text -> statement name. Names are per process, like the pool's connections. */
   private readonly names = new Map<string, string>();
 
@@ -96,13 +141,13 @@ export class PgReader implements Reader {
     private readonly pool: pg.Pool,
   ) {}
 
-  async run<R>(query: CompiledQuery<R>): Promise<R[]> {
-    let name = this.names.get(query.sql);
+  async run<R>(sql: string, parameters: readonly unknown[]): Promise<R[]> {
+    let name = this.names.get(sql);
     if (name === undefined) {
       name = `school_data_${this.names.size + 1}`;
-      this.names.set(query.sql, name);
+      this.names.set(sql, name);
     }
-    const result = await this.pool.query({ name, text: query.sql, values: query.parameters as unknown[] });
+    const result = await this.pool.query({ name, text: sql, values: parameters as unknown[] });
     return result.rows as R[];
   }
 

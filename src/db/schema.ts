@@ -7,7 +7,7 @@
  * - every school-owned row is keyed by (school_id, id), so ids given by one school's
  *   import can never collide with, or overwrite, another school's rows.
  */
-import type { ColumnType, Insertable, Selectable } from 'kysely';
+import type { Generated, ColumnType, Insertable, Selectable } from 'kysely';
 
 /**
  * The read model every list's table carries (migration 0003, src/resources/items.ts): the
@@ -26,6 +26,8 @@ export interface SchoolsTable {
   timezone: string;
   currency: string;
   created_at: string;
+  /** Raised by every import into the school (migration 0004); it keys the API's stored responses. */
+  data_version: Generated<number>;
 }
 
 export interface ApiKeysTable {
@@ -171,6 +173,22 @@ export interface ExpensesTable {
   comment: string | null;
 }
 
+/** Payments minus refunds of one method on one UTC day (migration 0005, src/importer/day-totals.ts). */
+export interface PaymentDaysTable {
+  school_id: string;
+  day: string;
+  method: string;
+  amount_minor: number;
+}
+
+/** Expenses of one category on one UTC day. */
+export interface ExpenseDaysTable {
+  school_id: string;
+  day: string;
+  category: string;
+  amount_minor: number;
+}
+
 /** A director of one school; signs in to the cabinet with `email` (stored lower-cased). */
 export interface DirectorsTable {
   id: string;
@@ -206,11 +224,16 @@ export interface Database {
   payments: PaymentsTable;
   leads: LeadsTable;
   expenses: ExpensesTable;
+  payment_days: PaymentDaysTable;
+  expense_days: ExpenseDaysTable;
   directors: DirectorsTable;
   cabinet_sessions: CabinetSessionsTable;
 }
 
-export type School = Selectable<SchoolsTable>;
+/** A school as the CLI and the cabinet show it (the data version is the API's own bookkeeping). */
+export type School = Omit<Selectable<SchoolsTable>, 'data_version'>;
+/** The columns of a School, for selects. */
+export const SCHOOL_COLUMNS = ['id', 'name', 'plan', 'timezone', 'currency', 'created_at'] as const satisfies readonly (keyof School)[];
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type NewApiKey = Insertable<ApiKeysTable>;
 

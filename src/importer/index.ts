@@ -12,6 +12,7 @@ import { ARRAY_NAMES, type ArrayName } from './schema.js';
 import { checkFile, type Entries } from './validate.js';
 import { isListTable, remakeItems, renumber, withItem } from './read-model.js';
 import { lockSchool, recomputeContractBalances, upsert } from './write.js';
+import { daysTouched, refreshDayTotals } from './day-totals.js';
 
 export type { ImportError } from './errors.js';
 export { MAX_ERRORS } from './errors.js';
@@ -37,7 +38,9 @@ export async function importData(db: Kysely<Database>, schoolId: string, input: 
 
   await db.transaction().execute(async (trx) => {
     await lockSchool(trx, schoolId);
+    const days = await daysTouched(trx, schoolId, file.entries);
     for (const array of ARRAY_NAMES) await writeArray(trx, schoolId, school.currency, array, file.entries);
+    await refreshDayTotals(trx, schoolId, days);
     // A contract's item shows its balance, known only once the payments are written: the
     // items of the file's contracts and of those whose balance moved are made again.
     const moved = await recomputeContractBalances(trx, schoolId);

@@ -45,13 +45,15 @@ export async function upsert<K extends ArrayName>(trx: Kysely<Database>, table: 
 
 /**
  * Serialises imports into one school: a second import waits here until the first has
- * committed, so the balances it recomputes include the first one's payments. A no-op
- * update takes the school row's lock the same way on PostgreSQL and SQLite.
+ * committed, so the balances it recomputes include the first one's payments. The update
+ * takes the school row's lock the same way on PostgreSQL and SQLite, and raises the
+ * school's data version: once the import commits, no response stored for the earlier
+ * data is served again (src/resources/cache.ts).
  */
 export async function lockSchool(trx: Transaction<Database>, schoolId: string): Promise<void> {
   await trx
     .updateTable('schools')
-    .set((eb) => ({ currency: eb.ref('currency') }))
+    .set((eb) => ({ data_version: eb(eb.ref('data_version'), '+', 1) }))
     .where('id', '=', schoolId)
     .execute();
 }

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { Database, School } from '../db/schema.js';
+import { SCHOOL_COLUMNS, type Database, type School } from '../db/schema.js';
 import { isPlan, PLANS, type Plan } from '../domain/enums.js';
 import { ID } from '../domain/ids.js';
 import { CURRENCY } from '../domain/money.js';
@@ -47,7 +47,7 @@ export async function setPlan(db: Kysely<Database>, schoolId: string, plan: stri
   if (!checkPlan(plan)) return fail(`plan must be one of ${PLANS.join(', ')}`);
   const result = await db.updateTable('schools').set({ plan }).where('id', '=', schoolId).executeTakeFirst();
   if (Number(result.numUpdatedRows) === 0) return fail(`no school with id "${schoolId}"`);
-  const school = await db.selectFrom('schools').selectAll().where('id', '=', schoolId).executeTakeFirstOrThrow();
+  const school = await db.selectFrom('schools').select(SCHOOL_COLUMNS).where('id', '=', schoolId).executeTakeFirstOrThrow();
   return { ok: true, value: school };
 }
 
@@ -58,7 +58,7 @@ export interface SchoolSummary extends School {
 export async function listSchools(db: Kysely<Database>): Promise<SchoolSummary[]> {
   return db
     .selectFrom('schools')
-    .selectAll('schools')
+    .select(SCHOOL_COLUMNS.map((c) => `schools.${c}` as const))
     .select((eb) =>
       eb
         .selectFrom('api_keys')
@@ -73,5 +73,5 @@ export async function listSchools(db: Kysely<Database>): Promise<SchoolSummary[]
 }
 
 export async function findSchool(db: Kysely<Database>, schoolId: string): Promise<School | undefined> {
-  return db.selectFrom('schools').selectAll().where('id', '=', schoolId).executeTakeFirst();
+  return db.selectFrom('schools').select(SCHOOL_COLUMNS).where('id', '=', schoolId).executeTakeFirst();
 }

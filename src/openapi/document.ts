@@ -14,6 +14,7 @@ import { API_PREFIX } from '../access/index.js';
 import type { Reader } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { responseHeaders } from '../resources/common/responses.js';
+import { ResponseCache } from '../resources/cache.js';
 import { publicApi } from '../resources/index.js';
 import type { JsonSchema, OpenApiDocument, Operation } from './types.js';
 
@@ -149,6 +150,7 @@ function offlineReader(): Reader {
   });
   return {
     db,
+    dialect: 'sqlite',
     run: () => Promise.reject(new Error('the OpenAPI document\'s app runs no query')),
     close: () => Promise.resolve(),
   };
@@ -164,7 +166,7 @@ export async function buildOpenApiDocument(): Promise<OpenApiDocument> {
   // This instance never validates a request; the served app installs the real validators.
   app.setValidatorCompiler(() => () => true);
   await app.register(swagger, swaggerOptions());
-  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: offlineReader() });
+  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: offlineReader(), cache: new ResponseCache(0) });
   await app.ready();
   try {
     return app.swagger() as unknown as OpenApiDocument;

@@ -6,11 +6,18 @@
  */
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
-import { AggregatorRegistry, collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry, type Metric } from 'prom-client';
 import type { ClientErrorKind } from '../problems/handlers.js';
 
 /** The route label of requests that matched no route (404s, undecodable paths). */
 export const UNMATCHED_ROUTE = 'unmatched';
+
+/** What the stored answers hold and have served. */
+export interface StoredAnswerCounts {
+  hits: number;
+  misses: number;
+  bytes: number;
+}
 
 /** Records one answered request: its status and its time in milliseconds. */
 export type ResponseRecorder = (status: number, elapsedMs: number) => void;
@@ -29,6 +36,33 @@ function processMetrics(): Registry {
   return processRegistry;
 }
 
+/** Upper bounds (seconds) of the request duration histogram's buckets. */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+interface RouteCounts {
+  byStatus: Map<number, number>;
+  /** Observations per bucket (not cumulative); the +Inf bucket is `count`. */
+  buckets: Float64Array;
+  sum: number;
+  count: number;
+}
+
+interface MetricValue {
+  metricName?: string;
+  labels: Record<string, string | number>;
+  value: number;
+}
+
+/**
+ * A metric in the shape prom-client's Registry reads (`get()`), whose values are made
+ * at each scrape from numbers the service keeps. Summed across workers like prom-client's
+ * own counters and histograms.
+ */
+function metricOf(name: string, help: string, type: 'counter' | 'gauge' | 'histogram', values: () => MetricValue[]): Metric {
+  const metric = { name, help, type, aggregator: 'sum', get: () => Promise.resolve({ name, help, type, aggregator: 'sum', values: values() }) };
+  return metric as unknown as Metric;
+}
+
 let processApiMetrics: ApiMetrics | null = null;
 
 export class ApiMetrics {
@@ -42,19 +76,8 @@ export class ApiMetrics {
   }
 
   readonly registry = new Registry();
-  private readonly requests = new Counter({
-    name: 'school_data_http_requests_total',
-    help: 'Answered API requests by route pattern and status code',
-    labelNames: ['route', 'status'] as const,
-    registers: [this.registry],
-  });
-  private readonly duration = new Histogram({
-    name: 'school_data_http_request_duration_seconds',
-    help: 'Time from the request arriving to the response being sent, by route pattern',
-    labelNames: ['route'] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [this.registry],
-  });
+  /** Per route label: its answers' counts by status and its duration histogram, kept as plain numbers. */
+  private readonly routes = new Map<string, RouteCounts>();
   private readonly clientErrors = new Counter({
     name: 'school_data_http_client_errors_total',
     help: 'Connections ended by the HTTP or TLS layer before the app: failed TLS handshakes, unparsable requests, oversized headers, timeouts',
@@ -62,21 +85,71 @@ export class ApiMetrics {
     registers: [this.registry],
   });
 
+  /** What the stored answers of the app recording here hold and served (src/resources/cache.ts). */
+  private storedAnswers: () => StoredAnswerCounts = () => ({ hits: 0, misses: 0, bytes: 0 });
+
+  constructor() {
+    // prom-client reads these two at each scrape (Registry and the cluster aggregation call
+    // get()); a request only adds to numbers. prom-client's own Counter and Histogram hash
+    // their label values on every increment, which under load cost more than the rest of a
+    // refused request's bookkeeping (docs/performance.md).
+    const routes = this.routes;
+    this.registry.registerMetric(metricOf('school_data_http_requests_total', 'Answered API requests by route pattern and status code', 'counter', () => {
+      const values: MetricValue[] = [];
+      for (const [route, counts] of routes) for (const [status, value] of counts.byStatus) values.push({ labels: { route, status }, value });
+      return values;
+    }));
+    this.registry.registerMetric(metricOf('school_data_http_request_duration_seconds', 'Time from the request arriving to the response being sent, by route pattern', 'histogram', () => {
+      const name = 'school_data_http_request_duration_seconds';
+      const values: MetricValue[] = [];
+      for (const [route, counts] of routes) {
+        let cumulative = 0;
+        DURATION_BUCKETS.forEach((le, i) => {
+          cumulative += counts.buckets[i]!;
+          values.push({ metricName: `${name}_bucket`, labels: { le, route }, value: cumulative });
+        });
+        values.push({ metricName: `${name}_bucket`, labels: { le: '+Inf', route }, value: counts.count });
+        values.push({ metricName: `${name}_sum`, labels: { route }, value: counts.sum });
+        values.push({ metricName: `${name}_count`, labels: { route }, value: counts.count });
+      }
+      return values;
+    }));
+    this.registry.registerMetric(metricOf('school_data_stored_answer_lookups_total', 'Lookups of a stored API answer (docs/operations.md, "Request path and stored answers"), by whether one was found', 'counter', () => {
+      const { hits, misses } = this.storedAnswers();
+      return [{ labels: { result: 'hit' }, value: hits }, { labels: { result: 'miss' }, value: misses }];
+    }));
+    this.registry.registerMetric(metricOf('school_data_stored_answer_bytes', 'Memory held by stored API answers (SCHOOL_DATA_RESPONSE_CACHE_MB bounds it)', 'gauge', () => [
+      { labels: {}, value: this.storedAnswers().bytes },
+    ]));
+  }
+
+  /** Reports the stored answers of `source` (the app's; one per process outside tests). */
+  watchStoredAnswers(source: () => StoredAnswerCounts): void {
+    this.storedAnswers = source;
+  }
+
   /**
    * A recorder bound to one route label, made once when the route is registered: the
-   * per-request work is then a lookup of the status's counter and two increments.
+   * per-request work is then a few additions to plain numbers.
    */
   recorderFor(route: string): ResponseRecorder {
-    const timer = this.duration.labels({ route });
-    const byStatus = new Map<number, Counter.Internal>();
+    let counts = this.routes.get(route);
+    if (counts === undefined) {
+      counts = { byStatus: new Map(), buckets: new Float64Array(DURATION_BUCKETS.length), sum: 0, count: 0 };
+      this.routes.set(route, counts);
+    }
+    const c = counts;
     return (status, elapsedMs) => {
-      let counter = byStatus.get(status);
-      if (!counter) {
-        counter = this.requests.labels({ route, status: String(status) });
-        byStatus.set(status, counter);
+      c.byStatus.set(status, (c.byStatus.get(status) ?? 0) + 1);
+      const seconds = elapsedMs / 1000;
+      c.sum += seconds;
+      c.count += 1;
+      for (let i = 0; i < DURATION_BUCKETS.length; i++) {
+        if (seconds <= DURATION_BUCKETS[i]!) {
+          c.buckets[i]! += 1;
+          break;
+        }
       }
-      counter.inc();
-      timer.observe(elapsedMs / 1000);
     };
   }
 
@@ -112,6 +185,40 @@ export class ApiMetrics {
   }
 
   readonly contentType = this.registry.contentType;
+}
+
+/**
+ * The recorder of the route pattern a path matches, for answers given before the router
+ * ran (the access gate's refusals): they are counted under the same `route` label as
+ * the app's answers on that route. Patterns are the API's (static segments and `:param`
+ * segments); a path that matches none is counted as unmatched, as the router would.
+ */
+export class RouteRecorders {
+  private readonly exact = new Map<string, ResponseRecorder>();
+  /** Patterns with parameters: their segments, null where a parameter stands. */
+  private readonly withParams: { segments: (string | null)[]; record: ResponseRecorder }[] = [];
+  private readonly unmatched: ResponseRecorder;
+
+  constructor(metrics: ApiMetrics) {
+    this.unmatched = metrics.recorderFor(UNMATCHED_ROUTE);
+  }
+
+  add(pattern: string, record: ResponseRecorder): void {
+    if (!pattern.includes(':')) this.exact.set(pattern, record);
+    else if (!this.withParams.some((p) => p.segments.join('/') === pattern)) {
+      this.withParams.push({ segments: pattern.split('/').map((s) => (s.startsWith(':') ? null : s)), record });
+    }
+  }
+
+  recorderFor(path: string): ResponseRecorder {
+    const exact = this.exact.get(path);
+    if (exact !== undefined) return exact;
+    const segments = path.split('/');
+    for (const p of this.withParams) {
+      if (p.segments.length === segments.length && p.segments.every((s, i) => (s === null ? segments[i] !== '' : s === segments[i]))) return p.record;
+    }
+    return this.unmatched;
+  }
 }
 
 const METRICS_REQUEST = 'school-data:metrics-request';

@@ -32,3 +32,106 @@ export function requestForLog(request: FastifyRequest): LoggedRequest {
     remotePort: request.socket?.remotePort,
   };
 }
+
+/** The key a request was made with and its school, once the key is known (access/index.ts). */
+export interface Caller {
+  keyId: string;
+  schoolId: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller: Caller | null;
+  }
+}
+
+/** The key and school fields of a request's log lines: none until the key is known. */
+export function callerFields(request: FastifyRequest): Partial<Caller> {
+  return request.caller === null ? {} : { keyId: request.caller.keyId, schoolId: request.caller.schoolId };
+}
+
+/** What an access line says about one answered request. */
+export interface AccessRecord {
+  requestId: string;
+  method: string;
+  /** The request target as received; keys in it are masked here. */
+  url: string;
+  remoteAddress: string | undefined;
+  remotePort: number | undefined;
+  status: number;
+  /** Milliseconds from the request arriving to the answer being written. */
+  responseTime: number;
+  caller: Caller | null;
+}
+
+const PID = `,"pid":${process.pid}`;
+
+/**
+ * A request's access line: the `request completed` line of docs/operations.md, as pino
+ * would write it (level, time, pid, request id, key and school, the request, the status,
+ * the time). It is formatted here and written straight to the logger's destination by
+ * both places that answer requests (the access gate and the app): one line per request,
+ * where pino's child logger, serializers and redaction (for a line that never holds a
+ * header) would cost more than all the rest of a refused request's logging.
+ */
+export function accessLine(r: AccessRecord): string {
+  const caller = r.caller === null ? '' : `,"keyId":${JSON.stringify(r.caller.keyId)},"schoolId":${JSON.stringify(r.caller.schoolId)}`;
+  const req = JSON.stringify({ method: r.method, url: redactKeys(r.url), remoteAddress: r.remoteAddress, remotePort: r.remotePort });
+  return `{"level":30,"time":${Date.now()}${PID},"requestId":${JSON.stringify(r.requestId)}${caller},"req":${req},"res":{"statusCode":${r.status}},"responseTime":${r.responseTime},"msg":"request completed"}\n`;
+}
+
+/** Refusals (by status) that get an access line of their own per second; past it they are counted. */
+export const REFUSAL_LINES_PER_SECOND = 20;
+/** The statuses of refusals: what a flood of bad keys, or a client past its limit, is made of. */
+const REFUSALS: ReadonlySet<number> = new Set([401, 402, 405, 429]);
+
+/**
+ * Writes the access lines of the API. Every answered request gets one, except that
+ * refusals (401, 402, 405, 429) get at most REFUSAL_LINES_PER_SECOND lines per status in
+ * a second: the rest are counted, and once that second is over one line says how many
+ * went unlogged (`refusals not logged one by one`, with `status` and `count`). A flood of
+ * unknown keys must not become a flood of log lines (it would cost more than answering
+ * it, and fill the log's disk on the attacker's terms); the metrics still count every
+ * one of them. Answers that passed the access check are always logged.
+ */
+export class AccessLog {
+  private second = 0;
+  private readonly logged = new Map<number, number>();
+  private readonly unlogged = new Map<number, number>();
+  private report: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly writeLine: (line: string) => void,
+    private readonly refusalsPerSecond = REFUSAL_LINES_PER_SECOND,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  write(record: AccessRecord): void {
+    if (REFUSALS.has(record.status) && !this.withinBudget(record.status)) return;
+    this.writeLine(accessLine(record));
+  }
+
+  private withinBudget(status: number): boolean {
+    const second = Math.floor(this.now() / 1000);
+    if (second !== this.second) {
+      this.second = second;
+      this.logged.clear();
+    }
+    const n = (this.logged.get(status) ?? 0) + 1;
+    this.logged.set(status, n);
+    if (n <= this.refusalsPerSecond) return true;
+    this.unlogged.set(status, (this.unlogged.get(status) ?? 0) + 1);
+    this.report ??= setTimeout(() => this.reportUnlogged(), 1000 - (this.now() % 1000)).unref();
+    return false;
+  }
+
+  /** One line per status for the refusals of the second just over that had no line; also called on close. */
+  reportUnlogged(): void {
+    if (this.report !== null) clearTimeout(this.report);
+    this.report = null;
+    for (const [status, count] of this.unlogged) {
+      this.writeLine(`{"level":30,"time":${this.now()}${PID},"status":${status},"count":${count},"msg":"refusals not logged one by one"}\n`);
+    }
+    this.unlogged.clear();
+  }
+}

@@ -8,6 +8,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isStoreUnavailable } from '../db/index.js';
+import { callerFields } from '../ops/request-log.js';
 import { Problem, PROBLEM_CONTENT_TYPE } from './index.js';
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem): FastifyReply {
@@ -29,16 +30,16 @@ function clientProblem(error: FastifyError): Problem | null {
 
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof Problem) {
-    if (error.status >= 500) request.log.warn({ code: error.code }, error.detail);
+    if (error.status >= 500) request.log.warn({ code: error.code, ...callerFields(request) }, error.detail);
     return sendProblem(request, reply, error);
   }
   if (isStoreUnavailable(error)) {
-    request.log.error({ err: error }, 'data store unavailable');
+    request.log.error({ err: error, ...callerFields(request) }, 'data store unavailable');
     return sendProblem(request, reply, new Problem('data_unavailable', 'The data store is unavailable; try again shortly.', { headers: { 'Retry-After': '5' } }));
   }
   const client = clientProblem(error);
   if (client) return sendProblem(request, reply, client);
-  request.log.error({ err: error }, 'unhandled error');
+  request.log.error({ err: error, ...callerFields(request) }, 'unhandled error');
   return sendProblem(request, reply, new Problem('internal_error', 'An internal error occurred; the request id identifies it in our logs.'));
 }
 

@@ -155,8 +155,12 @@ describe('lists read from the read model match the records', () => {
     for (const { path, expected } of cases) {
       const res = await t.request(path, { key });
       assert.equal(res.status, 200, `${path}: ${res.text}`);
-      const body = res.json() as { items: Rec[]; meta: { total: number } };
+      const body = res.json() as { items: Rec[]; meta: { total: number; limit: number; offset: number } };
       assert.deepEqual(body.items.map((i) => i.id), expected.map((r) => r.id), path);
+      // The meta is written by the database: its numbers must be JSON integers as text too
+      // (50, not 50.0), which a client decoding into an integer type needs.
+      const { total, limit, offset } = body.meta;
+      assert.ok(res.text.endsWith(`"meta":{"total":${total},"limit":${limit},"offset":${offset}}}`), `${path}: ${res.text.slice(-80)}`);
     }
   }
 

@@ -4,6 +4,8 @@ import https from 'node:https';
 export interface TestResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
+  /** The body's bytes as received (still compressed when the server compressed it). */
+  body: Buffer;
   text: string;
   json: () => unknown;
 }
@@ -26,8 +28,9 @@ export function httpsClient(origin: string, ca: string) {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) as unknown });
+            const body = Buffer.concat(chunks);
+            const text = body.toString('utf8');
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text, json: () => JSON.parse(text) as unknown });
           });
           res.on('error', reject);
         });

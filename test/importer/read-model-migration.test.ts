@@ -1,7 +1,9 @@
 /**
- * Migration 0003 adds the lists' read model to a store that already holds data: every
- * stored row gets its item and its position, so the API serves the same lists as before
- * the upgrade, in the contract's order, with the contract balances the rows hold.
+ * Migrations 0003 and 0005 add the read models to a store that already holds data: every
+ * stored list row gets its item and its position, so the API serves the same lists as
+ * before the upgrade, in the contract's order, with the contract balances the rows hold;
+ * and the stored payments and expenses get their day totals, so the finance summary is
+ * what the rows say.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -11,7 +13,7 @@ import { createKey } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
-describe('migration 0003 on a store with data', () => {
+describe('migrations 0003 and 0005 on a store with data', () => {
   let store: TestStore;
   let t: TestApp;
   let key: string;
@@ -29,9 +31,13 @@ describe('migration 0003 on a store with data', () => {
               values (${school}, 'c1', 'Д-1', 's1', 'B', 'active', '2026-01-02', 5000000, 1250050, 'RUB', '2026-01-02T10:00:00Z')`.execute(store.db);
     await sql`insert into payments (school_id, id, student_id, contract_id, kind, method, amount_minor, currency, paid_at, created_at)
               values (${school}, 'p1', 's1', 'c1', 'payment', 'card', 1250050, 'RUB', '2026-02-01T10:00:00Z', '2026-02-01T10:00:00Z')`.execute(store.db);
+    await sql`insert into payments (school_id, id, student_id, contract_id, kind, method, amount_minor, currency, paid_at, created_at)
+              values (${school}, 'p2', 's1', null, 'refund', 'card', 50, 'RUB', '2026-02-03T10:00:00Z', '2026-02-03T10:00:00Z')`.execute(store.db);
+    await sql`insert into expenses (school_id, id, category, amount_minor, currency, spent_at, comment)
+              values (${school}, 'e1', 'fuel', 300000, 'RUB', '2026-02-10T08:00:00Z', null)`.execute(store.db);
 
     const applied = await migrate(store.db);
-    assert.deepEqual(applied, ['0003_read_model']);
+    assert.deepEqual(applied, ['0003_read_model', '0004_data_version', '0005_day_totals']);
     t = await startTestApp({ store });
     const created = await createKey(store.db, school, 'after upgrade');
     assert.ok(created.ok);
@@ -64,7 +70,16 @@ describe('migration 0003 on a store with data', () => {
       { id: 'c1', number: 'Д-1', student_id: 's1', category: 'B', status: 'active', signed_on: '2026-01-02', price: '50000.00', paid: '12500.50', debt: '37499.50', currency: 'RUB', created_at: '2026-01-02T10:00:00Z' },
     ]);
     const payments = (await t.request('/api/public/v1/payments?period_from=2026-02-01', { key })).json() as { items: { id: string; amount: string }[]; meta: { total: number } };
-    assert.deepEqual(payments.items.map((p) => [p.id, p.amount]), [['p1', '12500.50']]);
-    assert.equal(payments.meta.total, 1);
+    assert.deepEqual(payments.items.map((p) => [p.id, p.amount]), [['p1', '12500.50'], ['p2', '0.50']]);
+    assert.equal(payments.meta.total, 2);
+  });
+
+  it('makes the day totals from the stored payments and expenses', async () => {
+    const summary = (await t.request('/api/public/v1/reports/finance-summary?period_from=2026-01-01&period_to=2026-12-31', { key })).json() as Record<string, unknown>;
+    assert.equal(summary.income, '12500.00');
+    assert.equal(summary.expense, '3000.00');
+    assert.equal(summary.profit, '9500.00');
+    assert.equal((summary.income_by_method as Record<string, string>).card, '12500.00');
+    assert.equal((summary.expense_by_category as Record<string, string>).fuel, '3000.00');
   });
 });

@@ -16,7 +16,11 @@ export interface RateLimitDecision {
 }
 
 export interface RateLimiter {
-  consume(schoolId: string, limit: number): Promise<RateLimitDecision>;
+  /**
+   * Counts a request. The in-memory limiter answers at once; Redis with a promise. Either
+   * way an unanswerable check is a RateLimiterUnavailable (thrown or rejected).
+   */
+  consume(schoolId: string, limit: number): RateLimitDecision | Promise<RateLimitDecision>;
   /** True when the backing service answers now (for readiness checks). */
   ping(): Promise<boolean>;
   /** Waits up to `timeoutMs` for the backing service to be connected; false if it is not. */

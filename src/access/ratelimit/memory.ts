@@ -16,7 +16,7 @@ export class MemoryRateLimiter implements RateLimiter {
     this.sweeper.unref();
   }
 
-  consume(schoolId: string, limit: number): Promise<RateLimitDecision> {
+  consume(schoolId: string, limit: number): RateLimitDecision {
     const now = this.now();
     let w = this.windows.get(schoolId);
     if (!w || w.endsAt <= now) {
@@ -24,7 +24,7 @@ export class MemoryRateLimiter implements RateLimiter {
       this.windows.set(schoolId, w);
     }
     w.count += 1;
-    return Promise.resolve(decide(w.count, limit, w.endsAt - now));
+    return decide(w.count, limit, w.endsAt - now);
   }
 
   ping(): Promise<boolean> {

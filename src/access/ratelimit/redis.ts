@@ -1,4 +1,6 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type * as IORedis from 'ioredis';
+import type { Redis } from 'ioredis';
 import { decide, RateLimiterUnavailable, WINDOW_SECONDS, type RateLimitDecision, type RateLimiter } from './index.js';
 
 // One round trip, atomic: count the request, and start the window's expiry when the
@@ -22,7 +24,9 @@ export class RedisRateLimiter implements RateLimiter {
   private connecting: Promise<void> | null = null;
 
   constructor(url: string, private readonly timeoutMs: number) {
-    const redis = new Redis(url, {
+    // Loaded when Redis is configured: a process on the in-memory limiter never loads the client.
+    const { Redis: Client } = createRequire(import.meta.url)('ioredis') as typeof IORedis;
+    const redis = new Client(url, {
       // Fail fast instead of queueing while disconnected: the request gets 503 at once.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,

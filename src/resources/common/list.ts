@@ -12,7 +12,7 @@
  *   through the filter's index in the list's order, and the total counts that index's
  *   entries, so both grow with the filter's matches, not with the list.
  */
-import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { PostgresAdapter, sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import { asBytes, prepared, type Reader } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { LIST_MODELS, type ListTable } from '../items.js';
@@ -30,35 +30,22 @@ export interface ListFilter {
 export interface ListSpec<T extends ListTable, F extends ListFilter> {
   table: T;
   /**
-   * The filter's other parameters as `column = value` conditions; a parameter not given is
-   * undefined. Every column here has an index led by (school_id, column) in the list's order.
+   * The filter's other parameters, each named after its column and meaning `column = value`
+   * when given (not undefined). Every one has an index led by (school_id, column) in the
+   * list's order.
    */
-  equal?(filter: F): Partial<Record<keyof Database[T] & string, string | number | undefined>>;
-}
-
-/** What a list answers: the page's items as one JSON text (null for an empty page) and the total. */
-export interface ListPage {
-  total: number;
-  items: string | Buffer | null;
+  filters?: readonly (keyof F & keyof Database[T] & string)[];
 }
 
 /**
- * The response body of a list: items and meta, with the items inserted as the database
- * joined them. Routes send it as it is, under this content type; it is what Fastify's
- * serializer would have made of the same page, as every item was made by the item's schema.
+ * The response body of a list, `{"items":[...],"meta":{"total","limit","offset"}}`, made
+ * whole by the database: routes send it as it is, under this content type. It is what
+ * Fastify's serializer would make of the same page, as every item was made by the item's
+ * schema; and the body is one value read from the driver, not assembled per request.
  */
 export type ListBody = string | Buffer;
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
-
-const ITEMS_OPEN = Buffer.from('{"items":[');
-
-export function listBody({ total, items }: ListPage, limit: number, offset: number): ListBody {
-  const rest = `],"meta":{"total":${total},"limit":${limit},"offset":${offset}}}`;
-  if (items === null) return `{"items":[${rest}`;
-  if (typeof items === 'string') return `{"items":[${items}${rest}`;
-  return Buffer.concat([ITEMS_OPEN, items, Buffer.from(rest)]);
-}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the table differs per list; each resource types its own filter
 type Untyped = Kysely<any>;
@@ -79,10 +66,36 @@ export function pagedList<T extends ListTable, F extends ListFilter>(spec: ListS
   const name: string = table;
   const order: string = LIST_MODELS[table].order;
   type Window = F & { limit: number; offset: number };
-  const equal = (filter: F): [string, unknown][] => Object.entries(spec.equal?.(filter) ?? {}).filter(([, value]) => value !== undefined);
+  const filters: readonly string[] = spec.filters ?? [];
+  const narrowed = (filter: F): boolean => {
+    for (const column of filters) if ((filter as Record<string, unknown>)[column] !== undefined) return true;
+    return false;
+  };
 
-  const joined = (eb: UntypedEb) => eb.fn.agg<string>('string_agg', ['item', sql.lit(',')]).orderBy('pos').as('joined');
   const inSchool = (db: Untyped, q: ListFilter) => db.selectFrom(name).where('school_id', '=', q.schoolId);
+  /**
+   * The items of `page` (a subquery of item and pos, in the list's order) joined with commas,
+   * in that order. PostgreSQL is told the order in the aggregate, as its documentation asks.
+   * SQLite would sort the page through a temporary B-tree for that (a third of the cost of
+   * a page); it keeps a FROM-subquery's ORDER BY for an aggregate such as this one (see
+   * "omit ORDER BY" in its select.c) and reads the rows in it, so the order holds as it is.
+   */
+  const joined = (db: Untyped, page: ReturnType<typeof inSchool>) => {
+    const items = (eb: UntypedEb) => eb.fn.agg<string>('string_agg', ['item', sql.lit(',')]);
+    const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    return db.selectFrom(page.as('page')).select((eb: UntypedEb) => (postgres ? items(eb).orderBy('pos') : items(eb)).as('items'));
+  };
+  /**
+   * The body: the joined items (none: null) and the meta, `limit` and `offset` echoed. Each
+   * part is parenthesised: SQLite's `||` binds tighter than `-`, so a bare `end - first`
+   * there would subtract two concatenations. `limit` and `offset` are cast: better-sqlite3
+   * binds every JavaScript number as a REAL, which SQLite writes as text as `50.0`.
+   */
+  const body = (db: Untyped, total: unknown, items: unknown, q: Window) =>
+    asBytes(
+      db as Kysely<Database>,
+      sql<string>`'{"items":[' || coalesce((${items}), '') || '],"meta":{"total":' || (${total}) || ',"limit":' || cast(${q.limit} as integer) || ',"offset":' || cast(${q.offset} as integer) || '}}'`,
+    ).as('body');
 
   const positioned = prepared((kdb, q: Window) => {
     const db = kdb as unknown as Untyped;
@@ -100,22 +113,23 @@ export function pagedList<T extends ListTable, F extends ListFilter>(spec: ListS
         ]),
       )
       .selectFrom('bounds')
-      .select((eb) => [
-        eb('bounds.end', '-', eb.ref('bounds.first')).as('total'),
-        asBytes(
-          kdb,
-          inSchool(db, q)
-            .select(joined)
-            .where('pos', '>=', eb(eb.ref('bounds.first'), '+', q.offset))
-            .where('pos', '<', eb(eb(eb.ref('bounds.first'), '+', q.offset), '+', q.limit))
-            .where('pos', '<', eb.ref('bounds.end')),
-        ).as('items'),
-      ]);
+      .select((eb) => {
+        const page = inSchool(db, q)
+          .select(['item', 'pos'])
+          .where('pos', '>=', eb(eb.ref('bounds.first'), '+', q.offset))
+          .where('pos', '<', eb(eb(eb.ref('bounds.first'), '+', q.offset), '+', q.limit))
+          .where('pos', '<', eb.ref('bounds.end'))
+          .orderBy('pos');
+        return [body(db, eb('bounds.end', '-', eb.ref('bounds.first')), joined(db, page), q)];
+      });
   });
 
   const matching = (db: Untyped, q: F) => {
     let query = inSchool(db, q);
-    for (const [column, value] of equal(q)) query = query.where(column, '=', value);
+    for (const column of filters) {
+      const value = (q as Record<string, unknown>)[column];
+      if (value !== undefined) query = query.where(column, '=', value);
+    }
     if (q.from !== undefined) query = query.where(order, '>=', q.from);
     if (q.until !== undefined) query = query.where(order, '<', q.until);
     return query;
@@ -123,11 +137,8 @@ export function pagedList<T extends ListTable, F extends ListFilter>(spec: ListS
 
   const filtered = prepared((kdb, q: Window) => {
     const db = kdb as unknown as Untyped;
-    const page = matching(db, q).orderBy(order).orderBy('id').limit(boundLimit(q.limit)).offset(q.offset);
-    return db.selectNoFrom((eb) => [
-      matching(db, q).select((e: UntypedEb) => e.fn.countAll().as('n')).as('total'),
-      asBytes(kdb, eb.selectFrom(page.select(['item', 'pos']).as('page')).select(joined)).as('items'),
-    ]);
+    const page = matching(db, q).select(['item', 'pos']).orderBy(order).orderBy('id').limit(boundLimit(q.limit)).offset(q.offset);
+    return db.selectNoFrom(() => [body(db, matching(db, q).select((e: UntypedEb) => e.fn.countAll().as('n')), joined(db, page), q)]);
   });
 
   // Past DEEP_OFFSET, the rows to skip are walked in the filter's index alone (ids only),
@@ -135,16 +146,14 @@ export function pagedList<T extends ListTable, F extends ListFilter>(spec: ListS
   const filteredDeep = prepared((kdb, q: Window) => {
     const db = kdb as unknown as Untyped;
     const ids = matching(db, q).select('id').orderBy(order).orderBy('id').limit(boundLimit(q.limit)).offset(q.offset);
-    return db.selectNoFrom(() => [
-      matching(db, q).select((e: UntypedEb) => e.fn.countAll().as('n')).as('total'),
-      asBytes(kdb, inSchool(db, q).where('id', 'in', ids).select(joined)).as('items'),
-    ]);
+    const page = inSchool(db, q).where('id', 'in', ids).select(['item', 'pos']).orderBy('pos');
+    return db.selectNoFrom(() => [body(db, matching(db, q).select((e: UntypedEb) => e.fn.countAll().as('n')), joined(db, page), q)]);
   });
 
-  return async (reads: Reader, filter: F, limit: number, offset: number): Promise<ListPage> => {
+  return async (reads: Reader, filter: F, limit: number, offset: number): Promise<ListBody> => {
     const window = { ...filter, limit, offset } as Window;
-    const query = equal(filter).length > 0 ? (offset >= DEEP_OFFSET ? filteredDeep : filtered) : positioned;
+    const query = narrowed(filter) ? (offset >= DEEP_OFFSET ? filteredDeep : filtered) : positioned;
     const [row] = await query(reads, window);
-    return { total: Number(row?.total ?? 0), items: (row?.items as string | Buffer | null | undefined) ?? null };
+    return (row as { body: ListBody }).body;
   };
 }

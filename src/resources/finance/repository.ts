@@ -1,14 +1,18 @@
 /**
- * The finance summary: two aggregates over a period in one statement, each answered from
- * a covering index (payments (school_id, paid_at, id, method, kind, amount_minor) and
- * expenses (school_id, spent_at, category, amount_minor)) without visiting the tables.
+ * The finance summary: income by method and expense by category over a period, in one
+ * statement. The whole UTC days of the period are read from the day totals the importer
+ * keeps (src/importer/day-totals.ts); only the partial days at its two edges, at most a
+ * day each, from the payment and expense rows (their covering indexes
+ * (school_id, paid_at, ..., amount_minor) and (school_id, spent_at, category, amount_minor)).
+ * So the cost follows the number of days, not of payments: a year of the largest school
+ * is a few hundred total rows.
  */
-import { sql } from 'kysely';
+import { sql, type Compilable, type Kysely } from 'kysely';
 import type { Tenant } from '../../access/index.js';
 import { prepared, type Reader } from '../../db/index.js';
 import { EXPENSE_CATEGORIES, PAYMENT_METHODS } from '../../domain/enums.js';
 import { formatMoney } from '../../domain/money.js';
-import { inPeriod, periodBounds, type PeriodBounds, type UtcRange } from '../common/period.js';
+import type { UtcRange } from '../common/period.js';
 import type { FinanceSummary, FinanceSummaryQuery } from './schema.js';
 
 /** Minor-unit totals keyed by every name of `keys`, zero until added to. */
@@ -22,41 +26,87 @@ function formatAll<K extends string>(totals: Record<K, number>): Record<K, strin
 
 const sumValues = (totals: Record<string, number>): number => Object.values(totals).reduce((a, b) => a + b, 0);
 
-interface SchoolPeriod extends PeriodBounds {
+/** A period cut into its whole UTC days and the partial days around them. */
+interface Split {
   schoolId: string;
+  /** The rows of [from, headEnd) and [tailStart, until) are summed one by one ... */
+  from: string;
+  headEnd: string;
+  tailStart: string;
+  until: string;
+  /** ... and the day totals of [firstDay, endDay). */
+  firstDay: string;
+  endDay: string;
+}
+
+const DAY_MS = 86_400_000;
+const dayText = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+const startOf = (day: string) => `${day}T00:00:00Z`;
+
+/** [from, until) as UTC timestamps: the whole days inside it, and the edges left over. */
+export function splitPeriod(schoolId: string, from: string, until: string): Split {
+  const fromMs = Date.parse(from);
+  const firstDayMs = Math.ceil(fromMs / DAY_MS) * DAY_MS;
+  const endDayMs = Math.floor(Date.parse(until) / DAY_MS) * DAY_MS;
+  if (firstDayMs >= endDayMs) {
+    // No whole day inside: every row of the period is summed, and no total read.
+    return { schoolId, from, headEnd: until, tailStart: until, until, firstDay: '', endDay: '' };
+  }
+  const [firstDay, endDay] = [dayText(firstDayMs), dayText(endDayMs)];
+  return { schoolId, from, headEnd: startOf(firstDay), tailStart: startOf(endDay), until, firstDay, endDay };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the two sides differ only in their table and column names
+type Untyped = Kysely<any>;
+
+interface SummaryRow {
+  side: 'income' | 'expense';
+  name: string;
+  /** Minor units; null for an empty range; text where the driver returns sums as text. */
+  total: number | string | null;
 }
 
 /**
- * Both aggregates in one statement (one round trip on PostgreSQL): income by method and
- * kind, and expense by category, as rows of (side, name, kind, total).
+ * Rows of (side, name, total): per side, the day totals of the whole days and the signed
+ * sums of the rows of each edge. One round trip on PostgreSQL.
  */
-const summaryRows = prepared((db, q: SchoolPeriod) =>
-  db
-    .selectFrom('payments')
-    .where('school_id', '=', q.schoolId)
-    .where((eb) => inPeriod(eb, 'paid_at', q))
-    .select((eb) => [sql.lit('income').as('side'), 'method as name', 'kind', eb.fn.sum<number>('amount_minor').as('total')])
-    .groupBy(['method', 'kind'])
-    .unionAll(
+const summaryRows = prepared((kdb, q: Split) => {
+  const db = kdb as unknown as Untyped;
+  const side = (label: string, totals: string, rows: string, at: string, name: string, amount: ReturnType<typeof sql>) => {
+    const edge = (start: string, end: string) =>
       db
-        .selectFrom('expenses')
+        .selectFrom(rows)
         .where('school_id', '=', q.schoolId)
-        .where((eb) => inPeriod(eb, 'spent_at', q))
-        .select((eb) => [sql.lit('expense').as('side'), 'category as name', sql.lit('').as('kind'), eb.fn.sum<number>('amount_minor').as('total')])
-        .groupBy('category'),
-    ),
-);
+        .where(at, '>=', start)
+        .where(at, '<', end)
+        .select([sql.lit(label).as('side'), `${name} as name`, sql<number>`sum(${amount})`.as('total')])
+        .groupBy(name);
+    const days = db
+      .selectFrom(totals)
+      .where('school_id', '=', q.schoolId)
+      .where('day', '>=', q.firstDay)
+      .where('day', '<', q.endDay)
+      .select([sql.lit(label).as('side'), `${name} as name`, sql<number>`sum(amount_minor)`.as('total')])
+      .groupBy(name);
+    return [days, edge(q.from, q.headEnd), edge(q.tailStart, q.until)];
+  };
+  const [first, ...rest] = [
+    ...side('income', 'payment_days', 'payments', 'paid_at', 'method', sql`case when kind = 'refund' then -amount_minor else amount_minor end`),
+    ...side('expense', 'expense_days', 'expenses', 'spent_at', 'category', sql`amount_minor`),
+  ];
+  return rest.reduce((all, part) => all.unionAll(part), first!) as Compilable<SummaryRow>;
+});
 
 export async function getFinanceSummary(reads: Reader, tenant: Tenant, q: FinanceSummaryQuery, period: UtcRange): Promise<FinanceSummary> {
-  const of: SchoolPeriod = { schoolId: tenant.id, ...periodBounds(period) };
-  const rows = await summaryRows(reads, of);
+  // Both bounds are required (the route's schema), so the period is closed.
+  const rows = await summaryRows(reads, splitPeriod(tenant.id, period.from!, period.until!));
 
   const byMethod = zeroed(PAYMENT_METHODS);
   const byCategory = zeroed(EXPENSE_CATEGORIES);
   for (const row of rows) {
-    const total = Number(row.total);
+    const total = Number(row.total ?? 0);
     if (row.side === 'expense') byCategory[row.name as keyof typeof byCategory] += total;
-    else byMethod[row.name as keyof typeof byMethod] += row.kind === 'refund' ? -total : total;
+    else byMethod[row.name as keyof typeof byMethod] += total;
   }
 
   const income = sumValues(byMethod);

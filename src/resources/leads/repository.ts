@@ -1,5 +1,5 @@
 import type { Reader } from '../../db/index.js';
-import { listBody, pagedList, type ListBody, type ListFilter } from '../common/list.js';
+import { pagedList, type ListBody, type ListFilter } from '../common/list.js';
 import { periodBounds, type UtcRange } from '../common/period.js';
 import type { LeadListQuery } from './schema.js';
 
@@ -7,10 +7,10 @@ interface LeadFilter extends ListFilter {
   status?: string | undefined;
 }
 
-const leadList = pagedList({ table: 'leads', equal: (q: LeadFilter) => ({ status: q.status }) });
+const leadList = pagedList<'leads', LeadFilter>({ table: 'leads', filters: ['status'] });
 
 /** Leads whose created_at lies in the period, in the list's order (created_at, id). */
 export async function listLeads(reads: Reader, schoolId: string, q: LeadListQuery, period: UtcRange): Promise<ListBody> {
   const filter: LeadFilter = { schoolId, ...periodBounds(period), status: q.status };
-  return listBody(await leadList(reads, filter, q.limit, q.offset), q.limit, q.offset);
+  return leadList(reads, filter, q.limit, q.offset);
 }

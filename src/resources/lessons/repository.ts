@@ -1,5 +1,5 @@
 import type { Reader } from '../../db/index.js';
-import { listBody, pagedList, type ListBody, type ListFilter } from '../common/list.js';
+import { pagedList, type ListBody, type ListFilter } from '../common/list.js';
 import { periodBounds, type UtcRange } from '../common/period.js';
 import type { LessonListQuery } from './schema.js';
 
@@ -8,13 +8,13 @@ interface LessonFilter extends ListFilter {
   student_id?: string | undefined;
 }
 
-const lessonList = pagedList({
+const lessonList = pagedList<'lessons', LessonFilter>({
   table: 'lessons',
-  equal: (q: LessonFilter) => ({ instructor_id: q.instructor_id, student_id: q.student_id }),
+  filters: ['instructor_id', 'student_id'],
 });
 
 /** Lessons whose starts_at lies in the period, in the list's order (starts_at, id). */
 export async function listLessons(reads: Reader, schoolId: string, q: LessonListQuery, period: UtcRange): Promise<ListBody> {
   const filter: LessonFilter = { schoolId, ...periodBounds(period), instructor_id: q.instructor_id, student_id: q.student_id };
-  return listBody(await lessonList(reads, filter, q.limit, q.offset), q.limit, q.offset);
+  return lessonList(reads, filter, q.limit, q.offset);
 }

@@ -1,5 +1,5 @@
 import type { Reader } from '../../db/index.js';
-import { listBody, pagedList, type ListBody } from '../common/list.js';
+import { pagedList, type ListBody } from '../common/list.js';
 import { periodBounds, type UtcRange } from '../common/period.js';
 import type { PaymentListQuery } from './schema.js';
 
@@ -7,5 +7,5 @@ const paymentList = pagedList({ table: 'payments' });
 
 /** Payments whose paid_at lies in the period, in the list's order (paid_at, id). */
 export async function listPayments(reads: Reader, schoolId: string, q: PaymentListQuery, period: UtcRange): Promise<ListBody> {
-  return listBody(await paymentList(reads, { schoolId, ...periodBounds(period) }, q.limit, q.offset), q.limit, q.offset);
+  return paymentList(reads, { schoolId, ...periodBounds(period) }, q.limit, q.offset);
 }

@@ -7,7 +7,7 @@ import type { Tenant } from '../../access/index.js';
 import { prepared, type Reader } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { formatMoney } from '../../domain/money.js';
-import { listBody, pagedList, type ListBody, type ListFilter } from '../common/list.js';
+import { pagedList, type ListBody, type ListFilter } from '../common/list.js';
 import type { Contract } from '../contracts/schema.js';
 import type { StudentCard, StudentListQuery } from './schema.js';
 
@@ -17,15 +17,15 @@ interface StudentFilter extends ListFilter {
   group_id?: string | undefined;
 }
 
-const studentList = pagedList({
+const studentList = pagedList<'students', StudentFilter>({
   table: 'students',
-  equal: (q: StudentFilter) => ({ status: q.status, category: q.category, group_id: q.group_id }),
+  filters: ['status', 'category', 'group_id'],
 });
 
 /** Students in the list's order (created_at, id). */
 export async function listStudents(reads: Reader, schoolId: string, q: StudentListQuery): Promise<ListBody> {
   const filter: StudentFilter = { schoolId, status: q.status, category: q.category, group_id: q.group_id };
-  return listBody(await studentList(reads, filter, q.limit, q.offset), q.limit, q.offset);
+  return studentList(reads, filter, q.limit, q.offset);
 }
 
 const CARD_COLUMNS = ['id', 'full_name', 'phone', 'email', 'category', 'status', 'group_id', 'branch_id', 'created_at', 'birth_date', 'instructor_id', 'transmission'] as const;

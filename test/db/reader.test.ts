@@ -1,0 +1,55 @@
+/**
+ * The API's read path (src/db/reader.ts). On SQLite the reads of one turn of the event
+ * loop share one read transaction: they see one snapshot, and what commits during the
+ * turn is seen from the next turn on, never later. On PostgreSQL each read is its own.
+ */
+import assert from 'node:assert/strict';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { randomBytes } from 'node:crypto';
+import SQLite from 'better-sqlite3';
+import { sqlitePath } from '../../src/db/index.js';
+import { createSchool } from '../../src/management/schools.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+
+describe('the read path', () => {
+  let store: TestStore;
+  let schoolId: string;
+  const planOf = () => {
+    const compiled = store.reads.db.selectFrom('schools').select('plan').where('id', '=', schoolId).compile();
+    return store.reads.run<{ plan: string }>(compiled.sql, compiled.parameters);
+  };
+  const setPlan = (plan: string) => store.db.updateTable('schools').set({ plan }).where('id', '=', schoolId).execute();
+
+  before(async () => {
+    store = await createTestStore();
+    const created = await createSchool(store.db, { name: 'Reader', plan: 'Profi', id: `rd_${randomBytes(5).toString('hex')}` });
+    assert.ok(created.ok);
+    schoolId = created.value.id;
+  });
+  after(() => store.close());
+
+  it('sees in the next turn what committed in this one', async () => {
+    assert.equal((await planOf())[0]?.plan, 'Profi');
+    await setPlan('VIP');
+    await nextTurn();
+    assert.equal((await planOf())[0]?.plan, 'VIP');
+  });
+
+  it('reads one snapshot within a turn on SQLite, and ends its transaction with the turn', { skip: process.env.DATABASE_URL ? 'SQLite only' : false }, async () => {
+    await nextTurn();
+    const first = planOf();
+    assert.ok(Array.isArray(first), 'SQLite answers at once');
+    // Another connection (as another process would) commits while this turn goes on:
+    // better-sqlite3 is synchronous, so the commit is done before the turn ends.
+    const other = new SQLite(sqlitePath({ dataDir: store.dataDir }));
+    try {
+      other.prepare('update schools set plan = ? where id = ?').run('Standart', schoolId);
+    } finally {
+      other.close();
+    }
+    assert.equal((planOf() as { plan: string }[])[0]?.plan, first[0]?.plan, 'the same snapshot within the turn');
+    await nextTurn();
+    assert.equal((await planOf())[0]?.plan, 'Standart');
+  });
+});

@@ -1,0 +1,150 @@
+/**
+ * The service's logging pieces on their own: the batching destination (one write per
+ * turn of the event loop, nothing lost or reordered when the destination takes part of
+ * a batch or refuses for a while) and the access log's budget for refusals.
+ */
+import assert from 'node:assert/strict';
+import { setImmediate as turn } from 'node:timers/promises';
+import { describe, it } from 'node:test';
+import { LineBatcher } from '../../src/logger.js';
+import { AccessLog, REFUSAL_LINES_PER_SECOND, type AccessRecord } from '../../src/ops/request-log.js';
+
+/** A destination that records what it takes, and can be told to take part of a batch or to refuse. */
+function destination() {
+  const writes: Buffer[] = [];
+  const d = {
+    writes,
+    /** Bytes taken per call from now on (Infinity: all). */
+    take: Infinity,
+    refuse: null as string | null,
+    text: () => Buffer.concat(writes).toString(),
+    write: (_fd: number, data: Buffer): number => {
+      if (d.refuse) throw Object.assign(new Error(d.refuse), { code: d.refuse });
+      const n = Math.min(d.take, data.length);
+      writes.push(Buffer.from(data.subarray(0, n)));
+      return n;
+    },
+  };
+  return d;
+}
+
+const line = (n: number) => `{"n":${n},"text":"строка ${n}"}\n`;
+
+describe('LineBatcher: the log destination', () => {
+  it('writes the lines of one turn of the event loop with one write, in order', async () => {
+    const d = destination();
+    const batcher = new LineBatcher(99, d.write);
+    for (let i = 0; i < 50; i++) batcher.write(line(i));
+    assert.equal(d.writes.length, 0, 'nothing written before the turn ends');
+    await turn();
+    assert.equal(d.writes.length, 1);
+    assert.equal(d.text(), Array.from({ length: 50 }, (_, i) => line(i)).join(''));
+    batcher.write(line(50));
+    await turn();
+    assert.equal(d.writes.length, 2, 'an idle destination gets a lone line at the end of its turn');
+  });
+
+  it('writes at once past 64 KiB instead of waiting for the turn to end', () => {
+    const d = destination();
+    const batcher = new LineBatcher(99, d.write);
+    const big = `${'x'.repeat(1000)}\n`;
+    for (let i = 0; i < 70; i++) batcher.write(big);
+    assert.equal(d.writes.length, 1);
+    assert.ok(d.writes[0]!.length >= 64 * 1024);
+  });
+
+  it('writes the rest of a batch the destination took part of, multi-byte characters whole', () => {
+    const d = destination();
+    d.take = 7;
+    const batcher = new LineBatcher(99, d.write);
+    for (let i = 0; i < 5; i++) batcher.write(line(i));
+    batcher.flush();
+    assert.ok(d.writes.length > 5);
+    assert.equal(d.text(), Array.from({ length: 5 }, (_, i) => line(i)).join(''));
+  });
+
+  it('keeps what a full pipe refused (EAGAIN) and writes it, first, once the pipe takes it again', async () => {
+    const d = destination();
+    const batcher = new LineBatcher(99, d.write);
+    d.refuse = 'EAGAIN';
+    batcher.write(line(1));
+    batcher.flush();
+    batcher.write(line(2));
+    await new Promise((r) => setTimeout(r, 30));
+    assert.equal(d.writes.length, 0);
+    d.refuse = null;
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(d.text(), line(1) + line(2));
+  });
+
+  it('counts what a broken destination lost, and says so once lines go out again', () => {
+    const d = destination();
+    const batcher = new LineBatcher(99, d.write);
+    d.refuse = 'EPIPE';
+    batcher.write(line(1));
+    batcher.flush();
+    d.refuse = null;
+    batcher.write(line(2));
+    batcher.flush();
+    const lines = d.text().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(lines[0]!.msg, 'log output lost: the destination did not take it');
+    assert.equal(lines[0]!.droppedBytes, Buffer.byteLength(line(1)));
+    assert.deepEqual(lines[1], JSON.parse(line(2)));
+  });
+
+  it('answers pino\'s flush(callback)', () => {
+    const d = destination();
+    const batcher = new LineBatcher(99, d.write);
+    batcher.write(line(1));
+    let called = false;
+    batcher.flush(() => (called = true));
+    assert.ok(called);
+    assert.equal(d.text(), line(1));
+  });
+});
+
+describe('AccessLog: one line per request, a budget for refusals', () => {
+  const record = (status: number, n = 0): AccessRecord => ({
+    requestId: `r${n}`, method: 'GET', url: `/api/public/v1/students?n=${n}`, remoteAddress: '127.0.0.1', remotePort: 5000, status, responseTime: 1.5, caller: null,
+  });
+
+  it('logs every answer that passed the access check, and refusals up to the budget per second and status', () => {
+    const lines: string[] = [];
+    let now = 1_700_000_000_000;
+    const log = new AccessLog((l) => lines.push(l), REFUSAL_LINES_PER_SECOND, () => now);
+    for (let i = 0; i < 100; i++) log.write(record(200, i));
+    for (let i = 0; i < 100; i++) log.write(record(401, i));
+    for (let i = 0; i < 30; i++) log.write(record(429, i));
+    const parsed = () => lines.map((l) => JSON.parse(l) as { msg: string; res?: { statusCode: number }; status?: number; count?: number });
+    const completed = (status: number) => parsed().filter((l) => l.msg === 'request completed' && l.res?.statusCode === status).length;
+    assert.equal(completed(200), 100);
+    assert.equal(completed(401), REFUSAL_LINES_PER_SECOND);
+    assert.equal(completed(429), REFUSAL_LINES_PER_SECOND);
+
+    log.reportUnlogged();
+    const summaries = parsed().filter((l) => l.msg === 'refusals not logged one by one');
+    assert.deepEqual(summaries.map((s) => [s.status, s.count]), [[401, 100 - REFUSAL_LINES_PER_SECOND], [429, 30 - REFUSAL_LINES_PER_SECOND]]);
+
+    // The next second has a budget of its own.
+    now += 1000;
+    log.write(record(401, 1000));
+    assert.equal(completed(401), REFUSAL_LINES_PER_SECOND + 1);
+  });
+
+  it('writes the line as docs/operations.md describes it, with the key masked in the URL', () => {
+    const lines: string[] = [];
+    const log = new AccessLog((l) => lines.push(l));
+    log.write({ ...record(200), url: '/api/public/v1/students?api_key=service_pk_0123456789abcdef0123456789abcdef', caller: { keyId: 'k1', schoolId: 's1' } });
+    assert.ok(lines[0]!.endsWith('\n'));
+    const parsed = JSON.parse(lines[0]!) as Record<string, unknown>;
+    assert.equal(parsed.level, 30);
+    assert.equal(parsed.msg, 'request completed');
+    assert.equal(parsed.pid, process.pid);
+    assert.equal(parsed.requestId, 'r0');
+    assert.equal(parsed.keyId, 'k1');
+    assert.equal(parsed.schoolId, 's1');
+    assert.deepEqual(parsed.req, { method: 'GET', url: '/api/public/v1/students?api_key=[redacted-key]', remoteAddress: '127.0.0.1', remotePort: 5000 });
+    assert.deepEqual(parsed.res, { statusCode: 200 });
+    assert.equal(parsed.responseTime, 1.5);
+  });
+});
