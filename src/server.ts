@@ -12,7 +12,7 @@ import { UsageRecorder } from './access/usage.js';
 import { buildApp, type App } from './app.js';
 import { buildCabinetApp, type CabinetApp } from './cabinet/app.js';
 import type { Config } from './config/index.js';
-import { migrate, openStore } from './db/index.js';
+import { openStore } from './db/index.js';
 import { createLogger } from './logger.js';
 import { loadTls } from './tls.js';
 
@@ -39,7 +39,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const tls = await loadTls(config);
   const store = openStore(config);
   try {
-    await migrate(store.db);
+    await store.migrate();
   } catch (err) {
     await store.close();
     throw err;

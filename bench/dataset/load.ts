@@ -13,7 +13,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { migrate, openStore, refreshStatistics, sqlitePath } from '../../src/db/index.js';
+import { openStore, refreshStatistics, sqlitePath } from '../../src/db/index.js';
 import { rebuildDayTotals } from '../../src/importer/day-totals.js';
 import { isListTable } from '../../src/importer/read-model.js';
 import { itemJson, LIST_MODELS, type ListRow, type ListTable } from '../../src/resources/items.js';
@@ -113,7 +113,7 @@ export async function ensureDataset(loc: DatasetLocation, shape: DatasetShape, r
 
   const store = openStore({ databaseUrl: loc.databaseUrl, dataDir: loc.dataDir, dbTimeoutMs: 60_000, dbPoolSize: 2 });
   try {
-    await migrate(store.db);
+    await store.migrate();
   } finally {
     await store.close();
   }

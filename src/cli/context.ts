@@ -3,7 +3,7 @@
  * or one JSON value, and a store opened (and migrated) only when the command uses it.
  */
 import { loadConfig, type Config, type ConfigOverrides } from '../config/index.js';
-import { migrate, openStore, type Store } from '../db/index.js';
+import { openStore, type Store } from '../db/index.js';
 
 export class CliError extends Error {
   override name = 'CliError';
@@ -49,7 +49,7 @@ export function contextFor(options: { json?: boolean }, overrides: ConfigOverrid
 export async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
   const store = openStore(config);
   try {
-    await migrate(store.db);
+    await store.migrate();
     return await fn(store);
   } finally {
     await store.close();

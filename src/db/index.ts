@@ -14,6 +14,7 @@ import * as m0002 from './migrations/0002_cabinet.js';
 import * as m0003 from './migrations/0003_read_model.js';
 import * as m0004 from './migrations/0004_data_version.js';
 import * as m0005 from './migrations/0005_day_totals.js';
+import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
 import type { Database } from './schema.js';
 
@@ -29,6 +30,12 @@ export interface Store {
   readonly dialect: Dialect;
   /** Human-readable location, without credentials. */
   readonly location: string;
+  /**
+   * Applies every pending migration (or those up to `to`, for tests of an upgrade);
+   * idempotent. Returns the names applied now. On PostgreSQL it runs on a connection of
+   * its own, without the per-query timeout (postgres-migrations.ts).
+   */
+  migrate(to?: string): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -59,17 +66,16 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
   if (config.databaseUrl) {
     // Loaded when PostgreSQL is configured: an embedded (SQLite) process never loads the driver.
     const driver = createRequire(import.meta.url)('pg') as typeof pg;
+    const connection = { connectionString: config.databaseUrl, connectionTimeoutMillis: config.dbTimeoutMs, types: pgTypes(driver) };
     const pool = new driver.Pool({
-      connectionString: config.databaseUrl,
+      ...connection,
       max: config.dbPoolSize,
-      connectionTimeoutMillis: config.dbTimeoutMs,
       // Bounds a query on the server and on the client, so a blackholed database
       // turns into a 503 rather than a hanging request.
       statement_timeout: config.dbTimeoutMs,
       query_timeout: config.dbTimeoutMs + 500,
       idleTimeoutMillis: 30_000,
       keepAlive: true,
-      types: pgTypes(driver),
     });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);
@@ -80,7 +86,15 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     const url = new URL(config.databaseUrl);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     const reads = new PgReader(db, pool);
-    return { db, reads, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, close: () => db.destroy() };
+    const migrate = async (to?: string) => {
+      const migrationDb = openMigrationConnection(driver, connection);
+      try {
+        return await runMigrations(migrationDb, to);
+      } finally {
+        await migrationDb.destroy();
+      }
+    };
+    return { db, reads, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, migrate, close: () => db.destroy() };
   }
   fs.mkdirSync(config.dataDir, { recursive: true });
   const file = sqlitePath(config);
@@ -98,6 +112,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     reads,
     dialect: 'sqlite',
     location: file,
+    migrate: (to) => runMigrations(db, to),
     close: async () => {
       await reads.close();
       await db.destroy();
@@ -216,11 +231,7 @@ export function asBytes<T>(db: Kysely<Database>, text: Expression<T>): RawBuilde
   return db.getExecutor().adapter instanceof PostgresAdapter ? sql<T>`${text}` : sql<Buffer>`cast(${text} as blob)`;
 }
 
-/**
- * Applies every pending migration (or those up to `to`, for tests of an upgrade);
- * idempotent. Returns the names applied now.
- */
-export async function migrate(db: Kysely<Database>, to?: string): Promise<string[]> {
+async function runMigrations(db: Kysely<Database>, to: string | undefined): Promise<string[]> {
   // On PostgreSQL the bookkeeping tables go in the connection's own schema: without it,
   // Kysely would take a migration table in any schema on the search path for its own.
   const schema = db.getExecutor().adapter instanceof PostgresAdapter

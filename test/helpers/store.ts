@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { migrate, openStore, type Store } from '../../src/db/index.js';
+import { openStore, type Store } from '../../src/db/index.js';
 
 export interface TestStore extends Store {
   /** The DATABASE_URL that reaches this store (PostgreSQL), or null (SQLite). */
@@ -31,7 +31,7 @@ export async function createTestStore(options: { migrateTo?: string } = {}): Pro
   const base = process.env.DATABASE_URL;
   if (!base) {
     const store = openStore({ databaseUrl: null, dataDir, dbTimeoutMs: 3000, dbPoolSize: 4 });
-    await migrate(store.db, options.migrateTo);
+    await store.migrate(options.migrateTo);
     return {
       ...store,
       url: null,
@@ -49,7 +49,7 @@ export async function createTestStore(options: { migrateTo?: string } = {}): Pro
   await admin.end();
   const url = urlWithSchema(base, schema);
   const store = openStore({ databaseUrl: url, dataDir, dbTimeoutMs: 3000, dbPoolSize: 4 });
-  await migrate(store.db, options.migrateTo);
+  await store.migrate(options.migrateTo);
   return {
     ...store,
     url,

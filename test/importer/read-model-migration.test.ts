@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { migrate } from '../../src/db/index.js';
 import { createKey } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -36,7 +35,7 @@ describe('migrations 0003 and 0005 on a store with data', () => {
     await sql`insert into expenses (school_id, id, category, amount_minor, currency, spent_at, comment)
               values (${school}, 'e1', 'fuel', 300000, 'RUB', '2026-02-10T08:00:00Z', null)`.execute(store.db);
 
-    const applied = await migrate(store.db);
+    const applied = await store.migrate();
     assert.deepEqual(applied, ['0003_read_model', '0004_data_version', '0005_day_totals']);
     t = await startTestApp({ store });
     const created = await createKey(store.db, school, 'after upgrade');

@@ -4,7 +4,7 @@
  * memory, so more than one requires the Redis rate limiter.
  */
 import cluster from 'node:cluster';
-import { migrate, openStore } from '../../db/index.js';
+import { openStore } from '../../db/index.js';
 import { createLogger } from '../../logger.js';
 import { ApiMetrics, serveClusterMetrics } from '../../ops/metrics.js';
 import { closeOnSignal, startServer } from '../../server.js';
@@ -46,7 +46,7 @@ async function runPrimary({ config, out }: CommandContext, workers: number): Pro
   const tls = await loadTls(config);
   const store = openStore(config);
   try {
-    await migrate(store.db);
+    await store.migrate();
   } finally {
     await store.close();
   }

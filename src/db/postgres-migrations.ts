@@ -1,0 +1,104 @@
+/**
+ * How migrations reach PostgreSQL: on a connection of their own, scoped to the
+ * service's schema.
+ *
+ * Kysely's Migrator, on its own PostgreSQL dialect, takes one advisory lock for the
+ * whole database and looks for its bookkeeping tables by listing every table of every
+ * schema (checking each schema's privileges by name). So services migrating different
+ * schemas of one database wait for each other, and one of them dropping its schema
+ * mid-listing fails another's migration with `schema "..." does not exist`. Both are
+ * scoped here to `current_schema()`, which is all the migrations touch.
+ *
+ * The connection has no statement timeout: a migration that rebuilds the read model of
+ * a large database, or waits for another instance to finish migrating, takes as long as
+ * it takes, where a request's query is bounded by SCHOOL_DATA_DB_TIMEOUT_MS.
+ */
+import { Kysely, PostgresAdapter, PostgresDialect, PostgresIntrospector, sql, type DatabaseIntrospector, type DatabaseMetadataOptions, type TableMetadata } from 'kysely';
+import type pg from 'pg';
+import type { Database } from './schema.js';
+
+/** First key of the two-key advisory lock; the second is the schema's name hashed. */
+export const MIGRATION_LOCK_CLASS = 0x5d_a7a;
+
+class SchemaLockAdapter extends PostgresAdapter {
+  // Session locks, as Kysely's own: the Migrator takes the lock outside its transaction.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the signature Kysely declares
+  override async acquireMigrationLock(db: Kysely<any>): Promise<void> {
+    await sql`select pg_advisory_lock(${sql.lit(MIGRATION_LOCK_CLASS)}, hashtext(current_schema()))`.execute(db);
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the signature Kysely declares
+  override async releaseMigrationLock(db: Kysely<any>): Promise<void> {
+    await sql`select pg_advisory_unlock(${sql.lit(MIGRATION_LOCK_CLASS)}, hashtext(current_schema()))`.execute(db);
+  }
+}
+
+interface ColumnRow {
+  table: string;
+  kind: string;
+  column: string;
+  not_null: boolean;
+  has_default: boolean;
+  auto_incrementing: boolean;
+  type: string;
+  type_schema: string;
+  description: string | null;
+}
+
+class SchemaIntrospector extends PostgresIntrospector {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the signature Kysely declares
+  constructor(private readonly connection: Kysely<any>) {
+    super(connection);
+  }
+
+  /** The tables and views of the connection's schema only, joined by oid throughout. */
+  override async getTables(options: DatabaseMetadataOptions = { withInternalKyselyTables: false }): Promise<TableMetadata[]> {
+    const { rows } = await sql<ColumnRow & { schema: string }>`
+      select c.relname as "table", c.relkind as kind, ns.nspname as schema, a.attname as "column",
+             a.attnotnull as not_null, a.atthasdef as has_default,
+             (a.attidentity <> '' or coalesce(pg_get_expr(d.adbin, d.adrelid) like 'nextval(%', false)) as auto_incrementing,
+             t.typname as type, tns.nspname as type_schema, col_description(a.attrelid, a.attnum) as description
+      from pg_catalog.pg_class c
+      join pg_catalog.pg_namespace ns on ns.oid = c.relnamespace
+      join pg_catalog.pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+      join pg_catalog.pg_type t on t.oid = a.atttypid
+      join pg_catalog.pg_namespace tns on tns.oid = t.typnamespace
+      left join pg_catalog.pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+      where ns.nspname = current_schema() and c.relkind in ('r', 'v', 'p')
+      order by c.relname, a.attnum`.execute(this.connection);
+    const tables = new Map<string, TableMetadata & { columns: TableMetadata['columns'][number][] }>();
+    for (const row of rows) {
+      if (!options.withInternalKyselyTables && row.table.startsWith('kysely_migration')) continue;
+      let table = tables.get(row.table);
+      if (table === undefined) tables.set(row.table, (table = { name: row.table, schema: row.schema, isView: row.kind === 'v', columns: [] }));
+      table.columns.push({
+        name: row.column,
+        dataType: row.type,
+        dataTypeSchema: row.type_schema,
+        isNullable: !row.not_null,
+        hasDefaultValue: row.has_default,
+        isAutoIncrementing: row.auto_incrementing,
+        ...(row.description === null ? {} : { comment: row.description }),
+      });
+    }
+    return [...tables.values()];
+  }
+}
+
+class MigrationDialect extends PostgresDialect {
+  override createAdapter(): PostgresAdapter {
+    return new SchemaLockAdapter();
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the signature Kysely declares
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    return new SchemaIntrospector(db);
+  }
+}
+
+/** One connection for migrations, with the connect timeout but no statement timeout; destroy it after. */
+export function openMigrationConnection(driver: typeof pg, options: { connectionString: string; connectionTimeoutMillis: number; types: pg.CustomTypesConfig }): Kysely<Database> {
+  const pool = new driver.Pool({ ...options, max: 1 });
+  pool.on('error', () => undefined);
+  return new Kysely<Database>({ dialect: new MigrationDialect({ pool }) });
+}
