@@ -4,6 +4,7 @@
  * the bare baseline then sends.
  */
 import https from 'node:https';
+import { gcFromMetrics, type GcSummary } from './gc.js';
 import type { BenchRequest } from './scenarios.js';
 
 export interface ProbeResult {
@@ -42,8 +43,16 @@ export async function probe(origin: string, ca: string, requests: BenchRequest[]
   }
 }
 
-/** The server's stored-answer lookups so far (school_data_stored_answer_lookups_total), summed over its workers. */
-export function storedLookups(metricsUrl: string, ca: string): Promise<{ hits: number; misses: number }> {
+/**
+ * What the bench reads from the server's metrics around a slice, cumulative and summed over
+ * its workers: stored-answer lookups (school_data_stored_answer_lookups_total) and GC.
+ */
+export interface ServerCounts {
+  stored: { hits: number; misses: number };
+  gc: GcSummary;
+}
+
+export function serverCounts(metricsUrl: string, ca: string): Promise<ServerCounts> {
   return new Promise((resolve, reject) => {
     const request = https.get(metricsUrl, { ca }, (response) => {
       let text = '';
@@ -52,7 +61,7 @@ export function storedLookups(metricsUrl: string, ca: string): Promise<{ hits: n
       response.on('end', () => {
         const count = (result: string) => Number(new RegExp(`^school_data_stored_answer_lookups_total\\{result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
         if (response.statusCode !== 200) reject(new Error(`${metricsUrl}: ${response.statusCode}`));
-        else resolve({ hits: count('hit'), misses: count('miss') });
+        else resolve({ stored: { hits: count('hit'), misses: count('miss') }, gc: gcFromMetrics(text) });
       });
       response.on('error', reject);
     });

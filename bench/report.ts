@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MAX_RSS_BYTES, type Scenario } from './scenarios.js';
+import { formatGc, type GcSummary } from './gc.js';
 import type { Measurement } from './wrk.js';
 
 export interface ScenarioRun {
@@ -27,6 +28,8 @@ export interface ScenarioRun {
    * stores none or nothing passed (the floods).
    */
   storedShare: number | null;
+  /** The server's garbage collections while measured (its metrics); absent in reports older than this field. */
+  gc?: GcSummary;
 }
 
 export interface Machine {
@@ -190,7 +193,14 @@ export function markdownReport(report: Report, scenarios: Scenario[]): string {
 - Wall time ${(report.wallSeconds / 60).toFixed(1)} min
 
 ${markdownTable(report, scenarios)}
-`;
+${gcLines(report)}`;
+}
+
+/** Each run's garbage collections per scenario, under the table. */
+function gcLines(report: Report): string {
+  const lines = report.runs.flatMap((r) => (r.gc ? [`- ${r.scenario}, run ${r.run}: ${formatGc(r.gc, r.api.seconds)}`] : []));
+  if (lines.length === 0) return '';
+  return `\nThe server's garbage collection while measured (nodejs_gc_duration_seconds of its metrics; major = full collections, minor = young generation, incremental = marking steps):\n\n${lines.join('\n')}\n`;
 }
 
 export function writeReport(report: Report, scenarios: Scenario[], dir: string, name: string): { md: string; json: string } {

@@ -11,7 +11,8 @@ import { settings as serviceSettings } from '../src/config/index.js';
 import { selfSignedPaths, loadTls } from '../src/tls.js';
 import { ensureDataset, dropDataset, locateDataset, scaleTag, type DatasetLocation } from './dataset/load.js';
 import { datasetShape, type DatasetShape } from './dataset/shape.js';
-import { probe, storedLookups } from './probe.js';
+import { addGcDelta, emptyGc, formatGc } from './gc.js';
+import { probe, serverCounts } from './probe.js';
 import { formatProfile, summariseProfile } from './profile.js';
 import { machine, markdownReport, summarise, writeReport, type Report, type ScenarioRun, type Settings } from './report.js';
 import { deepOffset, MIXED_SCENARIO, SCENARIOS, type Scenario } from './scenarios.js';
@@ -187,16 +188,18 @@ async function runScenario(ctx: Context, server: ApiServer, scenario: Scenario, 
   const sliceSeconds = Math.max(1, Math.round(o.seconds / slices));
   let logBytes = 0;
   const stored = { hits: 0, misses: 0 };
+  const gc = emptyGc();
   for (let i = 0; i < slices; i++) {
     const bareCpu = cpuSeconds([ctx.bare.pid]);
     bare.add(await runWrk({ ...load, origin: `https://127.0.0.1:${ctx.bare.port}`, seconds: sliceSeconds }), cpuSeconds([ctx.bare.pid]) - bareCpu);
     server.truncateLog();
-    const lookupsBefore = await storedLookups(server.metricsUrl, ctx.ca);
+    const before = await serverCounts(server.metricsUrl, ctx.ca);
     const apiCpu = cpuSeconds(server.servingPids());
     api.add(await runWrk({ ...load, origin: server.origin, seconds: sliceSeconds }), cpuSeconds(server.servingPids()) - apiCpu);
-    const lookupsAfter = await storedLookups(server.metricsUrl, ctx.ca);
-    stored.hits += lookupsAfter.hits - lookupsBefore.hits;
-    stored.misses += lookupsAfter.misses - lookupsBefore.misses;
+    const after = await serverCounts(server.metricsUrl, ctx.ca);
+    stored.hits += after.stored.hits - before.stored.hits;
+    stored.misses += after.stored.misses - before.stored.misses;
+    addGcDelta(gc, before.gc, after.gc);
     logBytes += fs.statSync(ctx.logFile).size;
   }
   const result: ScenarioRun = {
@@ -209,6 +212,7 @@ async function runScenario(ctx: Context, server: ApiServer, scenario: Scenario, 
     peakRssBytes: rss.read(),
     logBytesPerRequest: null,
     storedShare: stored.hits + stored.misses > 0 ? stored.hits / (stored.hits + stored.misses) : null,
+    gc,
   };
   result.logBytesPerRequest = result.api.requests > 0 ? logBytes / result.api.requests : null;
   const { api: a, bare: b } = result;
@@ -216,7 +220,8 @@ async function runScenario(ctx: Context, server: ApiServer, scenario: Scenario, 
     `  ${scenario.name.padEnd(20)} ${a.rps.toFixed(0).padStart(6)} req/s  bare ${b.rps.toFixed(0).padStart(6)}  ratio ${(a.rps / b.rps).toFixed(2)}  ` +
       `per CPU-s ${(a.requests / a.cpuSeconds / (b.requests / b.cpuSeconds)).toFixed(2)}  p50 ${a.latencyMs.p50.toFixed(1)} ms  p99 ${a.latencyMs.p99.toFixed(1)} ms  ` +
       `RSS ${result.peakRssBytes === null ? 'n/a' : (result.peakRssBytes / 2 ** 20).toFixed(0)} MB  ${probed.medianBytes} B` +
-      (result.storedShare === null ? '' : `  stored ${(100 * result.storedShare).toFixed(0)} %`),
+      (result.storedShare === null ? '' : `  stored ${(100 * result.storedShare).toFixed(0)} %`) +
+      `\n  ${' '.repeat(20)} ${formatGc(gc, a.seconds)}`,
   );
   return result;
 }
