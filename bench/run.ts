@@ -19,6 +19,15 @@ import { deepOffset, MIXED_SCENARIO, SCENARIOS, type Scenario } from './scenario
 import { cpuSeconds, freePort, PeakRss, ROOT, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
 import { Accumulator, checkWrk, runWrk } from './wrk.js';
 
+/**
+ * The V8 settings docs/deployment.md gives for production: a cap on the old generation
+ * (without one, V8 sizes the heap from the machine's 24 GB and lets garbage pile up before
+ * collecting it) and a young generation of fixed size (V8's default grows it to 32 MB and
+ * more; at 2 MB the objects of the requests in flight outlive the frequent scavenges and are
+ * promoted, and the floods lost a quarter of their throughput). docs/performance.md, "Memory".
+ */
+const SERVER_NODE_OPTIONS = '--max-old-space-size=128 --max-semi-space-size=8';
+
 const USAGE = `usage: npm run bench -- [options]
 
   --scale N          data set size relative to the default (1 = 1,000 schools, 500,000 students, 2M lessons)
@@ -35,6 +44,8 @@ const USAGE = `usage: npm run bench -- [options]
   --log-level L      the server's SCHOOL_DATA_LOG_LEVEL (default info)
   --response-cache-mb N  the server's SCHOOL_DATA_RESPONSE_CACHE_MB (default the service's, ${serviceSettings.responseCacheMb.default}; 0: every
                      answer is queried, which shows the cost of the database path)
+  --node-options=S   the server's V8 settings (default the production ones of docs/deployment.md:
+                     "${SERVER_NODE_OPTIONS}"), to try others side by side
   --scenarios A,B    only these scenarios (${SCENARIOS.map((s) => s.name).join(', ')})
   --profile          run the server under --cpu-prof, restarted per scenario, and summarise each profile
   --rebuild          build the data set even when one of the same size exists
@@ -45,7 +56,7 @@ const USAGE = `usage: npm run bench -- [options]
 The store is SQLite unless DATABASE_URL is set (then a schema of that PostgreSQL database);
 REDIS_URL, when set, is passed to the server (the Redis rate limiter).`;
 
-interface Options extends Omit<Settings, 'store' | 'limiter' | 'rateLimitVip' | 'rateLimitProfi' | 'nodeOptions'> {
+interface Options extends Omit<Settings, 'store' | 'limiter' | 'rateLimitVip' | 'rateLimitProfi'> {
   scenarios: Scenario[];
   profile: boolean;
   rebuild: boolean;
@@ -77,6 +88,7 @@ function parseOptions(argv: string[]): Options | null {
       workers: { type: 'string' },
       'log-level': { type: 'string' },
       'response-cache-mb': { type: 'string' },
+      'node-options': { type: 'string' },
       scenarios: { type: 'string' },
       seed: { type: 'string' },
       profile: { type: 'boolean' },
@@ -107,6 +119,7 @@ function parseOptions(argv: string[]): Options | null {
     workers: number(values.workers, 1, 'workers', 1, 64),
     logLevel: values['log-level'] ?? 'info',
     responseCacheMb: number(values['response-cache-mb'], serviceSettings.responseCacheMb.default, 'response-cache-mb', 0, 65_536),
+    nodeOptions: values['node-options'] ?? SERVER_NODE_OPTIONS,
     scenarios: names ? SCENARIOS.filter((s) => names.includes(s.name)) : SCENARIOS,
     profile,
     rebuild: values.rebuild ?? false,
@@ -120,14 +133,6 @@ function parseOptions(argv: string[]): Options | null {
 const RATE_LIMIT_VIP = 10_000_000;
 const RATE_LIMIT_PROFI = 60;
 
-/**
- * The V8 settings docs/deployment.md gives for production: a cap on the old generation
- * (without one, V8 sizes the heap from the machine's 24 GB and lets garbage pile up before
- * collecting it) and a young generation of fixed size (V8's default grows it to 32 MB and
- * more; at 2 MB the objects of the requests in flight outlive the frequent scavenges and are
- * promoted, and the floods lost a quarter of their throughput). docs/performance.md, "Memory".
- */
-const SERVER_NODE_OPTIONS = '--max-old-space-size=128 --max-semi-space-size=8';
 
 function serverEnv(loc: DatasetLocation, port: number, cabinetPort: number, options: Options): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -135,7 +140,7 @@ function serverEnv(loc: DatasetLocation, port: number, cabinetPort: number, opti
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SCHOOL_DATA_') && k !== 'DATABASE_URL' && k !== 'PORT' && k !== 'HOST') env[k] = v;
   return {
     ...env,
-    NODE_OPTIONS: [env.NODE_OPTIONS, SERVER_NODE_OPTIONS].filter(Boolean).join(' '),
+    NODE_OPTIONS: [env.NODE_OPTIONS, options.nodeOptions].filter(Boolean).join(' '),
     ...(loc.databaseUrl ? { DATABASE_URL: loc.databaseUrl } : {}),
     SCHOOL_DATA_DIR: loc.dataDir,
     HOST: '127.0.0.1',
@@ -265,7 +270,7 @@ async function main(): Promise<number> {
     workers: options.workers,
     logLevel: options.logLevel,
     responseCacheMb: options.responseCacheMb,
-    nodeOptions: SERVER_NODE_OPTIONS,
+    nodeOptions: options.nodeOptions,
     connections: options.connections,
     threads: options.threads,
     warmupSeconds: options.warmupSeconds,
@@ -341,6 +346,7 @@ async function main(): Promise<number> {
     options.workers !== 1 ? `-workers${options.workers}` : '',
     options.logLevel !== 'info' ? `-${options.logLevel}` : '',
     options.responseCacheMb !== serviceSettings.responseCacheMb.default ? `-stored${options.responseCacheMb}mb` : '',
+    options.nodeOptions !== SERVER_NODE_OPTIONS ? `-v8${options.nodeOptions.replace(/--|max-|-size|[^a-z0-9]/gi, '')}` : '',
     options.profile ? '-profiled' : '',
   ].join('');
   const written = writeReport(report, options.scenarios, options.out, `${date}-${store}${suffix}`);
