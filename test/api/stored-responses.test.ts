@@ -184,9 +184,29 @@ describe('ResponseCache', () => {
     assert.ok(hits / (20 * 150) > 0.3, `hit rate ${(hits / 3000).toFixed(2)}`);
   });
 
+  it('once full, stores few of the new answers, so it does not churn through more answers than fit', () => {
+    const cache = new ResponseCache(100 * 1200, seededRandom(11));
+    let misses = 0;
+    let stored = 0;
+    for (let round = 0; round < 6; round++) {
+      for (let i = 0; i < 300; i++) {
+        if (cache.get(tenant('s'), `/p${i}`)) continue;
+        cache.set(tenant('s'), `/p${i}`, body(1000), 'application/json');
+        // The first round fills it; from then on it is full.
+        if (round > 0) {
+          misses += 1;
+          if (cache.get(tenant('s'), `/p${i}`)) stored += 1;
+        }
+      }
+    }
+    // One miss in eight stores its answer; without that every miss would replace a stored one.
+    assert.ok(stored > 0, 'the store no longer takes new answers');
+    assert.ok(stored < misses / 4, `${stored} of ${misses} misses replaced a stored answer`);
+  });
+
   it('makes room with large entries rather than small ones', () => {
     // Seeded, so the run is the same every time; the margin holds for any seed (checked
-    // over 200): the larger-of-two choice keeps about 2.4 small entries per large one.
+    // over 200): the larger-of-two choice keeps at least 6 small entries per large one.
     const cache = new ResponseCache(2 * 1024 * 1024, seededRandom(7));
     for (let round = 0; round < 5; round++) {
       for (let i = 0; i < 3000; i++) {
