@@ -5,10 +5,10 @@
  * it: what a p99 is made of when no single request is slow.
  */
 
-export const GC_KINDS = ['major', 'minor', 'incremental'] as const;
-export type GcKind = (typeof GC_KINDS)[number];
+const GC_KINDS = ['major', 'minor', 'incremental'] as const;
+type GcKind = (typeof GC_KINDS)[number];
 
-export interface GcPauses {
+interface GcPauses {
   count: number;
   totalMs: number;
   /** Pauses longer than 10 ms (the histogram's bucket boundary nearest a p99 target). */
@@ -21,10 +21,15 @@ export const emptyGc = (): GcSummary => ({ major: none(), minor: none(), increme
 
 const none = (): GcPauses => ({ count: 0, totalMs: 0, over10ms: 0 });
 
+/** The value of one series (a regular expression: its name and labels) in a metrics text; 0 if absent. */
+export function metricValue(text: string, series: string): number {
+  return Number(new RegExp(`^${series} ([\\d.e+-]+)$`, 'm').exec(text)?.[1] ?? 0);
+}
+
 /** The collections counted so far in a metrics text (cumulative since the server started). */
 export function gcFromMetrics(text: string): GcSummary {
   const summary = emptyGc();
-  const value = (pattern: string) => Number(new RegExp(`^${pattern} ([\\d.e+-]+)$`, 'm').exec(text)?.[1] ?? 0);
+  const value = (series: string) => metricValue(text, series);
   for (const kind of GC_KINDS) {
     const count = value(`nodejs_gc_duration_seconds_count\\{kind="${kind}"\\}`);
     summary[kind] = {

@@ -4,7 +4,7 @@
  * the bare baseline then sends.
  */
 import https from 'node:https';
-import { gcFromMetrics, type GcSummary } from './gc.js';
+import { gcFromMetrics, metricValue, type GcSummary } from './gc.js';
 import type { BenchRequest } from './scenarios.js';
 
 export interface ProbeResult {
@@ -47,7 +47,7 @@ export async function probe(origin: string, ca: string, requests: BenchRequest[]
  * What the bench reads from the server's metrics around a slice, cumulative and summed over
  * its workers: stored-answer lookups (school_data_stored_answer_lookups_total) and GC.
  */
-export interface ServerCounts {
+interface ServerCounts {
   stored: { hits: number; misses: number };
   gc: GcSummary;
 }
@@ -59,7 +59,7 @@ export function serverCounts(metricsUrl: string, ca: string): Promise<ServerCoun
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => (text += chunk));
       response.on('end', () => {
-        const count = (result: string) => Number(new RegExp(`^school_data_stored_answer_lookups_total\\{result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+        const count = (result: string) => metricValue(text, `school_data_stored_answer_lookups_total\\{result="${result}"\\}`);
         if (response.statusCode !== 200) reject(new Error(`${metricsUrl}: ${response.statusCode}`));
         else resolve({ stored: { hits: count('hit'), misses: count('miss') }, gc: gcFromMetrics(text) });
       });

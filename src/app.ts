@@ -12,7 +12,7 @@ import compress from '@fastify/compress';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { accessGate, gateRequestId } from './access/gate.js';
-import { accessCheck, accessHook, API_PREFIX } from './access/index.js';
+import { accessCheck, accessHook, API_PREFIX, methodNotAllowed } from './access/index.js';
 import type { RateLimiter } from './access/ratelimit/index.js';
 import type { UsageRecorder } from './access/usage.js';
 import type { Config } from './config/index.js';
@@ -78,9 +78,6 @@ export function listenerOptions(config: ListenerLimits, tls: TlsMaterial) {
       // which would let a slowloris client hold a connection for that much longer).
       connectionsCheckingInterval: 1000,
     } satisfies https.ServerOptions,
-    connectionTimeout: config.idleTimeoutMs,
-    keepAliveTimeout: config.keepAliveTimeoutMs,
-    requestTimeout: config.requestTimeoutMs,
   };
 }
 
@@ -90,9 +87,9 @@ export type ListenerLimits = Pick<
 >;
 
 /**
- * The limits that are set on the server itself once it exists. (Fastify sets the
- * keep-alive, request and idle timeouts on a server it makes; the API's server is made
- * by its serverFactory, so they are all set here.)
+ * The limits that are set on the server itself once it exists: the one place for the
+ * keep-alive, request and idle timeouts of both listeners (Fastify would set them only on a
+ * server it makes itself, and the API's is made by its serverFactory).
  */
 export function limitServer(server: https.Server, config: ListenerLimits): void {
   server.headersTimeout = config.headersTimeoutMs;
@@ -120,8 +117,8 @@ class AccessLogController extends LogController {
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (this.isLogDisabled(request)) return;
     if (error) {
-      request.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime, ...callerFields(request) }, 'request errored');
-    } else if ((request.log as Logger).isLevelEnabled('info')) {
+      request.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime, ...callerFields(request.caller) }, 'request errored');
+    } else {
       this.accessLog.write({
         requestId: request.id, method: request.method, url: request.url, remoteAddress: request.ip, remotePort: request.socket?.remotePort,
         status: reply.statusCode, responseTime: reply.elapsedTime, caller: request.caller,
@@ -135,25 +132,24 @@ export async function buildApp(deps: AppDeps) {
   const metrics = deps.metrics ?? ApiMetrics.forProcess();
   const recordUnmatched = metrics.recorderFor(UNMATCHED_ROUTE);
 
-  const limits = listenerOptions(config, tls);
-  const accessLog = new AccessLog(lineWriter(logger));
+  const serverOptions = { ...listenerOptions(config, tls).https, requireHostHeader: false };
+  const accessLog = new AccessLog(lineWriter(logger), logger.isLevelEnabled('info'));
   const cache = new ResponseCache(config.responseCacheMb * 2 ** 20);
   metrics.watchStoredAnswers(() => ({ ...cache.lookups, bytes: cache.size.bytes }));
   const check = accessCheck({ config, reads: store.reads, limiter, usage });
   const publicPaths = new Set([OPENAPI_PATH]);
   // The API's route patterns, for the metrics of the answers the gate gives before routing.
-  const apiRoutes = new RouteRecorders(metrics);
+  const apiRoutes = new RouteRecorders(recordUnmatched);
   const app = Fastify({
     // The logger's own req serializer wins over Fastify's: it masks keys pasted into URLs.
     loggerInstance: logger.child({}, { serializers: { req: requestForLog } }),
-    ...limits,
     // A missing Host is answered by our own hook as problem+json, not by Node's bare 400.
-    https: { ...limits.https, requireHostHeader: false },
+    https: serverOptions,
     // The server's request listener is the access gate, which hands on to the app what it
     // lets through (src/access/gate.ts). The timeouts Fastify sets on a server it makes
     // itself are set by limitServer below.
     serverFactory: (handler) => {
-      const server = https.createServer({ ...limits.https, requireHostHeader: false });
+      const server = https.createServer(serverOptions);
       const gate = accessGate(
         {
           check, publicPaths, maxUrlBytes: config.maxUrlBytes, headers: SECURITY_HEADERS, logger, accessLog,
@@ -193,7 +189,7 @@ export async function buildApp(deps: AppDeps) {
   // supports, gets the API's 405.
   app.server.on('checkExpectation', (req, res) => app.server.emit('request', req, res));
   app.server.on('connect', (_req, socket: Duplex) => {
-    writeRawProblem(socket, 405, new Problem('method_not_allowed', 'CONNECT is not supported: this API is read-only (GET and HEAD).', { headers: { Allow: 'GET, HEAD' } }), SECURITY_HEADERS);
+    writeRawProblem(socket, 405, methodNotAllowed('CONNECT').problem, SECURITY_HEADERS);
   });
 
   app.decorateRequest('tenant', null);

@@ -23,15 +23,15 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import type { AccessLog, Caller } from '../ops/request-log.js';
+import { callerFields, type AccessLog, type Caller } from '../ops/request-log.js';
 import type { ResponseRecorder } from '../ops/metrics.js';
 import { PROBLEM_CONTENT_TYPE, type Problem } from '../problems/index.js';
 import { noteLookup, type StoredResponse } from '../resources/cache.js';
-import { API_PREFIX, passAccess, type Access, type AccessCheck, type Tenant } from './index.js';
+import { API_PREFIX, passAccess, pathOf, type Access, type AccessCheck, type Tenant } from './index.js';
 
-export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
-export interface GateDeps {
+interface GateDeps {
   check: AccessCheck;
   /** Paths under the prefix that need no key (the OpenAPI document). */
   publicPaths: ReadonlySet<string>;
@@ -94,12 +94,10 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
     res.end(body);
     const responseTime = performance.now() - asked.started;
     recorderFor(asked.path)(status, responseTime);
-    if (logger.isLevelEnabled('info')) {
-      accessLog.write({
-        requestId: asked.requestId, method: req.method ?? '', url: asked.url, remoteAddress: req.socket.remoteAddress, remotePort: req.socket.remotePort,
-        status, responseTime, caller,
-      });
-    }
+    accessLog.write({
+      requestId: asked.requestId, method: req.method ?? '', url: asked.url, remoteAddress: req.socket.remoteAddress, remotePort: req.socket.remotePort,
+      status, responseTime, caller,
+    });
   }
 
   function answer(asked: Asked, access: Access): void {
@@ -117,7 +115,7 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
       return;
     }
     const { problem, caller, rateLimit } = access;
-    if (access.error !== undefined) logger.error({ err: access.error, requestId, keyId: caller?.keyId, schoolId: caller?.schoolId }, 'rate-limit service unavailable');
+    if (access.error !== undefined) logger.error({ err: access.error, requestId, ...callerFields(caller) }, 'rate-limit service unavailable');
     const body = problem.json(requestId);
     const headers = headersOf(problem).slice();
     headers.push('X-Request-Id', requestId, 'Content-Length', String(Buffer.byteLength(body)));
@@ -146,8 +144,7 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
       app(req, res);
       return;
     }
-    const queryAt = url.indexOf('?');
-    const path = queryAt === -1 ? url : url.slice(0, queryAt);
+    const path = pathOf(url);
     if (path.includes('%')) {
       app(req, res);
       return;

@@ -15,7 +15,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config/index.js';
 import type { Reader } from '../db/index.js';
-import type { Caller } from '../ops/request-log.js';
+import { callerFields, type Caller } from '../ops/request-log.js';
 import { Problem } from '../problems/index.js';
 import { bearerKey, hashKey } from './keys.js';
 import { KeyFinder, type KeyRow } from './lookup.js';
@@ -24,6 +24,12 @@ import { RateLimiterUnavailable, WINDOW_SECONDS, type RateLimitDecision, type Ra
 import type { UsageRecorder } from './usage.js';
 
 export const API_PREFIX = '/api/public/v1/';
+
+/** A request target's path: what comes before its query. */
+export function pathOf(target: string): string {
+  const queryAt = target.indexOf('?');
+  return queryAt === -1 ? target : target.slice(0, queryAt);
+}
 
 /** The school a request acts for, fixed by its key. Every query is scoped by it. */
 export interface Tenant {
@@ -55,7 +61,7 @@ export type Access =
   | { allowed: false; problem: Problem; caller: Caller | null; rateLimit: RateLimitHeaders | null; error?: unknown };
 
 /** The IETF draft headers every answer to a rate-limited school carries. */
-export type RateLimitHeaders = Record<'RateLimit-Policy' | 'RateLimit', string>;
+type RateLimitHeaders = Record<'RateLimit-Policy' | 'RateLimit', string>;
 
 // The refusals a flood repeats are made once (a Problem is never changed after it is
 // made), so each refused request does not pay for a new error and its stack trace.
@@ -90,11 +96,19 @@ function textsFor(limit: number): LimitTexts {
   return texts;
 }
 
-function methodNotAllowed(method: string): Access {
-  const problem = new Problem('method_not_allowed', `${method} is not supported: this API is read-only (GET and HEAD).`, {
-    headers: { Allow: 'GET, HEAD' },
-  });
-  return { allowed: false, problem, caller: null, rateLimit: null };
+/** Per method (Node's parser knows a few dozen): the 405 refusal, made once. */
+const notAllowed = new Map<string, Access & { allowed: false }>();
+
+export function methodNotAllowed(method: string): Access & { allowed: false } {
+  let refused = notAllowed.get(method);
+  if (refused === undefined) {
+    const problem = new Problem('method_not_allowed', `${method} is not supported: this API is read-only (GET and HEAD).`, {
+      headers: { Allow: 'GET, HEAD' },
+    });
+    refused = { allowed: false, problem, caller: null, rateLimit: null };
+    notAllowed.set(method, refused);
+  }
+  return refused;
 }
 
 /** The decision, at once where every store answered at once (SQLite, the in-memory limiter), else a promise of it. */
@@ -183,8 +197,7 @@ export function accessHook(check: AccessCheck, publicPaths: ReadonlySet<string>)
       const url = request.url;
       const route = request.routeOptions.url;
       if (!url.startsWith(API_PREFIX) && !route?.startsWith(API_PREFIX)) return;
-      const queryAt = url.indexOf('?');
-      const isPublic = publicPaths.has(route ?? (queryAt === -1 ? url : url.slice(0, queryAt)));
+      const isPublic = publicPaths.has(route ?? pathOf(url));
       decided = await check(request.method, request.headers.authorization, isPublic);
     } else if ('failure' in passed) {
       // The gate could not decide (the data store did not answer): the error handler says so.
@@ -196,7 +209,7 @@ export function accessHook(check: AccessCheck, publicPaths: ReadonlySet<string>)
     request.caller = decided.caller;
     if (decided.rateLimit !== null) reply.headers(decided.rateLimit);
     if (!decided.allowed) {
-      if (decided.error !== undefined) request.log.error({ err: decided.error, keyId: decided.caller?.keyId, schoolId: decided.caller?.schoolId }, 'rate-limit service unavailable');
+      if (decided.error !== undefined) request.log.error({ err: decided.error, ...callerFields(decided.caller) }, 'rate-limit service unavailable');
       throw decided.problem;
     }
     request.tenant = decided.tenant;

@@ -11,8 +11,9 @@
  * row back. Under load that turns dozens of round trips into one; an idle server's
  * request waits only for the end of the turn it arrived in.
  */
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { prepared, type Reader } from '../db/index.js';
+import type { Database } from '../db/schema.js';
 
 export interface KeyRow {
   keyHash: string;
@@ -30,13 +31,11 @@ const COLUMNS = [
   'schools.id as schoolId', 'schools.plan', 'schools.timezone', 'schools.currency', 'schools.data_version as dataVersion',
 ] as const;
 
-const findOne = prepared((db, p: { hash: string }) =>
-  db.selectFrom('api_keys').innerJoin('schools', 'schools.id', 'api_keys.school_id').select(COLUMNS).where('api_keys.key_hash', '=', p.hash),
-);
+const keysWithSchools = (db: Kysely<Database>) => db.selectFrom('api_keys').innerJoin('schools', 'schools.id', 'api_keys.school_id').select(COLUMNS);
 
-const findMany = prepared((db, p: { hashes: string[] }) =>
-  db.selectFrom('api_keys').innerJoin('schools', 'schools.id', 'api_keys.school_id').select(COLUMNS).where('api_keys.key_hash', '=', sql<string>`any(${p.hashes})`),
-);
+const findOne = prepared((db, p: { hash: string }) => keysWithSchools(db).where('api_keys.key_hash', '=', p.hash));
+
+const findMany = prepared((db, p: { hashes: string[] }) => keysWithSchools(db).where('api_keys.key_hash', '=', sql<string>`any(${p.hashes})`));
 
 /** Lookups per statement at most; more waiting go out in further statements at once. */
 const MAX_BATCH = 500;

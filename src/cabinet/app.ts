@@ -53,8 +53,6 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   const limits = listenerOptions(config, tls);
   const app = Fastify({
     loggerInstance: deps.logger.child({ listener: 'cabinet' }),
-    ...limits,
-    // Named here, not only spread, so that Fastify's types pick its HTTPS server.
     https: limits.https,
     genReqId: () => randomUUID(),
     requestIdHeader: false,

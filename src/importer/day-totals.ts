@@ -6,30 +6,16 @@
  * (src/resources/finance/repository.ts): a year of a school with a hundred thousand
  * students is a few hundred total rows, not two hundred thousand payments.
  */
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { normaliseTimestamp } from '../domain/time.js';
+import { FINANCE_SIDES, rowDay, type FinanceSide } from '../resources/finance/sides.js';
 import type { Entries } from './validate.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the two sides differ only in their names
 type Untyped = Kysely<any>;
-
-interface Side {
-  totals: 'payment_days' | 'expense_days';
-  rows: 'payments' | 'expenses';
-  at: 'paid_at' | 'spent_at';
-  name: 'method' | 'category';
-  /** The signed amount of a row: refunds count against their method. */
-  amount: ReturnType<typeof sql>;
-}
-
-const SIDES: Side[] = [
-  { totals: 'payment_days', rows: 'payments', at: 'paid_at', name: 'method', amount: sql`case when kind = 'refund' then -amount_minor else amount_minor end` },
-  { totals: 'expense_days', rows: 'expenses', at: 'spent_at', name: 'category', amount: sql`amount_minor` },
-];
-
-/** The UTC day (`YYYY-MM-DD`) of a stored timestamp (`YYYY-MM-DDTHH:MM:SSZ`). */
-export const dayOf = (timestamp: string): string => timestamp.slice(0, 10);
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the same
+type SelectRows = SelectQueryBuilder<any, any, any>;
 
 /** The days whose totals an import changes: of its rows, and of the stored rows it overwrites. */
 export interface TouchedDays {
@@ -42,16 +28,16 @@ const BATCH = 500;
 /** Read before the import writes: the days the stored rows with the file's ids are on now. */
 export async function daysTouched(trx: Transaction<Database>, schoolId: string, entries: Entries): Promise<TouchedDays> {
   const touched: TouchedDays = { payments: new Set(), expenses: new Set() };
-  for (const side of SIDES) {
+  for (const side of FINANCE_SIDES) {
     const records = entries[side.rows];
     const days = touched[side.rows];
     // The file's times may carry an offset: the day is that of the UTC time stored.
-    for (const { record } of records) days.add(dayOf(normaliseTimestamp((record as Record<string, string>)[side.at]!)!));
+    for (const { record } of records) days.add(normaliseTimestamp((record as Record<string, string>)[side.at]!)!.slice(0, 10));
     const ids = records.map(({ record }) => (record as { id: string }).id);
     for (let i = 0; i < ids.length; i += BATCH) {
       const stored = (await (trx as unknown as Untyped)
         .selectFrom(side.rows)
-        .select(sql<string>`substr(${sql.ref(side.at)}, 1, 10)`.as('day'))
+        .select(rowDay(side).as('day'))
         .distinct()
         .where('school_id', '=', schoolId)
         .where('id', 'in', ids.slice(i, i + BATCH))
@@ -62,30 +48,36 @@ export async function daysTouched(trx: Transaction<Database>, schoolId: string, 
   return touched;
 }
 
+/**
+ * Writes one side's totals of the rows `narrow` selects (all of them by default), grouped by
+ * school, day and name.
+ */
+async function insertTotals(db: Untyped, side: FinanceSide, narrow: (rows: SelectRows) => SelectRows = (rows) => rows): Promise<void> {
+  const day = rowDay(side);
+  const rows = db.selectFrom(side.rows).select(['school_id', day.as('day'), side.name, sql`sum(${side.amount})`.as('amount_minor')]);
+  await db
+    .insertInto(side.totals)
+    .columns(['school_id', 'day', side.name, 'amount_minor'])
+    .expression(narrow(rows).groupBy(['school_id', day, side.name]))
+    .execute();
+}
+
 /** Makes the totals of these days of one school again from its rows (after the import wrote them). */
 export async function refreshDayTotals(trx: Transaction<Database>, schoolId: string, touched: TouchedDays): Promise<void> {
   const db = trx as unknown as Untyped;
-  for (const side of SIDES) {
+  for (const side of FINANCE_SIDES) {
     const days = [...touched[side.rows]].sort();
     for (let i = 0; i < days.length; i += BATCH) {
       const batch = days.slice(i, i + BATCH);
       await db.deleteFrom(side.totals).where('school_id', '=', schoolId).where('day', 'in', batch).execute();
-      const day = sql<string>`substr(${sql.ref(side.at)}, 1, 10)`;
-      await db
-        .insertInto(side.totals)
-        .columns(['school_id', 'day', side.name, 'amount_minor'])
-        .expression(
-          db
-            .selectFrom(side.rows)
-            .select(['school_id', day.as('day'), side.name, sql`sum(${side.amount})`.as('amount_minor')])
-            .where('school_id', '=', schoolId)
-            // The range lets the (school_id, at ...) index find the rows; the list keeps the days asked for.
-            .where(side.at, '>=', batch[0]!)
-            .where(side.at, '<', `${batch.at(-1)!}T99`)
-            .where(day, 'in', batch)
-            .groupBy(['school_id', day, side.name]),
-        )
-        .execute();
+      await insertTotals(db, side, (rows) =>
+        rows
+          .where('school_id', '=', schoolId)
+          // The range lets the (school_id, at ...) index find the rows; the list keeps the days asked for.
+          .where(side.at, '>=', batch[0]!)
+          .where(side.at, '<', `${batch.at(-1)!}T99`)
+          .where(rowDay(side), 'in', batch),
+      );
     }
   }
 }
@@ -93,13 +85,8 @@ export async function refreshDayTotals(trx: Transaction<Database>, schoolId: str
 /** Makes every school's totals from the rows: for a migration, and for data written past the importer (the benchmark's loader). */
 export async function rebuildDayTotals(db: Kysely<Database>): Promise<void> {
   const untyped = db as unknown as Untyped;
-  for (const side of SIDES) {
-    const day = sql<string>`substr(${sql.ref(side.at)}, 1, 10)`;
+  for (const side of FINANCE_SIDES) {
     await untyped.deleteFrom(side.totals).execute();
-    await untyped
-      .insertInto(side.totals)
-      .columns(['school_id', 'day', side.name, 'amount_minor'])
-      .expression(untyped.selectFrom(side.rows).select(['school_id', day.as('day'), side.name, sql`sum(${side.amount})`.as('amount_minor')]).groupBy(['school_id', day, side.name]))
-      .execute();
+    await insertTotals(untyped, side);
   }
 }

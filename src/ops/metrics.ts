@@ -13,7 +13,7 @@ import type { ClientErrorKind } from '../problems/handlers.js';
 export const UNMATCHED_ROUTE = 'unmatched';
 
 /** What the stored answers hold and have served. */
-export interface StoredAnswerCounts {
+interface StoredAnswerCounts {
   hits: number;
   misses: number;
   bytes: number;
@@ -196,17 +196,16 @@ export class ApiMetrics {
 export class RouteRecorders {
   private readonly exact = new Map<string, ResponseRecorder>();
   /** Patterns with parameters: their segments, null where a parameter stands. */
-  private readonly withParams: { segments: (string | null)[]; record: ResponseRecorder }[] = [];
-  private readonly unmatched: ResponseRecorder;
+  private readonly withParams: { pattern: string; segments: (string | null)[]; record: ResponseRecorder }[] = [];
 
-  constructor(metrics: ApiMetrics) {
-    this.unmatched = metrics.recorderFor(UNMATCHED_ROUTE);
-  }
+  /** `unmatched`: the recorder of answers on no route. */
+  constructor(private readonly unmatched: ResponseRecorder) {}
 
+  /** Once per pattern: Fastify adds each GET route's HEAD twin with the same pattern. */
   add(pattern: string, record: ResponseRecorder): void {
     if (!pattern.includes(':')) this.exact.set(pattern, record);
-    else if (!this.withParams.some((p) => p.segments.join('/') === pattern)) {
-      this.withParams.push({ segments: pattern.split('/').map((s) => (s.startsWith(':') ? null : s)), record });
+    else if (!this.withParams.some((p) => p.pattern === pattern)) {
+      this.withParams.push({ pattern, segments: pattern.split('/').map((s) => (s.startsWith(':') ? null : s)), record });
     }
   }
 

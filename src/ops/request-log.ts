@@ -23,14 +23,14 @@ export interface LoggedRequest {
   remotePort: number | undefined;
 }
 
+/** The `req` field of a log line, with keys in the URL masked. */
+function loggedRequest(method: string, url: string, remoteAddress: string | undefined, remotePort: number | undefined): LoggedRequest {
+  return { method, url: redactKeys(url), remoteAddress, remotePort };
+}
+
 /** The `req` serializer of the API's logger (replaces Fastify's, which logs the raw URL). */
 export function requestForLog(request: FastifyRequest): LoggedRequest {
-  return {
-    method: request.method,
-    url: redactKeys(request.url),
-    remoteAddress: request.ip,
-    remotePort: request.socket?.remotePort,
-  };
+  return loggedRequest(request.method, request.url, request.ip, request.socket?.remotePort);
 }
 
 /** The key a request was made with and its school, once the key is known (access/index.ts). */
@@ -46,8 +46,8 @@ declare module 'fastify' {
 }
 
 /** The key and school fields of a request's log lines: none until the key is known. */
-export function callerFields(request: FastifyRequest): Partial<Caller> {
-  return request.caller === null ? {} : { keyId: request.caller.keyId, schoolId: request.caller.schoolId };
+export function callerFields(caller: Caller | null): Partial<Caller> {
+  return caller === null ? {} : { keyId: caller.keyId, schoolId: caller.schoolId };
 }
 
 /** What an access line says about one answered request. */
@@ -74,9 +74,9 @@ const PID = `,"pid":${process.pid}`;
  * where pino's child logger, serializers and redaction (for a line that never holds a
  * header) would cost more than all the rest of a refused request's logging.
  */
-export function accessLine(r: AccessRecord): string {
+function accessLine(r: AccessRecord): string {
   const caller = r.caller === null ? '' : `,"keyId":${JSON.stringify(r.caller.keyId)},"schoolId":${JSON.stringify(r.caller.schoolId)}`;
-  const req = JSON.stringify({ method: r.method, url: redactKeys(r.url), remoteAddress: r.remoteAddress, remotePort: r.remotePort });
+  const req = JSON.stringify(loggedRequest(r.method, r.url, r.remoteAddress, r.remotePort));
   return `{"level":30,"time":${Date.now()}${PID},"requestId":${JSON.stringify(r.requestId)}${caller},"req":${req},"res":{"statusCode":${r.status}},"responseTime":${r.responseTime},"msg":"request completed"}\n`;
 }
 
@@ -100,14 +100,15 @@ export class AccessLog {
   private readonly unlogged = new Map<number, number>();
   private report: NodeJS.Timeout | null = null;
 
+  /** `enabled`: the log level is info or finer (access lines are at info). */
   constructor(
     private readonly writeLine: (line: string) => void,
-    private readonly refusalsPerSecond = REFUSAL_LINES_PER_SECOND,
+    private readonly enabled: boolean,
     private readonly now: () => number = Date.now,
   ) {}
 
   write(record: AccessRecord): void {
-    if (REFUSALS.has(record.status) && !this.withinBudget(record.status)) return;
+    if (!this.enabled || (REFUSALS.has(record.status) && !this.withinBudget(record.status))) return;
     this.writeLine(accessLine(record));
   }
 
@@ -119,7 +120,7 @@ export class AccessLog {
     }
     const n = (this.logged.get(status) ?? 0) + 1;
     this.logged.set(status, n);
-    if (n <= this.refusalsPerSecond) return true;
+    if (n <= REFUSAL_LINES_PER_SECOND) return true;
     this.unlogged.set(status, (this.unlogged.get(status) ?? 0) + 1);
     this.report ??= setTimeout(() => this.reportUnlogged(), 1000 - (this.now() % 1000)).unref();
     return false;

@@ -30,16 +30,16 @@ function clientProblem(error: FastifyError): Problem | null {
 
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof Problem) {
-    if (error.status >= 500) request.log.warn({ code: error.code, ...callerFields(request) }, error.detail);
+    if (error.status >= 500) request.log.warn({ code: error.code, ...callerFields(request.caller) }, error.detail);
     return sendProblem(request, reply, error);
   }
   if (isStoreUnavailable(error)) {
-    request.log.error({ err: error, ...callerFields(request) }, 'data store unavailable');
+    request.log.error({ err: error, ...callerFields(request.caller) }, 'data store unavailable');
     return sendProblem(request, reply, new Problem('data_unavailable', 'The data store is unavailable; try again shortly.', { headers: { 'Retry-After': '5' } }));
   }
   const client = clientProblem(error);
   if (client) return sendProblem(request, reply, client);
-  request.log.error({ err: error, ...callerFields(request) }, 'unhandled error');
+  request.log.error({ err: error, ...callerFields(request.caller) }, 'unhandled error');
   return sendProblem(request, reply, new Problem('internal_error', 'An internal error occurred; the request id identifies it in our logs.'));
 }
 
@@ -63,7 +63,7 @@ export function writeRawProblem(socket: Duplex, status: number, problem: Problem
     return;
   }
   const requestId = randomUUID();
-  const body = JSON.stringify(problem.body(requestId));
+  const body = problem.json(requestId);
   const lines = [
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
     ...Object.entries({ ...headers, ...problem.options.headers }).map(([name, value]) => `${name}: ${value}`),

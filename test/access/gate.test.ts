@@ -9,14 +9,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApiMetrics } from '../../src/ops/metrics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import type { TestResponse } from '../helpers/http.js';
+import { stableHeaders, type TestResponse } from '../helpers/http.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
-/** Headers that differ between any two answers (or are about the connection). */
-const VARYING = new Set(['x-request-id', 'date', 'connection', 'keep-alive', 'ratelimit']);
-
 function comparable(res: TestResponse) {
-  const headers = Object.fromEntries(Object.entries(res.headers).filter(([name]) => !VARYING.has(name)));
+  const headers = stableHeaders(res);
   const body = res.text === '' ? null : (JSON.parse(res.text) as Record<string, unknown>);
   if (body) {
     assert.equal(body.request_id, res.headers['x-request-id'], 'the body\'s request id is the header\'s');

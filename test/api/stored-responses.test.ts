@@ -12,16 +12,11 @@ import { revokeKey } from '../../src/management/keys.js';
 import { ApiMetrics } from '../../src/ops/metrics.js';
 import { ResponseCache } from '../../src/resources/cache.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import type { TestResponse } from '../helpers/http.js';
+import { stableHeaders, type TestResponse } from '../helpers/http.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
-const VARYING = new Set(['x-request-id', 'date', 'connection', 'keep-alive', 'ratelimit']);
-const comparable = (res: TestResponse) => ({
-  status: res.status,
-  headers: Object.fromEntries(Object.entries(res.headers).filter(([name]) => !VARYING.has(name))),
-  text: res.text,
-});
+const comparable = (res: TestResponse) => ({ status: res.status, headers: stableHeaders(res), text: res.text });
 
 const PATHS = [
   '/api/public/v1/students?limit=3',

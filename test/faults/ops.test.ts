@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { loadTls } from '../../src/tls.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startTestCabinet, type TestCabinet } from '../helpers/cabinet.js';
 import { fuzzClient, rawExchange } from '../helpers/fuzz.js';
@@ -17,13 +16,11 @@ describe('health endpoints and metrics', () => {
   let cabinet: TestCabinet;
   let w: World;
   let ops: ReturnType<typeof fuzzClient>;
-  let apiCa: string;
 
   before(async () => {
     // Both record into and serve the process's metrics, as one `serve` process does.
     api = await startTestApp();
     w = await seedWorld(api.store.db);
-    apiCa = (await loadTls(api.config)).cert;
     cabinet = await startTestCabinet({ store: api.store });
     ops = fuzzClient(cabinet.origin, cabinet.ca);
   });
@@ -53,7 +50,7 @@ describe('health endpoints and metrics', () => {
     assert.equal((await api.request(`/api/public/v1/students/${w.a.id}`, { key: w.a.key })).status, 404);
     assert.equal((await api.request('/api/public/v1/students?limit=0', { key: null })).status, 401);
     assert.equal((await api.request(`/no/such/${w.b.id}?school=${w.b.id}`, { key: null })).status, 404);
-    const oversized = await rawExchange(api.origin, apiCa, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    const oversized = await rawExchange(api.origin, api.ca, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     assert.equal(oversized.kind === 'response' && oversized.response.status, 431);
 
     const res = await get('/metrics');

@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { loadTls } from '../../src/tls.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { checkProperty, fuzzClient } from '../helpers/fuzz.js';
 import { importWorld, POOLS, schoolFileArb, type ImportedSchool, type SchoolFile } from '../helpers/fuzz-world.js';
@@ -102,7 +101,7 @@ describe('tenant isolation under generated data and random requests', () => {
 
   before(async () => {
     t = await startTestApp({ config: { rateLimitProfi: 10_000_000, rateLimitVip: 10_000_000 } });
-    client = fuzzClient(t.origin, (await loadTls(t.config)).cert);
+    client = fuzzClient(t.origin, t.ca);
   });
   after(async () => {
     client.close();

@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { loadTls } from '../../src/tls.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { assertErrorAnswer, checkProperty, pathArb, queryArb, rawExchange } from '../helpers/fuzz.js';
 import { seedWorld, type World } from '../helpers/world.js';
@@ -16,12 +15,10 @@ import { seedWorld, type World } from '../helpers/world.js';
 describe('fuzzing raw HTTP/1.1 over TLS', () => {
   let t: TestApp;
   let w: World;
-  let ca: string;
 
   before(async () => {
     t = await startTestApp({ config: { rateLimitProfi: 10_000_000, rateLimitVip: 10_000_000 } });
     w = await seedWorld(t.store.db);
-    ca = (await loadTls(t.config)).cert;
   });
   after(() => t.close());
 
@@ -103,7 +100,7 @@ describe('fuzzing raw HTTP/1.1 over TLS', () => {
         ];
         const bytes = Buffer.from(`${lines.join(r.eol)}${r.eol}${r.eol}${r.framing.body}`, r.encoding);
         const context = JSON.stringify(bytes.toString('latin1').slice(0, 400));
-        const outcome = await rawExchange(t.origin, ca, bytes, { headOnly: r.method === 'HEAD', timeoutMs: 8000 });
+        const outcome = await rawExchange(t.origin, t.ca, bytes, { headOnly: r.method === 'HEAD', timeoutMs: 8000 });
         assert.equal(outcome.kind, 'response', `no answer (${outcome.kind}) to ${context}`);
         if (outcome.kind !== 'response') return;
         assertErrorAnswer(outcome.response, context, r.method === 'HEAD' ? 'HEAD' : 'GET');

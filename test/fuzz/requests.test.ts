@@ -9,7 +9,6 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { API_PREFIX } from '../../src/access/index.js';
 import { OPENAPI_PATH } from '../../src/openapi/index.js';
-import { loadTls } from '../../src/tls.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import {
   assertErrorAnswer,
@@ -44,7 +43,7 @@ describe('fuzzing the routes through an HTTPS client', () => {
     t = await startTestApp({ config: { rateLimitProfi: 10_000_000, rateLimitVip: 10_000_000 } });
     w = await seedWorld(t.store.db);
     keys = { valid: [w.a.key, w.b.key, w.lone.key], refused: [w.revokedKey, w.downgradedKey] };
-    client = fuzzClient(t.origin, (await loadTls(t.config)).cert);
+    client = fuzzClient(t.origin, t.ca);
   });
   after(async () => {
     client.close();

@@ -42,6 +42,8 @@ export interface TestApp {
   store: TestStore;
   config: Config;
   origin: string;
+  /** The certificate the app serves, for clients of its own to trust. */
+  ca: string;
   /** Every log line the app wrote, for assertions about what is (not) logged. */
   logs: string[];
   request(path: string, opts?: RequestOptions): Promise<TestResponse>;
@@ -85,6 +87,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     store,
     config,
     origin,
+    ca: tls.cert,
     logs,
     // Every response is checked against the OpenAPI document (see openapi.ts).
     async request(path, opts) {

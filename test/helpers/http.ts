@@ -10,6 +10,14 @@ export interface TestResponse {
   json: () => unknown;
 }
 
+/** Headers that differ between any two answers, or are about the connection. */
+const VARYING = new Set(['x-request-id', 'date', 'connection', 'keep-alive', 'ratelimit']);
+
+/** An answer's headers but those that differ between any two answers: for comparing two answers. */
+export function stableHeaders(res: TestResponse): Record<string, string | string[] | undefined> {
+  return Object.fromEntries(Object.entries(res.headers).filter(([name]) => !VARYING.has(name)));
+}
+
 export interface RequestOptions {
   method?: string;
   key?: string | null;

@@ -111,7 +111,7 @@ describe('AccessLog: one line per request, a budget for refusals', () => {
   it('logs every answer that passed the access check, and refusals up to the budget per second and status', () => {
     const lines: string[] = [];
     let now = 1_700_000_000_000;
-    const log = new AccessLog((l) => lines.push(l), REFUSAL_LINES_PER_SECOND, () => now);
+    const log = new AccessLog((l) => lines.push(l), true, () => now);
     for (let i = 0; i < 100; i++) log.write(record(200, i));
     for (let i = 0; i < 100; i++) log.write(record(401, i));
     for (let i = 0; i < 30; i++) log.write(record(429, i));
@@ -133,7 +133,7 @@ describe('AccessLog: one line per request, a budget for refusals', () => {
 
   it('writes the line as docs/operations.md describes it, with the key masked in the URL', () => {
     const lines: string[] = [];
-    const log = new AccessLog((l) => lines.push(l));
+    const log = new AccessLog((l) => lines.push(l), true);
     log.write({ ...record(200), url: '/api/public/v1/students?api_key=service_pk_0123456789abcdef0123456789abcdef', caller: { keyId: 'k1', schoolId: 's1' } });
     assert.ok(lines[0]!.endsWith('\n'));
     const parsed = JSON.parse(lines[0]!) as Record<string, unknown>;

@@ -11,7 +11,6 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
-import { loadTls } from '../../src/tls.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { assertErrorAnswer, rawExchange } from '../helpers/fuzz.js';
 import { seedWorld, type World } from '../helpers/world.js';
@@ -39,20 +38,18 @@ function closedWithin(socket: net.Socket, boundMs: number): Promise<{ ms: number
 describe('server limits', () => {
   let t: TestApp;
   let w: World;
-  let ca: string;
   let port: number;
 
   before(async () => {
     t = await startTestApp({ config: LIMITS });
     w = await seedWorld(t.store.db);
-    ca = (await loadTls(t.config)).cert;
     port = Number(new URL(t.origin).port);
   });
   after(() => t.close());
 
   const secure = (opts: tls.ConnectionOptions = {}) =>
     new Promise<tls.TLSSocket>((resolve, reject) => {
-      const socket = tls.connect({ host: '127.0.0.1', port, ca, servername: 'localhost', ...opts }, () => resolve(socket));
+      const socket = tls.connect({ host: '127.0.0.1', port, ca: t.ca, servername: 'localhost', ...opts }, () => resolve(socket));
       socket.once('error', reject);
     });
 
@@ -98,7 +95,7 @@ describe('server limits', () => {
   describe('sizes', () => {
     it('431 problem+json for headers over the limit; just under it is read', async () => {
       const over = `GET /api/public/v1/students HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(t.config.maxHeaderBytes)}\r\n\r\n`;
-      const outcome = await rawExchange(t.origin, ca, over);
+      const outcome = await rawExchange(t.origin, t.ca, over);
       assert.equal(outcome.kind, 'response');
       if (outcome.kind !== 'response') return;
       assert.equal(outcome.response.status, 431);

@@ -3,8 +3,6 @@
  * zone) or an RFC 3339 date-time; both bounds inclusive. They become a half-open
  * range of UTC timestamps [from, until) that compares directly with stored text.
  */
-import type { Expression, ExpressionBuilder, SqlBool, StringReference } from 'kysely';
-import type { Database } from '../../db/schema.js';
 import { formatTimestamp, parseDate, parseDateTime, startOfLocalDay } from '../../domain/time.js';
 import { Problem, type InvalidParam } from '../../problems/index.js';
 
@@ -74,21 +72,4 @@ export interface PeriodBounds {
 
 export function periodBounds({ from, until }: UtcRange): PeriodBounds {
   return { from: from ?? undefined, until: until ?? undefined };
-}
-
-/**
- * The condition "`column` lies in the period" for `.where((eb) => inPeriod(eb, column, period))`.
- * Stored timestamps are UTC text of one fixed width, so the bounds compare as strings,
- * and the (school_id, <time column>, ...) indexes serve the range.
- */
-export function inPeriod<TB extends keyof Database>(
-  eb: ExpressionBuilder<Database, TB>,
-  column: StringReference<Database, TB>,
-  { from, until }: UtcRange | PeriodBounds,
-): Expression<SqlBool> {
-  const at = eb.ref(column).$castTo<string>();
-  const bounds: Expression<SqlBool>[] = [];
-  if (from != null) bounds.push(eb(at, '>=', from));
-  if (until != null) bounds.push(eb(at, '<', until));
-  return eb.and(bounds);
 }

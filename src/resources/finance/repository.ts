@@ -14,6 +14,7 @@ import { EXPENSE_CATEGORIES, PAYMENT_METHODS } from '../../domain/enums.js';
 import { formatMoney } from '../../domain/money.js';
 import type { UtcRange } from '../common/period.js';
 import type { FinanceSummary, FinanceSummaryQuery } from './schema.js';
+import { FINANCE_SIDES, type FinanceSide } from './sides.js';
 
 /** Minor-unit totals keyed by every name of `keys`, zero until added to. */
 function zeroed<K extends string>(keys: readonly K[]): Record<K, number> {
@@ -44,7 +45,7 @@ const dayText = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 const startOf = (day: string) => `${day}T00:00:00Z`;
 
 /** [from, until) as UTC timestamps: the whole days inside it, and the edges left over. */
-export function splitPeriod(schoolId: string, from: string, until: string): Split {
+function splitPeriod(schoolId: string, from: string, until: string): Split {
   const fromMs = Date.parse(from);
   const firstDayMs = Math.ceil(fromMs / DAY_MS) * DAY_MS;
   const endDayMs = Math.floor(Date.parse(until) / DAY_MS) * DAY_MS;
@@ -72,28 +73,25 @@ interface SummaryRow {
  */
 const summaryRows = prepared((kdb, q: Split) => {
   const db = kdb as unknown as Untyped;
-  const side = (label: string, totals: string, rows: string, at: string, name: string, amount: ReturnType<typeof sql>) => {
+  const parts = (side: FinanceSide) => {
     const edge = (start: string, end: string) =>
       db
-        .selectFrom(rows)
+        .selectFrom(side.rows)
         .where('school_id', '=', q.schoolId)
-        .where(at, '>=', start)
-        .where(at, '<', end)
-        .select([sql.lit(label).as('side'), `${name} as name`, sql<number>`sum(${amount})`.as('total')])
-        .groupBy(name);
+        .where(side.at, '>=', start)
+        .where(side.at, '<', end)
+        .select([sql.lit(side.label).as('side'), `${side.name} as name`, sql<number>`sum(${side.amount})`.as('total')])
+        .groupBy(side.name);
     const days = db
-      .selectFrom(totals)
+      .selectFrom(side.totals)
       .where('school_id', '=', q.schoolId)
       .where('day', '>=', q.firstDay)
       .where('day', '<', q.endDay)
-      .select([sql.lit(label).as('side'), `${name} as name`, sql<number>`sum(amount_minor)`.as('total')])
-      .groupBy(name);
+      .select([sql.lit(side.label).as('side'), `${side.name} as name`, sql<number>`sum(amount_minor)`.as('total')])
+      .groupBy(side.name);
     return [days, edge(q.from, q.headEnd), edge(q.tailStart, q.until)];
   };
-  const [first, ...rest] = [
-    ...side('income', 'payment_days', 'payments', 'paid_at', 'method', sql`case when kind = 'refund' then -amount_minor else amount_minor end`),
-    ...side('expense', 'expense_days', 'expenses', 'spent_at', 'category', sql`amount_minor`),
-  ];
+  const [first, ...rest] = FINANCE_SIDES.flatMap(parts);
   return rest.reduce((all, part) => all.unionAll(part), first!) as Compilable<SummaryRow>;
 });
 
