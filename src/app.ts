@@ -27,6 +27,7 @@ import { compileQueryDecoder } from './resources/common/query.js';
 import { ResponseCache } from './resources/cache.js';
 import { publicApi } from './resources/index.js';
 import type { TlsMaterial } from './tls.js';
+import { atTurnEnd, mayHold } from './turn-end.js';
 
 export interface AppDeps {
   config: Config;
@@ -260,6 +261,13 @@ export async function buildApp(deps: AppDeps) {
   });
 
   await app.register(compress, { global: true, threshold: COMPRESS_FROM_BYTES, encodings: ['br', 'gzip', 'deflate'], brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } } });
+  // On SQLite, where an answer is made in the turn that read its request, the app's answers
+  // to reads leave at the end of the turn like the gate's (src/turn-end.ts); on PostgreSQL they are
+  // made when a query comes back, and leave at once. After compression's hook; called
+  // without a payload, done keeps the one it was given.
+  if (store.reads.dialect === 'sqlite') {
+    app.addHook('onSend', (request, _reply, _payload, done) => (mayHold(request.raw.method) ? atTurnEnd(done) : done()));
+  }
   // Before the API routes: the OpenAPI generator collects them as they are added.
   await registerOpenApi(app);
   await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: store.reads, cache });

@@ -27,6 +27,7 @@ import { callerFields, type AccessLog, type Caller } from '../ops/request-log.js
 import type { ResponseRecorder } from '../ops/metrics.js';
 import { PROBLEM_CONTENT_TYPE, type Problem } from '../problems/index.js';
 import { noteLookup, type StoredResponse } from '../resources/cache.js';
+import { atTurnEnd, mayHold, writeWaiting } from '../turn-end.js';
 import { API_PREFIX, passAccess, pathOf, type Access, type AccessCheck, type Tenant } from './index.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -68,6 +69,8 @@ interface Asked {
   path: string;
   requestId: string;
   started: number;
+  /** Decided by a lookup that answered after the turn that read the request. */
+  decidedLater: boolean;
 }
 
 export function accessGate(deps: GateDeps, app: RequestListener): RequestListener {
@@ -85,8 +88,19 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
     return headers;
   };
 
-  /** Writes a whole answer and does its bookkeeping: metrics and the access line. */
+  /**
+   * Sends a whole answer: a read's at the end of the turn when it was decided in the turn
+   * that read the request (src/turn-end.ts); at once when it was decided later, by a lookup
+   * that came back from PostgreSQL (the lookups of a turn come back together, and so their
+   * answers already leave in one burst), or when the request is not a read (mayHold).
+   */
   function send(asked: Asked, status: number, headers: string[], body: string | Buffer, caller: Caller | null): void {
+    if (asked.decidedLater || !mayHold(asked.req.method)) write(asked, status, headers, body, caller);
+    else atTurnEnd(() => write(asked, status, headers, body, caller));
+  }
+
+  /** Writes a whole answer and does its bookkeeping: metrics and the access line. */
+  function write(asked: Asked, status: number, headers: string[], body: string | Buffer, caller: Caller | null): void {
     const { req, res } = asked;
     if (deps.closing()) headers.push('Connection', 'close');
     res.writeHead(status, headers);
@@ -105,6 +119,7 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
     if (access.allowed) {
       const stored = access.tenant === null ? undefined : storedFor(asked, access.tenant);
       if (stored === undefined || access.tenant === null) {
+        writeWaiting();
         passAccess(req, { access });
         app(req, res);
         return;
@@ -149,7 +164,7 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
       app(req, res);
       return;
     }
-    const asked: Asked = { req, res, url, path, requestId: randomUUID(), started: performance.now() };
+    const asked: Asked = { req, res, url, path, requestId: randomUUID(), started: performance.now(), decidedLater: false };
     (req as IncomingMessage & { [REQUEST_ID]?: string })[REQUEST_ID] = asked.requestId;
 
     let access: Access | Promise<Access>;
@@ -161,7 +176,10 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
     }
     if (access instanceof Promise) {
       access.then(
-        (decided) => answer(asked, decided),
+        (decided) => {
+          asked.decidedLater = true;
+          answer(asked, decided);
+        },
         (failure: unknown) => fail(asked, failure),
       );
     } else {

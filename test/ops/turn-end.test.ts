@@ -1,0 +1,93 @@
+/**
+ * Answers leave at the end of the turn of the event loop (src/turn-end.ts), or before a
+ * query starts: each is written once, in order, and none is lost; on one connection a
+ * client still gets its pipelined answers in the order it asked, whoever made them (the
+ * gate's refusals and stored answers, the app's queried answers and errors). A request
+ * that is not a read is answered at once: Node closes the connection after the turn that
+ * read a PRI request.
+ */
+import assert from 'node:assert/strict';
+import tls from 'node:tls';
+import { after, before, describe, it } from 'node:test';
+import { atTurnEnd, writeWaiting } from '../../src/turn-end.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { rawExchange } from '../helpers/fuzz.js';
+import { seedWorld, type World } from '../helpers/world.js';
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('answers at the end of the turn', () => {
+  it('writes nothing at once, then everything once, in the order queued', async () => {
+    const written: number[] = [];
+    for (let i = 0; i < 5; i++) atTurnEnd(() => written.push(i));
+    assert.deepEqual(written, []);
+    await nextTurn();
+    assert.deepEqual(written, [0, 1, 2, 3, 4]);
+    await nextTurn();
+    assert.deepEqual(written, [0, 1, 2, 3, 4], 'nothing is written twice');
+  });
+
+  it('writes what waits at once before a query, and the turn end writes only what came after', async () => {
+    const written: string[] = [];
+    atTurnEnd(() => written.push('a'));
+    atTurnEnd(() => written.push('b'));
+    writeWaiting();
+    assert.deepEqual(written, ['a', 'b']);
+    atTurnEnd(() => written.push('c'));
+    writeWaiting();
+    writeWaiting();
+    atTurnEnd(() => written.push('d'));
+    assert.deepEqual(written, ['a', 'b', 'c']);
+    await nextTurn();
+    assert.deepEqual(written, ['a', 'b', 'c', 'd']);
+  });
+});
+
+describe('pipelined requests on one connection', () => {
+  let t: TestApp;
+  let w: World;
+
+  before(async () => {
+    t = await startTestApp({ config: { rateLimitProfi: 10_000_000, rateLimitVip: 10_000_000 } });
+    w = await seedWorld(t.store.db);
+    // The stored answer the second request below is given by the gate.
+    assert.equal((await t.request('/api/public/v1/vehicles', { key: w.a.key })).status, 200);
+  });
+  after(() => t.close());
+
+  it('are answered in the order asked, refusals, stored and queried answers mixed', async () => {
+    const unknown = `service_pk_${'0'.repeat(32)}`;
+    const asked: [string, string, number][] = [
+      ['/api/public/v1/students?limit=2', w.a.key, 200], // queried by the app
+      ['/api/public/v1/vehicles', w.a.key, 200], // stored, sent by the gate
+      ['/api/public/v1/students', unknown, 401], // refused by the gate
+      ['/api/public/v1/nothing', w.a.key, 404], // the app's error
+      ['/api/public/v1/students?limit=1', unknown, 401],
+      ['/api/public/v1/instructors', w.b.key, 200],
+    ];
+    const url = new URL(t.origin);
+    const bytes = asked
+      .map(([path, key], i) => `GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nX-Asked: ${i}\r\n${i === asked.length - 1 ? 'Connection: close\r\n' : ''}\r\n`)
+      .join('');
+    const text = await new Promise<string>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: t.ca, servername: 'localhost' }, () => socket.write(bytes));
+      socket.setTimeout(5000, () => socket.destroy(new Error('no complete answer within 5 s')));
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('error', reject);
+      socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    });
+    const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+    assert.deepEqual(statuses, asked.map(([, , status]) => status));
+  });
+
+  it('answers a request that is not a read in the turn that read it: Node closes a PRI request\'s connection after it', async () => {
+    // Without a version, as HTTP/2's preface begins; once that turn's parsing is done,
+    // Node destroys the socket.
+    for (const [target, status] of [['/api/public/v1/students', 405], ['/', 404]] as const) {
+      const outcome = await rawExchange(t.origin, t.ca, `PRI ${target}\r\nConnection: close\r\n\r\n`, { timeoutMs: 5000 });
+      assert.equal(outcome.kind, 'response', `no answer to PRI ${target}`);
+      if (outcome.kind === 'response') assert.equal(outcome.response.status, status, `PRI ${target}`);
+    }
+  });
+});
