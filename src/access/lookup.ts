@@ -1,10 +1,13 @@
 /**
  * The one indexed lookup every API request makes: a key's hash to the key's state and
- * its school's plan, time zone, currency and data version. Nothing here is cached: a key revoked, or a
- * school moved to another plan, is seen by the very next request on every instance.
+ * its school's plan, time zone, currency and data version. Nothing here outlives a turn
+ * of the event loop: a key revoked, or a school moved to another plan, is seen by the
+ * next turn's requests on every instance.
  *
  * On SQLite a lookup is a read of the process's own file, cheaper than anything that
- * would batch it. On PostgreSQL it is a round trip to a server process that shares the
+ * would batch it; the reads of one turn share one snapshot (src/db/reader.ts), so a key
+ * asked for again in the same turn (a flood of one key, a loader's many connections) is
+ * the row already read, kept until the snapshot ends. On PostgreSQL it is a round trip to a server process that shares the
  * machine's cores, for every request, a refused one included: there the lookups of the
  * requests that arrive in one turn of the event loop go out together, as one statement
  * (`key_hash = any($1)`, still one index probe per key), and each request gets its own
@@ -13,6 +16,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import { prepared, type Reader } from '../db/index.js';
+import { SqliteReader } from '../db/reader.js';
 import type { Database } from '../db/schema.js';
 
 export interface KeyRow {
@@ -51,9 +55,14 @@ export class KeyFinder {
 
   constructor(private readonly reads: Reader) {}
 
+  /** On SQLite: the rows read in the open snapshot, by hash (misses included). */
+  private readonly inSnapshot = { snapshot: 0, rows: new Map<string, KeyRow | undefined>() };
+
   /** The key with this hash and its school: at once on SQLite, with a promise on PostgreSQL. */
   find(hash: string): KeyRow | undefined | Promise<KeyRow | undefined> {
+    if (this.reads instanceof SqliteReader) return this.findInSnapshot(this.reads, hash);
     if (this.reads.dialect === 'sqlite') {
+      // A reader that only compiles (the OpenAPI document's): it answers nothing.
       const rows = findOne(this.reads, { hash });
       return rows instanceof Promise ? rows.then((r) => r[0]) : rows[0];
     }
@@ -66,6 +75,19 @@ export class KeyFinder {
         setImmediate(this.flush);
       }
     });
+  }
+
+  private findInSnapshot(reads: SqliteReader, hash: string): KeyRow | undefined {
+    const kept = this.inSnapshot;
+    if (kept.snapshot !== 0 && kept.snapshot === reads.snapshot && kept.rows.has(hash)) return kept.rows.get(hash);
+    // Reading opens the turn's snapshot if none is open.
+    const row = (findOne(reads, { hash }) as KeyRow[])[0];
+    if (kept.snapshot !== reads.snapshot) {
+      kept.snapshot = reads.snapshot;
+      kept.rows.clear();
+    }
+    kept.rows.set(hash, row);
+    return row;
   }
 
   private readonly flush = (): void => {

@@ -77,6 +77,16 @@ export class SqliteReader implements Reader {
   /** BEGIN and COMMIT on the read connection, made with it. */
   private turn: { begin: SQLite.Statement; commit: SQLite.Statement } | null = null;
   private turnOpen = false;
+  private turnsBegun = 0;
+
+  /**
+   * Which read transaction is open: a number no other has had, or 0 when none is. Results
+   * read under the same number come from the same snapshot (src/access/lookup.ts keeps
+   * the key rows of one by it).
+   */
+  get snapshot(): number {
+    return this.turnOpen ? this.turnsBegun : 0;
+  }
 
   /**
    * Runs a query in the read transaction of the current turn of the event loop, opening
@@ -94,6 +104,7 @@ export class SqliteReader implements Reader {
     if (!this.turnOpen) {
       this.turn!.begin.run();
       this.turnOpen = true;
+      this.turnsBegun += 1;
       setImmediate(this.endTurn);
     }
     return statement.all(parameters) as R[];
