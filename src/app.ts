@@ -27,7 +27,7 @@ import { compileQueryDecoder } from './resources/common/query.js';
 import { ResponseCache } from './resources/cache.js';
 import { publicApi } from './resources/index.js';
 import type { TlsMaterial } from './tls.js';
-import { atTurnEnd, mayHold } from './turn-end.js';
+import { atTurnEnd, mayHold, writeWaiting } from './turn-end.js';
 
 export interface AppDeps {
   config: Config;
@@ -161,6 +161,9 @@ export async function buildApp(deps: AppDeps) {
         },
         handler,
       );
+      // A client that closes its side after its request has the connection ended by Node in
+      // the turn that read it: the answers held to the turn's end go first (src/turn-end.ts).
+      server.on('secureConnection', (socket: Duplex) => socket.prependListener('end', writeWaiting));
       return server.on('request', gate);
     },
     // The gate's request id when the gate saw the request first, so both tell the same.

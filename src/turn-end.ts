@@ -26,12 +26,25 @@
  */
 let waiting: (() => void)[] = [];
 
-/** Writes what waits now: before work that may take a while (a query), so that answers do not wait for it. */
+/**
+ * Writes what waits now: before work that may take a while (a query), so that answers do
+ * not wait for it, and before Node ends a connection in the turn that read its request
+ * (a parse error after a request, a client that closed its side: src/app.ts). A write
+ * that throws does not keep the others from being written; its error is thrown after them.
+ */
 export function writeWaiting(): void {
   if (waiting.length === 0) return;
   const all = waiting;
   waiting = [];
-  for (const write of all) write();
+  let failure: { error: unknown } | undefined;
+  for (const write of all) {
+    try {
+      write();
+    } catch (error) {
+      failure ??= { error };
+    }
+  }
+  if (failure !== undefined) throw failure.error;
 }
 
 /** Runs `write` at the end of this turn of the event loop, after the writes queued before it. */

@@ -107,7 +107,14 @@ export class SqliteReader implements Reader {
       this.turnsBegun += 1;
       setImmediate(this.endTurn);
     }
-    return statement.all(parameters) as R[];
+    try {
+      return statement.all(parameters) as R[];
+    } catch (error) {
+      // Some errors (SQLITE_BUSY, IOERR, FULL) roll the transaction back: the next read
+      // then begins another, with a snapshot of its own.
+      if (!this.connection!.inTransaction) this.turnOpen = false;
+      throw error;
+    }
   }
 
   private readonly endTurn = (): void => {

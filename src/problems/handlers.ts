@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isStoreUnavailable } from '../db/index.js';
 import { callerFields } from '../ops/request-log.js';
+import { writeWaiting } from '../turn-end.js';
 import { Problem, PROBLEM_CONTENT_TYPE } from './index.js';
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem): FastifyReply {
@@ -96,6 +97,8 @@ function wasHead(error: Error): boolean {
  */
 export function clientErrorHandler(headers: Record<string, string>, observe: (kind: ClientErrorKind) => void) {
   return function onClientError(error: Error & { code?: string }, socket: Duplex): void {
+    // The answers to the requests read before the bad bytes go first (src/turn-end.ts).
+    writeWaiting();
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
     if (error.code?.startsWith('ERR_TLS_') || error.code?.startsWith('ERR_SSL_')) {
       // No TLS session (a handshake that failed or never finished): nothing can be written.
