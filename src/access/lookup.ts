@@ -7,11 +7,11 @@
  * On SQLite a lookup is a read of the process's own file, cheaper than anything that
  * would batch it; the reads of one turn share one snapshot (src/db/reader.ts), so a key
  * asked for again in the same turn (a flood of one key, a loader's many connections) is
- * the row already read, kept until the snapshot ends. On PostgreSQL it is a round trip to a server process that shares the
- * machine's cores, for every request, a refused one included: there the lookups of the
- * requests that arrive in one turn of the event loop go out together, as one statement
- * (`key_hash = any($1)`, still one index probe per key), and each request gets its own
- * row back. Under load that turns dozens of round trips into one; an idle server's
+ * the row already read, kept until the snapshot ends. On PostgreSQL it is a round trip
+ * to a server process that shares the machine's cores, for every request, a refused one
+ * included: there the lookups of the requests that arrive in one turn of the event loop
+ * go out together, as one statement (`key_hash = any($1)`, still one index probe per
+ * key), and each request gets its own row back. Under load that turns dozens of round trips into one; an idle server's
  * request waits only for the end of the turn it arrived in.
  */
 import { sql, type Kysely } from 'kysely';

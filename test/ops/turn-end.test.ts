@@ -60,6 +60,8 @@ describe('a write that throws', () => {
 });
 
 describe('pipelined requests on one connection', () => {
+  /** A well-formed key that no school has. */
+  const unknown = `service_pk_${'0'.repeat(32)}`;
   let t: TestApp;
   let w: World;
 
@@ -70,32 +72,6 @@ describe('pipelined requests on one connection', () => {
     assert.equal((await t.request('/api/public/v1/vehicles', { key: w.a.key })).status, 200);
   });
   after(() => t.close());
-
-  it('are answered in the order asked, refusals, stored and queried answers mixed', async () => {
-    const unknown = `service_pk_${'0'.repeat(32)}`;
-    const asked: [string, string, number][] = [
-      ['/api/public/v1/students?limit=2', w.a.key, 200], // queried by the app
-      ['/api/public/v1/vehicles', w.a.key, 200], // stored, sent by the gate
-      ['/api/public/v1/students', unknown, 401], // refused by the gate
-      ['/api/public/v1/nothing', w.a.key, 404], // the app's error
-      ['/api/public/v1/students?limit=1', unknown, 401],
-      ['/api/public/v1/instructors', w.b.key, 200],
-    ];
-    const url = new URL(t.origin);
-    const bytes = asked
-      .map(([path, key], i) => `GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nX-Asked: ${i}\r\n${i === asked.length - 1 ? 'Connection: close\r\n' : ''}\r\n`)
-      .join('');
-    const text = await new Promise<string>((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: t.ca, servername: 'localhost' }, () => socket.write(bytes));
-      socket.setTimeout(5000, () => socket.destroy(new Error('no complete answer within 5 s')));
-      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-      socket.on('error', reject);
-      socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    });
-    const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
-    assert.deepEqual(statuses, asked.map(([, , status]) => status));
-  });
 
   /** Writes `bytes` on a new connection (then closes its side, with halfClose) and reads until the server closes. */
   function exchange(bytes: string, halfClose: boolean): Promise<string> {
@@ -113,13 +89,34 @@ describe('pipelined requests on one connection', () => {
     });
   }
 
+  /** The statuses of the answers `exchange` reads, in order. */
+  async function statusesOf(bytes: string, halfClose: boolean): Promise<number[]> {
+    return [...(await exchange(bytes, halfClose)).matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+  }
+
+  it('are answered in the order asked, refusals, stored and queried answers mixed', async () => {
+    const asked: [string, string, number][] = [
+      ['/api/public/v1/students?limit=2', w.a.key, 200], // queried by the app
+      ['/api/public/v1/vehicles', w.a.key, 200], // stored, sent by the gate
+      ['/api/public/v1/students', unknown, 401], // refused by the gate
+      ['/api/public/v1/nothing', w.a.key, 404], // the app's error
+      ['/api/public/v1/students?limit=1', unknown, 401],
+      ['/api/public/v1/instructors', w.b.key, 200],
+    ];
+    const url = new URL(t.origin);
+    const bytes = asked
+      .map(([path, key], i) => `GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nX-Asked: ${i}\r\n${i === asked.length - 1 ? 'Connection: close\r\n' : ''}\r\n`)
+      .join('');
+    const statuses = await statusesOf(bytes, false);
+    assert.deepEqual(statuses, asked.map(([, , status]) => status));
+  });
+
   it('answers a request before the parse error of the bytes after it, and a client that closed its side', async () => {
     const url = new URL(t.origin);
     const get = (key: string) => `GET /api/public/v1/vehicles HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\n\r\n`;
-    for (const [key, status] of [[w.a.key, 200], [`service_pk_${'0'.repeat(32)}`, 401]] as const) {
-      const statuses = async (bytes: string, halfClose: boolean) => [...(await exchange(bytes, halfClose)).matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
-      const afterIt = await statuses(`${get(key)}\u0001not http\r\n\r\n`, false);
-      const halfClosed = await statuses(get(key), true);
+    for (const [key, status] of [[w.a.key, 200], [unknown, 401]] as const) {
+      const afterIt = await statusesOf(`${get(key)}\u0001not http\r\n\r\n`, false);
+      const halfClosed = await statusesOf(get(key), true);
       if (process.env.DATABASE_URL) {
         // On PostgreSQL the answer is made after the key lookup comes back, in a later turn:
         // by then Node has answered the bad bytes with 400 or ended the connection.
