@@ -94,7 +94,14 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
         await migrationDb.destroy();
       }
     };
-    return { db, reads, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, migrate, close: () => db.destroy() };
+    const close = async () => {
+      await db.destroy();
+      // Kysely ends the pool only if it ran a query itself: a process that served only
+      // reads (PgReader uses the pool directly) would otherwise keep an idle connection,
+      // and stay alive, until the pool's idle timeout.
+      if (!pool.ending) await pool.end();
+    };
+    return { db, reads, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, migrate, close };
   }
   fs.mkdirSync(config.dataDir, { recursive: true });
   const file = sqlitePath(config);

@@ -2,7 +2,8 @@
  * SIGTERM under load on one real `serve` process with the embedded stores (SQLite and
  * the in-memory limiter): requests in flight finish, new connections are refused,
  * every answered request is on the key's counter, and the exit code is 0. (Three
- * instances on PostgreSQL and Redis: test/access/instances.test.ts.)
+ * instances on PostgreSQL and Redis: test/access/instances.test.ts.) On PostgreSQL, a
+ * process that has only read exits at once too, not when its idle connections time out.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -89,5 +90,39 @@ describe('SIGTERM under load, one process on SQLite', { skip: embedded ? false :
     assert.equal(await connectable(port), false, 'the port refuses new connections');
     const row = await store.db.selectFrom('api_keys').select('request_count').where('id', '=', key.value.id).executeTakeFirstOrThrow();
     assert.equal(Number(row.request_count), answered, 'the counter holds every answered request');
+  });
+});
+
+describe('SIGTERM after reads only, one process on PostgreSQL', { skip: embedded ? 'PostgreSQL only' : false }, () => {
+  let store: TestStore;
+  let server: ServeProcess;
+  let port: number;
+
+  before(async () => {
+    store = await createTestStore();
+    port = await freePort();
+    server = await startServe({ ...process.env, DATABASE_URL: store.url!, SCHOOL_DATA_DIR: store.dataDir, PORT: String(port), SCHOOL_DATA_LOG_LEVEL: 'warn' });
+  });
+  after(async () => {
+    if (server.child.exitCode === null) server.child.kill('SIGKILL');
+    await store.close();
+  });
+
+  it('exits at once, without waiting for its idle database connections to time out', async () => {
+    const tls = await loadTls({ dataDir: store.dataDir, tlsCert: null, tlsKey: null });
+    const client = httpsClient(`https://127.0.0.1:${port}`, tls.cert);
+    try {
+      // An unknown key: the key lookup is the only query, and nothing is written.
+      const res = await client.request('/api/public/v1/students', { key: `service_pk_${'0'.repeat(32)}` });
+      assert.equal(res.status, 401);
+    } finally {
+      client.close();
+    }
+    server.child.kill('SIGTERM');
+    // The pool's idle timeout is 30 s; a clean close takes well under a second.
+    let timer: NodeJS.Timeout | undefined;
+    const code = await Promise.race([server.exited, new Promise((r) => (timer = setTimeout(r, 10_000, 'still running')))]);
+    clearTimeout(timer);
+    assert.equal(code, 0, server.output());
   });
 });
