@@ -1,7 +1,8 @@
 /**
- * The key lookup (src/access/lookup.ts) on SQLite: a key asked for again in the same turn
+ * The key lookup (src/access/lookup.ts). On SQLite a key asked for again in the same turn
  * of the event loop is the row already read in that turn's snapshot, and nothing is kept
- * past it: a key revoked by another connection is seen revoked from the next turn on.
+ * past it: a key revoked by another connection is seen revoked from the next turn on. On
+ * PostgreSQL a lookup never joins a statement sent before it.
  */
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -10,6 +11,7 @@ import SQLite from 'better-sqlite3';
 import { hashKey } from '../../src/access/keys.js';
 import { KeyFinder, type KeyRow } from '../../src/access/lookup.js';
 import { sqlitePath } from '../../src/db/index.js';
+import { revokeKey } from '../../src/management/keys.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
@@ -62,5 +64,54 @@ describe('the key lookup on SQLite', { skip: process.env.DATABASE_URL ? 'SQLite 
     assert.equal((keys.find(hash) as KeyRow).revokedAt, null, 'the same snapshot within the turn');
     await nextTurn();
     assert.notEqual((keys.find(hash) as KeyRow).revokedAt, null);
+  });
+});
+
+describe('the key lookup on PostgreSQL', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only' }, () => {
+  let store: TestStore;
+  let w: World;
+  /** While set, the rows of the statements sent are held back, after they ran, until released. */
+  let holding: { released: Promise<void>; back(): void } | null = null;
+  /** Holds back the rows of the statements sent until `holding` is cleared; `came` when one has run. */
+  const holdRows = () => {
+    let release!: () => void;
+    let back!: () => void;
+    const came = new Promise<void>((resolve) => (back = resolve));
+    holding = { released: new Promise((resolve) => (release = resolve)), back };
+    return { release, came };
+  };
+
+  before(async () => {
+    store = await createTestStore();
+    w = await seedWorld(store.db);
+    const run = store.reads.run.bind(store.reads);
+    store.reads.run = <R>(text: string, parameters: readonly unknown[]) => {
+      const held = holding;
+      const rows = run<R>(text, parameters) as Promise<R[]>;
+      if (!held) return rows;
+      return rows.then(async (r) => {
+        held.back();
+        await held.released;
+        return r;
+      });
+    };
+  });
+  after(() => store.close());
+
+  it('never answers a lookup from a statement sent before it', async () => {
+    const keys = new KeyFinder(store.reads);
+    const hash = hashKey(w.lone.key);
+    const { release, came } = holdRows();
+    const earlier = keys.find(hash);
+    await nextTurn();
+    holding = null;
+    // The first statement has read the key, and its rows are held back while the key is revoked.
+    await came;
+    await revokeKey(store.db, w.lone.keyId);
+    const later = keys.find(hash);
+    await nextTurn();
+    release();
+    assert.equal((await earlier)?.revokedAt, null, 'the request that started before the revocation');
+    assert.notEqual((await later)?.revokedAt, null, 'a request that started after it is refused');
   });
 });
