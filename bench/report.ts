@@ -130,7 +130,7 @@ export function summarise(scenarios: Scenario[], runs: ScenarioRun[], settings: 
       const minRatio = s.targets.ratio?.[store];
       if (minRatio !== undefined && ratio < minRatio) failures.push(`ratio ${ratio.toFixed(2)} < ${minRatio}`);
       if (p99Ms > s.targets.p99Ms) failures.push(`p99 ${p99Ms.toFixed(1)} ms > ${s.targets.p99Ms} ms`);
-      if (peakRss !== null && peakRss > MAX_RSS_BYTES) failures.push(`RSS ${(peakRss / 2 ** 20).toFixed(0)} MB > ${MAX_RSS_BYTES / 2 ** 20} MB`);
+      if (peakRss !== null && peakRss > MAX_RSS_BYTES) failures.push(`RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB > ${MAX_RSS_BYTES / 2 ** 20} MiB`);
       if (unexpected > 0) failures.push(`${unexpected} answers not ${s.expect}`);
       return {
         scenario: s.name,
@@ -163,7 +163,7 @@ export function markdownTable(report: Report, scenarios: Scenario[]): string {
   const byName = new Map(scenarios.map((s) => [s.name, s]));
   const store = report.settings.store;
   const lines = [
-    '| scenario | req/s | bare req/s | ratio (target) | Δ runs | per CPU-s ratio | p50 ms | p99 ms (target) | peak RSS MB | body bytes | stored answers | result |',
+    '| scenario | req/s | bare req/s | ratio (target) | Δ runs | per CPU-s ratio | p50 ms | p99 ms (target) | peak RSS MiB | body bytes | stored answers | result |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const s of report.summary) {

@@ -224,7 +224,7 @@ async function runScenario(ctx: Context, server: ApiServer, scenario: Scenario, 
   say(
     `  ${scenario.name.padEnd(20)} ${a.rps.toFixed(0).padStart(6)} req/s  bare ${b.rps.toFixed(0).padStart(6)}  ratio ${(a.rps / b.rps).toFixed(2)}  ` +
       `per CPU-s ${(a.requests / a.cpuSeconds / (b.requests / b.cpuSeconds)).toFixed(2)}  p50 ${a.latencyMs.p50.toFixed(1)} ms  p99 ${a.latencyMs.p99.toFixed(1)} ms  ` +
-      `RSS ${result.peakRssBytes === null ? 'n/a' : (result.peakRssBytes / 2 ** 20).toFixed(0)} MB  ${probed.medianBytes} B` +
+      `RSS ${result.peakRssBytes === null ? 'n/a' : (result.peakRssBytes / 2 ** 20).toFixed(0)} MiB  ${probed.medianBytes} B` +
       (result.storedShare === null ? '' : `  stored ${(100 * result.storedShare).toFixed(0)} %`) +
       `\n  ${' '.repeat(20)} ${formatGc(gc, a.seconds)}`,
   );

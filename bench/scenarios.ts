@@ -35,6 +35,7 @@ export interface Scenario {
   requests(shape: DatasetShape): BenchRequest[];
 }
 
+/** The "peak RSS <= 200 MB", read as 200 MiB, the unit of ps, top and the reports. */
 export const MAX_RSS_BYTES = 200 * 1024 * 1024;
 
 const API = '/api/public/v1';
