@@ -72,7 +72,10 @@ describe('the key lookup on PostgreSQL', { skip: process.env.DATABASE_URL ? fals
   let w: World;
   /** While set, the rows of the statements sent are held back, after they ran, until released. */
   let holding: { released: Promise<void>; back(): void } | null = null;
-  /** Holds back the rows of the statements sent until `holding` is cleared; `came` when one has run. */
+  /**
+   * Holds back, until `release()`, the rows of the statements sent from now until `holding`
+   * is cleared; `came` resolves when the first of them has run.
+   */
   const holdRows = () => {
     let release!: () => void;
     let back!: () => void;
