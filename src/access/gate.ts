@@ -69,8 +69,6 @@ interface Asked {
   path: string;
   requestId: string;
   started: number;
-  /** Decided by a lookup that answered after the turn that read the request. */
-  decidedLater: boolean;
 }
 
 export function accessGate(deps: GateDeps, app: RequestListener): RequestListener {
@@ -94,8 +92,8 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
    * that came back from PostgreSQL (the lookups of a turn come back together, and so their
    * answers already leave in one burst), or when the request is not a read (mayHold).
    */
-  function send(asked: Asked, status: number, headers: string[], body: string | Buffer, caller: Caller | null): void {
-    if (asked.decidedLater || !mayHold(asked.req.method)) write(asked, status, headers, body, caller);
+  function send(asked: Asked, decidedLater: boolean, status: number, headers: string[], body: string | Buffer, caller: Caller | null): void {
+    if (decidedLater || !mayHold(asked.req.method)) write(asked, status, headers, body, caller);
     else atTurnEnd(() => write(asked, status, headers, body, caller));
   }
 
@@ -114,7 +112,8 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
     });
   }
 
-  function answer(asked: Asked, access: Access): void {
+  /** `decidedLater`: by a lookup that came back after the turn that read the request. */
+  function answer(asked: Asked, access: Access, decidedLater: boolean): void {
     const { req, res, requestId } = asked;
     if (access.allowed) {
       const stored = access.tenant === null ? undefined : storedFor(asked, access.tenant);
@@ -126,7 +125,7 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
       }
       const headers = [...common, 'X-Request-Id', requestId, 'RateLimit-Policy', access.rateLimit['RateLimit-Policy'], 'RateLimit', access.rateLimit.RateLimit];
       headers.push('Content-Type', stored.contentType, 'Content-Length', String(stored.body.length));
-      send(asked, 200, headers, stored.body, access.caller);
+      send(asked, decidedLater, 200, headers, stored.body, access.caller);
       return;
     }
     const { problem, caller, rateLimit } = access;
@@ -135,7 +134,7 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
     const headers = headersOf(problem).slice();
     headers.push('X-Request-Id', requestId, 'Content-Length', String(Buffer.byteLength(body)));
     if (rateLimit !== null) headers.push('RateLimit-Policy', rateLimit['RateLimit-Policy'], 'RateLimit', rateLimit.RateLimit);
-    send(asked, problem.status, headers, body, caller);
+    send(asked, decidedLater, problem.status, headers, body, caller);
   }
 
   /** A stored answer the gate may send as it is: not one the app would compress for this client. */
@@ -164,7 +163,7 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
       app(req, res);
       return;
     }
-    const asked: Asked = { req, res, url, path, requestId: randomUUID(), started: performance.now(), decidedLater: false };
+    const asked: Asked = { req, res, url, path, requestId: randomUUID(), started: performance.now() };
     (req as IncomingMessage & { [REQUEST_ID]?: string })[REQUEST_ID] = asked.requestId;
 
     let access: Access | Promise<Access>;
@@ -176,14 +175,11 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
     }
     if (access instanceof Promise) {
       access.then(
-        (decided) => {
-          asked.decidedLater = true;
-          answer(asked, decided);
-        },
+        (decided) => answer(asked, decided, true),
         (failure: unknown) => fail(asked, failure),
       );
     } else {
-      answer(asked, access);
+      answer(asked, access, false);
     }
   };
 }

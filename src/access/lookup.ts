@@ -61,11 +61,6 @@ export class KeyFinder {
   /** The key with this hash and its school: at once on SQLite, with a promise on PostgreSQL. */
   find(hash: string): KeyRow | undefined | Promise<KeyRow | undefined> {
     if (this.reads instanceof SqliteReader) return this.findInSnapshot(this.reads, hash);
-    if (this.reads.dialect === 'sqlite') {
-      // A reader that only compiles (the OpenAPI document's): it answers nothing.
-      const rows = findOne(this.reads, { hash });
-      return rows instanceof Promise ? rows.then((r) => r[0]) : rows[0];
-    }
     return new Promise((resolve, reject) => {
       const same = this.waiting.get(hash);
       if (same) same.push({ resolve, reject });
