@@ -151,7 +151,8 @@ describe('ResponseCache', () => {
     const cache = new ResponseCache(64 * 1024);
     for (let i = 0; i < 200; i++) cache.set(tenant('s'), `/p${i}`, body(1000), 'application/json');
     assert.ok(cache.size.bytes <= 64 * 1024);
-    assert.ok(cache.size.entries >= 40 && cache.size.entries < 64, `${cache.size.entries} entries`);
+    // Each entry counts its body, its key and its objects (about 1.6 KB here).
+    assert.ok(cache.size.entries >= 35 && cache.size.entries < 64, `${cache.size.entries} entries`);
     const kept = Array.from({ length: 200 }, (_, i) => cache.get(tenant('s'), `/p${i}`)).filter(Boolean).length;
     assert.equal(kept, cache.size.entries);
   });
