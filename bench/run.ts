@@ -26,7 +26,7 @@ import { Accumulator, checkWrk, runWrk } from './wrk.js';
  * more; at 2 MB the objects of the requests in flight outlive the frequent scavenges and are
  * promoted, and the floods lost a quarter of their throughput). docs/performance.md, "Memory".
  */
-const SERVER_NODE_OPTIONS = '--max-old-space-size=128 --max-semi-space-size=8';
+const SERVER_NODE_OPTIONS = '--max-old-space-size=96 --max-semi-space-size=8';
 
 const USAGE = `usage: npm run bench -- [options]
 
