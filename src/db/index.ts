@@ -228,6 +228,11 @@ function compileTemplate<P extends object>(db: Kysely<Database>, build: (db: Kys
   };
 }
 
+/** Whether a Kysely instance (or transaction) talks to PostgreSQL rather than SQLite. */
+export function onPostgres(db: { getExecutor(): { adapter: unknown } }): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
 /**
  * A text expression as bytes where the driver hands bytes over as they are (SQLite: a
  * Buffer), else as text (PostgreSQL, whose driver decodes text results). A response body
@@ -235,13 +240,13 @@ function compileTemplate<P extends object>(db: Kysely<Database>, build: (db: Kys
  * encode it again for the socket would be work for nothing.
  */
 export function asBytes<T>(db: Kysely<Database>, text: Expression<T>): RawBuilder<T | Buffer> {
-  return db.getExecutor().adapter instanceof PostgresAdapter ? sql<T>`${text}` : sql<Buffer>`cast(${text} as blob)`;
+  return onPostgres(db) ? sql<T>`${text}` : sql<Buffer>`cast(${text} as blob)`;
 }
 
 async function runMigrations(db: Kysely<Database>, to: string | undefined): Promise<string[]> {
   // On PostgreSQL the bookkeeping tables go in the connection's own schema: without it,
   // Kysely would take a migration table in any schema on the search path for its own.
-  const schema = db.getExecutor().adapter instanceof PostgresAdapter
+  const schema = onPostgres(db)
     ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
     : undefined;
   const migrator = new Migrator({
@@ -259,7 +264,7 @@ async function runMigrations(db: Kysely<Database>, to: string | undefined): Prom
  * the index made for it rather than the one that only matches the order.
  */
 export async function refreshStatistics(db: Kysely<Database>): Promise<void> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+  if (onPostgres(db)) {
     // Only this service's tables: a bare ANALYZE reads every table of every schema in the
     // database, which can outlast statement_timeout and fail an import already committed.
     const tables = await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(db);

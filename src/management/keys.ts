@@ -3,8 +3,9 @@
  * The key value exists only in the result of createKey; the database keeps its hash.
  */
 import { randomBytes } from 'node:crypto';
-import { PostgresAdapter, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { generateKey } from '../access/keys.js';
+import { onPostgres } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { API_PLANS, type Plan } from '../domain/enums.js';
 import { nowTimestamp } from '../domain/time.js';
@@ -42,7 +43,7 @@ export async function createKey(db: Kysely<Database>, schoolId: string, rawName:
     // On PostgreSQL the school row is locked so two concurrent creates cannot both pass
     // the limit; SQLite already runs one write transaction at a time.
     let schoolQuery = trx.selectFrom('schools').select(['id', 'plan']).where('id', '=', schoolId);
-    if (trx.getExecutor().adapter instanceof PostgresAdapter) schoolQuery = schoolQuery.forUpdate();
+    if (onPostgres(trx)) schoolQuery = schoolQuery.forUpdate();
     const school = await schoolQuery.executeTakeFirst();
     if (!school) return { ok: false, reason: `no school with id "${schoolId}"` };
     if (!API_PLANS.includes(school.plan as Plan)) {

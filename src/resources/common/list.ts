@@ -12,8 +12,8 @@
  *   through the filter's index in the list's order, and the total counts that index's
  *   entries, so both grow with the filter's matches, not with the list.
  */
-import { PostgresAdapter, sql, type ExpressionBuilder, type Kysely } from 'kysely';
-import { asBytes, prepared, type Reader } from '../../db/index.js';
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { asBytes, onPostgres, prepared, type Reader } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { LIST_MODELS, type ListTable } from '../items.js';
 import { DEEP_OFFSET } from './params.js';
@@ -82,7 +82,7 @@ export function pagedList<T extends ListTable, F extends ListFilter>(spec: ListS
    */
   const joined = (db: Untyped, page: ReturnType<typeof inSchool>) => {
     const items = (eb: UntypedEb) => eb.fn.agg<string>('string_agg', ['item', sql.lit(',')]);
-    const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    const postgres = onPostgres(db);
     return db.selectFrom(page.as('page')).select((eb: UntypedEb) => (postgres ? items(eb).orderBy('pos') : items(eb)).as('items'));
   };
   /**
@@ -109,7 +109,7 @@ export function pagedList<T extends ListTable, F extends ListFilter>(spec: ListS
     // every reference to them is planned as a copy of its subqueries, and each copy runs:
     // five index seeks where two do (pgbench: a quarter more lessons pages a second).
     // SQLite is as fast either way, and is left to inline them.
-    const postgres = kdb.getExecutor().adapter instanceof PostgresAdapter;
+    const postgres = onPostgres(kdb);
     return db
       .with((cte) => (postgres ? cte('bounds').materialized() : cte('bounds')), (w) =>
         w.selectNoFrom((eb) => [
