@@ -25,6 +25,7 @@ import { clientErrorHandler, errorHandler, notFoundHandler, writeRawProblem } fr
 import { Problem } from './problems/index.js';
 import { compileQueryDecoder } from './resources/common/query.js';
 import { ResponseCache } from './resources/cache.js';
+import { COMPRESS_FROM_BYTES, ENCODINGS } from './resources/encoding.js';
 import { publicApi } from './resources/index.js';
 import type { TlsMaterial } from './tls.js';
 import { atTurnEnd, mayHold, writeWaiting } from './turn-end.js';
@@ -38,6 +39,8 @@ export interface AppDeps {
   tls: TlsMaterial;
   /** Where request counts and latencies go (default: the process's); the ops plugin serves them. */
   metrics?: ApiMetrics;
+  /** The stored answers (default: SCHOOL_DATA_RESPONSE_CACHE_MB of them, gzipped as room is needed). */
+  cache?: ResponseCache;
 }
 
 /** TLS 1.2 is allowed with forward-secret AEAD suites only; TLS 1.3 suites are all strong. */
@@ -49,9 +52,6 @@ export const TLS12_CIPHERS = [
   'ECDHE-ECDSA-CHACHA20-POLY1305',
   'ECDHE-RSA-CHACHA20-POLY1305',
 ].join(':');
-
-/** Bodies from this size on are compressed when the client accepts it (smaller ones gain nothing). */
-const COMPRESS_FROM_BYTES = 1024;
 
 const SECURITY_HEADERS = {
   'Strict-Transport-Security': 'max-age=31536000',
@@ -135,7 +135,7 @@ export async function buildApp(deps: AppDeps) {
 
   const serverOptions = { ...listenerOptions(config, tls).https, requireHostHeader: false };
   const accessLog = new AccessLog(lineWriter(logger), logger.isLevelEnabled('info'));
-  const cache = new ResponseCache(config.responseCacheMb * 2 ** 20);
+  const cache = deps.cache ?? new ResponseCache(config.responseCacheMb * 2 ** 20, { compressFrom: COMPRESS_FROM_BYTES });
   metrics.watchStoredAnswers(() => ({ ...cache.lookups, bytes: cache.size.bytes }));
   const check = accessCheck({ config, reads: store.reads, limiter, usage });
   const publicPaths = new Set([OPENAPI_PATH]);
@@ -263,7 +263,7 @@ export async function buildApp(deps: AppDeps) {
     done();
   });
 
-  await app.register(compress, { global: true, threshold: COMPRESS_FROM_BYTES, encodings: ['br', 'gzip', 'deflate'], brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } } });
+  await app.register(compress, { global: true, threshold: COMPRESS_FROM_BYTES, encodings: ENCODINGS, brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } } });
   // On SQLite, where an answer is made in the turn that read its request, the app's answers
   // to reads leave at the end of the turn like the gate's (src/turn-end.ts); on PostgreSQL they are
   // made when a query comes back, and leave at once. After compression's hook; called

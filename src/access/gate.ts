@@ -11,7 +11,9 @@
  * request (its request and reply objects, hooks, error path and serializer) costs several
  * times the check itself (docs/performance.md); stored answers for the same reason. An
  * answer given here is the one the app gives: the same body, headers, access line and
- * metrics. (A stored answer the app would compress for this client is left to the app.)
+ * metrics. (A stored answer is sent here as it is stored, gzipped, to a client that the
+ * app would send gzip, and unzipped to one that takes no compression; one the app would
+ * compress otherwise, with br or deflate, is left to the app.)
  *
  * What the gate is not sure about it leaves to the app, which decides it the same way:
  * targets outside the prefix, percent-encoded paths (the router decodes them; the public
@@ -26,7 +28,8 @@ import type { Logger } from 'pino';
 import { callerFields, type AccessLog, type Caller } from '../ops/request-log.js';
 import type { ResponseRecorder } from '../ops/metrics.js';
 import { PROBLEM_CONTENT_TYPE, type Problem } from '../problems/index.js';
-import { noteLookup, type StoredResponse } from '../resources/cache.js';
+import { noteLookup, plainBody, type StoredResponse } from '../resources/cache.js';
+import { chosenEncoding } from '../resources/encoding.js';
 import { atTurnEnd, mayHold, writeWaiting } from '../turn-end.js';
 import { API_PREFIX, passAccess, pathOf, type Access, type AccessCheck, type Tenant } from './index.js';
 
@@ -124,7 +127,9 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
         return;
       }
       const headers = [...common, 'X-Request-Id', requestId, 'RateLimit-Policy', access.rateLimit['RateLimit-Policy'], 'RateLimit', access.rateLimit.RateLimit];
-      headers.push('Content-Type', stored.contentType, 'Content-Length', String(stored.body.length));
+      headers.push('Content-Type', stored.contentType);
+      if (stored.encoding !== undefined) headers.push('Vary', 'accept-encoding', 'Content-Encoding', stored.encoding);
+      headers.push('Content-Length', String(stored.body.length));
       send(asked, decidedLater, 200, headers, stored.body, access.caller);
       return;
     }
@@ -137,12 +142,21 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
     send(asked, decidedLater, problem.status, headers, body, caller);
   }
 
-  /** A stored answer the gate may send as it is: not one the app would compress for this client. */
-  function storedFor({ req, url }: Asked, tenant: Tenant): StoredResponse | undefined {
+  /**
+   * The stored answer to this request as the gate sends it (its body, and its encoding when
+   * gzipped); undefined when there is none, or when the app would compress it for this
+   * client otherwise than with gzip (the lookup is left to the app then).
+   */
+  function storedFor({ req, url }: Asked, tenant: Tenant): { body: Buffer; contentType: string; encoding?: 'gzip' } | undefined {
     if (req.method !== 'GET' && req.method !== 'HEAD') return undefined;
     const stored = deps.stored(tenant, url);
-    const accepted = req.headers['accept-encoding'];
-    if (stored !== undefined && (stored.body.length < compressFrom || accepted === undefined || accepted === '' || accepted === 'identity')) return stored;
+    if (stored === undefined) {
+      noteLookup(req, stored);
+      return undefined;
+    }
+    const encoding = stored.plainLength < compressFrom ? undefined : chosenEncoding(req.method, req.headers);
+    if (encoding === undefined) return { body: plainBody(stored), contentType: stored.contentType };
+    if (encoding === 'gzip' && stored.gzipped) return { body: stored.body, contentType: stored.contentType, encoding };
     noteLookup(req, stored);
     return undefined;
   }

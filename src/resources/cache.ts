@@ -14,18 +14,31 @@
  * Access is decided before any stored answer is looked at, so a revoked key, a plan
  * change or a used-up limit are answered as always; usage is counted as always.
  *
- * Memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB). When full, the larger of two entries
- * picked at random makes room:
- * - at random, because unlike least-recently-used that keeps serving hits to a client that
+ * Memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB). An answer is stored as it is sent.
+ * When room is needed, the larger of two entries picked at random makes it: gzipped, if it
+ * is one the app would compress (from COMPRESS_FROM_BYTES, src/resources/encoding.ts) and
+ * is not yet; else removed.
+ * - Gzipped first: JSON lists shrink five- to ninefold at zlib's fastest level (a month of
+ *   lessons, 14 KB, to 2 KB), so the same memory holds several times the answers. Sending
+ *   one costs more than a plain one, so answers are compressed only as room is needed:
+ *   a client that would get gzip gets the stored bytes as they are, any other has them
+ *   unzipped (15-18 us for 12 KB, against 100-400 us for the query) or, for br and deflate,
+ *   unzipped and compressed by the app as always. On the benchmark's lessons and mixed
+ *   workloads, 32 MiB then holds all of their answers instead of about half, and on
+ *   PostgreSQL their p99 went from 41 and 49 ms to 16 and 17 (docs/performance.md); gzipping
+ *   every answer as it is stored did as well there, but made a page of students 30 %
+ *   slower to send from the store.
+ * - At random, because unlike least-recently-used that keeps serving hits to a client that
  *   walks a loop of pages larger than the store (a nightly export, the benchmark's request
- *   lists): LRU evicts each page just before its turn comes again and never hits at all;
- * - the larger of two, because a stored answer's worth is the requests it answers, and a
+ *   lists): LRU evicts each page just before its turn comes again and never hits at all.
+ * - The larger of two, because a stored answer's worth is the requests it answers, and a
  *   small one (a student's card) answers as many as a large one (a page of 200) for a
  *   twentieth of the memory. On the benchmark's mixed workload this answered 40 % of the
  *   requests from 32 MiB where a plain random choice answered 29 % (before the admission below).
  * Entries of old data versions are never asked for again and leave the same way.
  *
- * Once full, a new answer is stored with probability ADMIT_WHEN_FULL (one in eight). A
+ * Once full (what gzipping the entries not yet gzipped would free counted as room), a new
+ * answer is stored with probability ADMIT_WHEN_FULL (one in eight). A
  * workload of more distinct answers than fit (the benchmark's mixed one: 12,000 answers)
  * otherwise replaces a stored answer on every miss, and each lives just long enough for
  * V8 to move it to the old generation before it dies: 2-3 full collections a second where
@@ -36,11 +49,22 @@
  * after a few misses each, and the entries they replace leave as they come in.
  */
 import type { IncomingMessage } from 'node:http';
+import { constants, gunzipSync, gzipSync } from 'node:zlib';
 import type { Tenant } from '../access/index.js';
 
 export interface StoredResponse {
+  /** The body as stored: gzipped when `gzipped`, else as sent (see plainBody). */
   body: Buffer;
+  gzipped: boolean;
+  /** The length of the body as sent without compression. */
+  plainLength: number;
   contentType: string;
+}
+
+/** The body of a stored answer as sent without compression. */
+export function plainBody(stored: StoredResponse): Buffer {
+  // Sized to the body, zlib makes it in one buffer instead of 16 KiB pieces joined.
+  return stored.gzipped ? gunzipSync(stored.body, { chunkSize: stored.plainLength + 64 }) : stored.body;
 }
 
 interface Entry extends StoredResponse {
@@ -48,6 +72,8 @@ interface Entry extends StoredResponse {
   /** Where the entry is in `order`, for removal in constant time. */
   slot: number;
   bytes: number;
+  /** Stored as sent, and gzipping it has not been tried yet. */
+  compressible: boolean;
 }
 
 /**
@@ -63,6 +89,25 @@ const ENTRY_OVERHEAD = 600;
 const ADMIT_WHEN_FULL = 1 / 8;
 /** Bodies larger than this are not stored: the largest API answer (200 list items) is far smaller. */
 const MAX_BODY_BYTES = 512 * 1024;
+/** A body is stored gzipped only when that saves at least an eighth of it. */
+const WORTH_COMPRESSING = 7 / 8;
+/**
+ * The share of a body gzipping is counted on to free, deciding whether the store is full:
+ * the API's JSON loses 75-90 % (a card's 600 bytes are not compressed at all).
+ */
+const EXPECTED_SAVING = 1 / 2;
+
+export interface ResponseCacheOptions {
+  /** Bodies from this size on are gzipped when room is needed (the app passes COMPRESS_FROM_BYTES); none when not given. */
+  compressFrom?: number;
+  /**
+   * At most this many bytes of such bodies are kept as sent, the rest gzipped, the oldest
+   * first; by default as many as fit. (0: all gzipped as they are stored.)
+   */
+  plainBytes?: number;
+  /** Picks the entries that make room, and the answers admitted when full (tests seed it). */
+  random?: () => number;
+}
 
 const LOOKED_UP = Symbol('school-data.stored-lookup');
 type Noted = IncomingMessage & { [LOOKED_UP]?: StoredResponse | null };
@@ -82,8 +127,9 @@ export function notedLookup(raw: IncomingMessage): StoredResponse | null | undef
 
 /**
  * The body in memory of its own. Node makes a small Buffer (under 4 KiB: a card, a
- * summary) as a slice of a shared 8 KiB slab, and one kept slice keeps its whole slab:
- * stored, such answers would hold many times the bytes counted for them.
+ * summary) as a slice of a shared 8 KiB slab, and zlib its output as a slice of a 16 KiB
+ * chunk; one kept slice keeps the whole of either: stored, such answers would hold many
+ * times the bytes counted for them.
  */
 function ownMemory(body: Buffer): Buffer {
   if (body.byteOffset === 0 && body.buffer.byteLength === body.length) return body;
@@ -96,13 +142,30 @@ export class ResponseCache {
   private readonly entries = new Map<string, Entry>();
   private readonly order: Entry[] = [];
   private bytes = 0;
+  /**
+   * The entries that may yet be gzipped, in the order they were stored, from
+   * `toCompressHead` on. Entries are removed only when it is empty, so none of them is
+   * one that was removed.
+   */
+  private toCompress: Entry[] = [];
+  private toCompressHead = 0;
+  /** Their bodies, in bytes. */
+  private compressibleBytes = 0;
   private hits = 0;
   private misses = 0;
 
+  private readonly compressFrom: number;
+  private readonly plainBytes: number;
+  private readonly random: () => number;
+
   constructor(
     private readonly maxBytes: number,
-    private readonly random: () => number = Math.random,
-  ) {}
+    options: ResponseCacheOptions = {},
+  ) {
+    this.compressFrom = options.compressFrom ?? Infinity;
+    this.plainBytes = options.plainBytes ?? Infinity;
+    this.random = options.random ?? Math.random;
+  }
 
   static key(tenant: Tenant, target: string): string {
     return `${tenant.id}\n${tenant.dataVersion}\n${tenant.timezone}\n${tenant.currency}\n${target}`;
@@ -124,16 +187,55 @@ export class ResponseCache {
     const key = ResponseCache.key(tenant, target);
     const bytes = body.length + key.length * 2 + ENTRY_OVERHEAD;
     if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || this.entries.has(key)) return;
-    if (this.bytes + bytes > this.maxBytes && this.random() >= ADMIT_WHEN_FULL) return;
-    while (this.bytes + bytes > this.maxBytes) {
-      const a = this.order[Math.floor(this.random() * this.order.length)]!;
-      const b = this.order[Math.floor(this.random() * this.order.length)]!;
-      this.remove(a.bytes >= b.bytes ? a : b);
-    }
-    const entry: Entry = { key, body: ownMemory(body), contentType, slot: this.order.length, bytes };
+    const room = this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING;
+    if (bytes > room && this.random() >= ADMIT_WHEN_FULL) return;
+    while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
+    const compressible = body.length >= this.compressFrom;
+    const entry: Entry = { key, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, slot: this.order.length, bytes, compressible };
     this.order.push(entry);
     this.entries.set(key, entry);
     this.bytes += bytes;
+    if (compressible) {
+      this.compressibleBytes += body.length;
+      this.toCompress.push(entry);
+      while (this.compressibleBytes > this.plainBytes) this.compressOldest();
+    }
+  }
+
+  /**
+   * Gzips the entry stored longest ago of those not yet tried, or when there is none,
+   * removes the larger of two entries picked at random (see above).
+   */
+  private makeRoom(): void {
+    if (this.toCompressHead < this.toCompress.length) {
+      this.compressOldest();
+      return;
+    }
+    const a = this.order[Math.floor(this.random() * this.order.length)]!;
+    const b = this.order[Math.floor(this.random() * this.order.length)]!;
+    this.remove(a.bytes >= b.bytes ? a : b);
+  }
+
+  /** Gzips the entry stored longest ago of those not yet tried (there is one). */
+  private compressOldest(): void {
+    const entry = this.toCompress[this.toCompressHead]!;
+    this.toCompressHead += 1;
+    if (this.toCompressHead === this.toCompress.length) {
+      this.toCompress = [];
+      this.toCompressHead = 0;
+    } else if (this.toCompressHead > 1024 && this.toCompressHead > this.toCompress.length / 2) {
+      this.toCompress = this.toCompress.slice(this.toCompressHead);
+      this.toCompressHead = 0;
+    }
+    entry.compressible = false;
+    this.compressibleBytes -= entry.body.length;
+    const gzipped = gzipSync(entry.body, { level: constants.Z_BEST_SPEED });
+    if (gzipped.length > entry.body.length * WORTH_COMPRESSING) return;
+    const saved = entry.body.length - gzipped.length;
+    entry.body = ownMemory(gzipped);
+    entry.gzipped = true;
+    entry.bytes -= saved;
+    this.bytes -= saved;
   }
 
   /** Entries and bytes held now (for tests and the metrics). */

@@ -3,8 +3,9 @@
  * already fixed request.tenant before any handler here runs.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
-import { notedLookup, type ResponseCache } from './cache.js';
+import { notedLookup, plainBody, type ResponseCache } from './cache.js';
 import { JSON_CONTENT_TYPE } from './common/list.js';
+import { chosenEncoding } from './encoding.js';
 import type { Reader } from '../db/index.js';
 import { contractRoutes } from './contracts/routes.js';
 import { financeRoutes } from './finance/routes.js';
@@ -57,6 +58,8 @@ export const publicApi: FastifyPluginAsync<PublicApiOptions> = async (app, { rea
  * answer the gate left to the app to compress), and stores the answer it makes: the
  * body as the client gets it, serialized by the route's response schema when the handler
  * returned an object. Only successful answers are stored; errors are thrown past it.
+ * A stored gzipped body goes as it is to a client that compression would send gzip (the
+ * Content-Encoding set here tells @fastify/compress it is done), unzipped to any other.
  */
 function storing(cache: ResponseCache, handler: RouteHandlerMethod): RouteHandlerMethod {
   if (!cache.enabled) return handler;
@@ -66,6 +69,9 @@ function storing(cache: ResponseCache, handler: RouteHandlerMethod): RouteHandle
     const stored = noted === undefined ? cache.get(tenant, request.url) : (noted ?? undefined);
     if (stored !== undefined) {
       reply.type(stored.contentType);
+      if (!stored.gzipped) return stored.body;
+      if (chosenEncoding(request.method, request.headers) !== 'gzip') return plainBody(stored);
+      reply.header('vary', 'accept-encoding').header('content-encoding', 'gzip');
       return stored.body;
     }
     const result: unknown = await (handler as (this: unknown, request: FastifyRequest, reply: FastifyReply) => unknown).call(this, request, reply);

@@ -5,12 +5,14 @@
  * changes nothing about access (keys, plans, limits, usage counts).
  */
 import assert from 'node:assert/strict';
-import { gunzipSync } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { importData } from '../../src/importer/index.js';
 import { revokeKey } from '../../src/management/keys.js';
 import { ApiMetrics } from '../../src/ops/metrics.js';
-import { ResponseCache } from '../../src/resources/cache.js';
+import { plainBody, ResponseCache } from '../../src/resources/cache.js';
+import { COMPRESS_FROM_BYTES } from '../../src/resources/encoding.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { stableHeaders, type TestResponse } from '../helpers/http.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -103,15 +105,59 @@ describe('stored responses', () => {
     assert.match(other.full_name, / B$/);
   });
 
-  it('compresses a stored answer for a client that accepts it, and it is the same answer', async () => {
-    const path = '/api/public/v1/lessons?period_from=2026-01-01&period_to=2026-12-31';
-    const plain = await one.request(path, { key: w.a.key });
-    assert.ok(plain.text.length >= 1024, 'long enough to be compressed');
-    for (let i = 0; i < 2; i++) {
-      const gz = await one.request(path, { key: w.a.key, headers: { 'accept-encoding': 'gzip' } });
-      assert.equal(gz.status, 200);
-      assert.equal(gz.headers['content-encoding'], 'gzip');
-      assert.equal(gunzipSync(gz.body).toString(), plain.text);
+  it('gives every client the same answer stored as made, whatever compression it takes', async () => {
+    const decoded = (res: TestResponse): string => {
+      const encoding = res.headers['content-encoding'];
+      if (encoding === 'gzip') return gunzipSync(res.body).toString();
+      if (encoding === 'br') return brotliDecompressSync(res.body).toString();
+      if (encoding === 'deflate') return inflateSync(res.body).toString();
+      assert.equal(encoding, undefined);
+      return res.text;
+    };
+    // Compression levels may differ between a made and a stored answer: its length too.
+    const described = (res: TestResponse) => {
+      const headers = stableHeaders(res);
+      delete headers['content-length'];
+      return { status: res.status, headers, text: decoded(res) };
+    };
+    const clients: [string | undefined, string | undefined][] = [
+      [undefined, undefined], ['identity', undefined], ['gzip', 'gzip'], ['gzip, deflate', 'gzip'], ['*', 'gzip'],
+      ['br, gzip', 'br'], ['deflate', 'deflate'], ['compress', undefined],
+    ];
+    const lessons = (day: number) => `/api/public/v1/lessons?period_from=2026-01-${String(day).padStart(2, '0')}&period_to=2026-12-31`;
+
+    // Answers stored as sent (one's), and gzipped (small's: as they are once room is needed).
+    const small = await startTestApp({ store, cache: new ResponseCache(1 << 20, { compressFrom: COMPRESS_FROM_BYTES, plainBytes: 0 }), config: { rateLimitVip: 100_000 } });
+    try {
+      assert.ok((await small.request(lessons(1), { key: w.a.key })).body.length >= COMPRESS_FROM_BYTES, 'long enough to be compressed');
+      for (const app of [one, small]) {
+        let before = await app.request(lessons(1), { key: w.a.key });
+        // Each client takes a path's first answer (made) and its second (stored), and the
+        // answer stored for the client before it.
+        for (const [i, [accept, encoding]] of clients.entries()) {
+          const headers: Record<string, string> = accept === undefined ? {} : { 'accept-encoding': accept };
+          const made = await app.request(lessons(i + 2), { key: w.a.key, headers });
+          const stored = await app.request(lessons(i + 2), { key: w.a.key, headers });
+          const storedBefore = await app.request(lessons(i + 1), { key: w.a.key, headers });
+          for (const res of [made, stored, storedBefore]) {
+            assert.equal(res.status, 200, `${accept}: ${res.text}`);
+            assert.equal(res.headers['content-encoding'], encoding, `${accept}`);
+            assert.equal(Number(res.headers['content-length']), res.body.length, `${accept}`);
+            assert.equal(res.headers.vary, encoding === undefined ? undefined : 'accept-encoding', `${accept}`);
+          }
+          assert.deepEqual(described(stored), described(made), `${accept}`);
+          assert.equal(decoded(storedBefore), decoded(before), `${accept}: the answer stored for another client`);
+          // HEAD answers are not compressed, made or stored: they tell the length of the plain body.
+          for (const target of [lessons(i + 2), lessons(i + 20), lessons(i + 20)]) {
+            const head = await app.request(target, { key: w.a.key, headers, method: 'HEAD' });
+            assert.equal(head.headers['content-encoding'], undefined, `${accept}: HEAD ${target}`);
+            assert.equal(Number(head.headers['content-length']), Buffer.byteLength(decoded(made)), `${accept}: HEAD ${target}`);
+          }
+          before = made;
+        }
+      }
+    } finally {
+      await small.close();
     }
   });
 
@@ -169,7 +215,7 @@ describe('ResponseCache', () => {
   });
 
   it('keeps hitting a loop of requests larger than itself, where least-recently-used would never hit', () => {
-    const cache = new ResponseCache(100 * 1200, seededRandom(3));
+    const cache = new ResponseCache(100 * 1200, { random: seededRandom(3) });
     let hits = 0;
     for (let round = 0; round < 20; round++) {
       for (let i = 0; i < 150; i++) {
@@ -181,7 +227,7 @@ describe('ResponseCache', () => {
   });
 
   it('once full, stores few of the new answers, so it does not churn through more answers than fit', () => {
-    const cache = new ResponseCache(100 * 1200, seededRandom(11));
+    const cache = new ResponseCache(100 * 1200, { random: seededRandom(11) });
     let misses = 0;
     let stored = 0;
     for (let round = 0; round < 6; round++) {
@@ -203,7 +249,7 @@ describe('ResponseCache', () => {
   it('makes room with large entries rather than small ones', () => {
     // Seeded, so the run is the same every time; the margin holds for any seed (checked
     // over 200): the larger-of-two choice keeps at least 6 small entries per large one.
-    const cache = new ResponseCache(2 * 1024 * 1024, seededRandom(7));
+    const cache = new ResponseCache(2 * 1024 * 1024, { random: seededRandom(7) });
     for (let round = 0; round < 5; round++) {
       for (let i = 0; i < 3000; i++) {
         cache.set(tenant('s'), `/small${i}`, body(500), 'application/json');
@@ -223,6 +269,49 @@ describe('ResponseCache', () => {
     const kept = cache.get(tenant('s'), '/small')!.body;
     assert.equal(kept.buffer.byteLength, small.length);
     assert.deepEqual(kept, small);
+  });
+
+  it('stores answers as sent, and gzips the ones compression would send gzipped when it needs room', () => {
+    const json = (i: number) => Buffer.from(JSON.stringify({ items: Array.from({ length: 200 }, (_, j) => ({ id: `l${i}-${j}`, starts_at: '2026-03-01T09:00:00Z', status: 'completed' })) }));
+    const size = json(0).length;
+    // Room for ten of them as sent.
+    const cache = new ResponseCache(10 * (size + 700), { compressFrom: 1024, random: seededRandom(5) });
+    cache.set(tenant('s'), '/small', Buffer.from('{"id":"s1"}'), 'application/json');
+    for (let i = 0; i < 5; i++) cache.set(tenant('s'), `/p${i}`, json(i), 'application/json');
+    const kept = (target: string) => cache.get(tenant('s'), target);
+    assert.equal(kept('/p0')!.gzipped, false, 'stored as sent while there is room');
+    assert.deepEqual(kept('/p0')!.body, json(0));
+
+    // Fifty: all kept, most of them gzipped, none removed.
+    for (let i = 5; i < 50; i++) cache.set(tenant('s'), `/p${i}`, json(i), 'application/json');
+    assert.equal(cache.size.entries, 51);
+    assert.ok(cache.size.bytes <= 10 * (size + 700));
+    const all = Array.from({ length: 50 }, (_, i) => kept(`/p${i}`)!);
+    const gzipped = all.filter((e) => e.gzipped);
+    assert.ok(gzipped.length > 25, `${gzipped.length} gzipped`);
+    for (const [i, e] of all.entries()) {
+      assert.equal(e.plainLength, json(i).length);
+      assert.deepEqual(plainBody(e), json(i));
+      if (e.gzipped) {
+        assert.deepEqual(gunzipSync(e.body), json(i));
+        assert.ok(e.body.length < e.plainLength / 5, `${e.body.length} of ${e.plainLength}`);
+        // zlib makes its output in a chunk of 16 KiB: the entry keeps only its own bytes.
+        assert.equal(e.body.buffer.byteLength, e.body.length);
+      }
+    }
+    assert.equal(kept('/small')!.gzipped, false);
+
+    // Told to keep none as sent, it gzips each as it stores it.
+    const zipped = new ResponseCache(1 << 20, { compressFrom: 1024, plainBytes: 0 });
+    zipped.set(tenant('s'), '/p0', json(0), 'application/json');
+    assert.equal(zipped.get(tenant('s'), '/p0')!.gzipped, true);
+    assert.deepEqual(plainBody(zipped.get(tenant('s'), '/p0')!), json(0));
+
+    // What gzip does not shrink by an eighth is removed instead.
+    const noise = new ResponseCache(10 * (4096 + 700), { compressFrom: 1024, random: seededRandom(5) });
+    for (let i = 0; i < 30; i++) noise.set(tenant('s'), `/n${i}`, randomBytes(4096), 'application/json');
+    assert.ok(noise.size.entries <= 10, `${noise.size.entries} entries`);
+    assert.ok(Array.from({ length: 30 }, (_, i) => noise.get(tenant('s'), `/n${i}`)).every((e) => e === undefined || !e.gzipped));
   });
 
   it('stores nothing when given no memory', () => {

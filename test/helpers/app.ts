@@ -12,6 +12,7 @@ import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config, type ConfigOverrides } from '../../src/config/index.js';
 import { createLogger } from '../../src/logger.js';
 import type { ApiMetrics } from '../../src/ops/metrics.js';
+import type { ResponseCache } from '../../src/resources/cache.js';
 import { createLimiter } from '../../src/server.js';
 import { loadTls } from '../../src/tls.js';
 import { createTestStore, type TestStore } from './store.js';
@@ -56,6 +57,7 @@ export interface TestAppOptions {
   limiter?: RateLimiter;
   store?: TestStore;
   metrics?: ApiMetrics;
+  cache?: ResponseCache;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -76,7 +78,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const limiter = options.limiter ?? (config.redisUrl ? createLimiter(config) : new MemoryRateLimiter());
   await limiter.ready(5000);
   const usage = new UsageRecorder(store.db, logger, config.usageFlushMs);
-  const app = await buildApp({ config, store: { ...store, close: () => Promise.resolve() }, limiter, usage, logger, tls, metrics: options.metrics });
+  const app = await buildApp({ config, store: { ...store, close: () => Promise.resolve() }, limiter, usage, logger, tls, metrics: options.metrics, cache: options.cache });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
