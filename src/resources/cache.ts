@@ -15,9 +15,9 @@
  * change or a used-up limit are answered as always; usage is counted as always.
  *
  * Memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB). An answer is stored as it is sent.
- * When room is needed, the larger of two entries picked at random makes it: gzipped, if it
- * is one the app would compress (from COMPRESS_FROM_BYTES, src/resources/encoding.ts) and
- * is not yet; else removed.
+ * When room is needed, the answer stored longest ago of those the app would compress
+ * (from COMPRESS_FROM_BYTES, src/resources/encoding.ts; all are JSON) and not yet gzipped
+ * is gzipped; when none is left, the larger of two entries picked at random is removed.
  * - Gzipped first: JSON lists shrink five- to ninefold at zlib's fastest level (a month of
  *   lessons, 14 KB, to 2 KB), so the same memory holds several times the answers. Sending
  *   one costs more than a plain one, so answers are compressed only as room is needed:
@@ -72,8 +72,6 @@ interface Entry extends StoredResponse {
   /** Where the entry is in `order`, for removal in constant time. */
   slot: number;
   bytes: number;
-  /** Stored as sent, and gzipping it has not been tried yet. */
-  compressible: boolean;
 }
 
 /**
@@ -163,7 +161,7 @@ export class ResponseCache {
     options: ResponseCacheOptions = {},
   ) {
     this.compressFrom = options.compressFrom ?? Infinity;
-    this.plainBytes = options.plainBytes ?? Infinity;
+    this.plainBytes = Math.max(0, options.plainBytes ?? Infinity);
     this.random = options.random ?? Math.random;
   }
 
@@ -191,7 +189,7 @@ export class ResponseCache {
     if (bytes > room && this.random() >= ADMIT_WHEN_FULL) return;
     while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
     const compressible = body.length >= this.compressFrom;
-    const entry: Entry = { key, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, slot: this.order.length, bytes, compressible };
+    const entry: Entry = { key, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, slot: this.order.length, bytes };
     this.order.push(entry);
     this.entries.set(key, entry);
     this.bytes += bytes;
@@ -227,7 +225,6 @@ export class ResponseCache {
       this.toCompress = this.toCompress.slice(this.toCompressHead);
       this.toCompressHead = 0;
     }
-    entry.compressible = false;
     this.compressibleBytes -= entry.body.length;
     const gzipped = gzipSync(entry.body, { level: constants.Z_BEST_SPEED });
     if (gzipped.length > entry.body.length * WORTH_COMPRESSING) return;

@@ -71,7 +71,9 @@ function storing(cache: ResponseCache, handler: RouteHandlerMethod): RouteHandle
       reply.type(stored.contentType);
       if (!stored.gzipped) return stored.body;
       if (chosenEncoding(request.method, request.headers) !== 'gzip') return plainBody(stored);
-      reply.header('vary', 'accept-encoding').header('content-encoding', 'gzip');
+      // Added to a Vary already set, as @fastify/compress does.
+      const vary = reply.getHeader('vary');
+      reply.header('vary', vary === undefined ? 'accept-encoding' : `${String(vary)}, accept-encoding`).header('content-encoding', 'gzip');
       return stored.body;
     }
     const result: unknown = await (handler as (this: unknown, request: FastifyRequest, reply: FastifyReply) => unknown).call(this, request, reply);
