@@ -25,9 +25,10 @@
  *   unzipped (15-18 us for 12 KB, against 100-400 us for the query) or, for br and deflate,
  *   unzipped and compressed by the app as always. On the benchmark's lessons and mixed
  *   workloads, 32 MiB then holds all of their answers instead of about half, and on
- *   PostgreSQL their p99 went from 41 and 49 ms to 16 and 17 (docs/performance.md); gzipping
- *   every answer as it is stored did as well there, but made a page of students 30 %
- *   slower to send from the store.
+ *   PostgreSQL their p99 went from 41 and 49 ms to 22 and 21 at most (docs/performance.md,
+ *   "Machine F", with what it costs the scenarios that fitted before). Gzipping every
+ *   answer as it is stored did as well there, but also the answers that fit as sent: an
+ *   answer asked for again and again (the deep offset) went out at half the rate.
  * - At random, because unlike least-recently-used that keeps serving hits to a client that
  *   walks a loop of pages larger than the store (a nightly export, the benchmark's request
  *   lists): LRU evicts each page just before its turn comes again and never hits at all.
