@@ -150,13 +150,11 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
   function storedFor({ req, url }: Asked, tenant: Tenant): { body: Buffer; contentType: string; encoding?: 'gzip' } | undefined {
     if (req.method !== 'GET' && req.method !== 'HEAD') return undefined;
     const stored = deps.stored(tenant, url);
-    if (stored === undefined) {
-      noteLookup(req, stored);
-      return undefined;
+    if (stored !== undefined) {
+      const encoding = stored.plainLength < compressFrom ? undefined : chosenEncoding(req.method, req.headers);
+      if (encoding === undefined) return { body: plainBody(stored), contentType: stored.contentType };
+      if (encoding === 'gzip' && stored.gzipped) return { body: stored.body, contentType: stored.contentType, encoding };
     }
-    const encoding = stored.plainLength < compressFrom ? undefined : chosenEncoding(req.method, req.headers);
-    if (encoding === undefined) return { body: plainBody(stored), contentType: stored.contentType };
-    if (encoding === 'gzip' && stored.gzipped) return { body: stored.body, contentType: stored.contentType, encoding };
     noteLookup(req, stored);
     return undefined;
   }
