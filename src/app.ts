@@ -237,6 +237,12 @@ export async function buildApp(deps: AppDeps) {
       done(new Problem('invalid_parameter', 'An HTTP/1.1 request needs a Host header.'));
       return;
     }
+    // A fragment belongs to the client and is never sent (RFC 9112, request-target); Node
+    // passes the '#' on, and it would otherwise read as part of a parameter.
+    if (request.url.includes('#')) {
+      done(new Problem('invalid_parameter', 'The request target contains "#": a URL\'s fragment is not sent to the server. Leave it out, or write "#" inside a value as %23.'));
+      return;
+    }
     done();
   });
   app.addHook('onRequest', accessHook(check, publicPaths));

@@ -13,6 +13,7 @@ import { buildApp, type App } from './app.js';
 import { buildCabinetApp, type CabinetApp } from './cabinet/app.js';
 import type { Config } from './config/index.js';
 import { openStore } from './db/index.js';
+import { hasSchools } from './management/schools.js';
 import { createLogger } from './logger.js';
 import { loadTls } from './tls.js';
 
@@ -28,6 +29,8 @@ export interface RunningServer {
   /** Where the data lives and where the rate-limit counters live, for the start banner. */
   storeLocation: string;
   limiter: 'redis' | 'memory';
+  /** False when the database has no school yet: the API has nothing to serve until one is added. */
+  hasSchools: boolean;
   close(): Promise<void>;
 }
 
@@ -65,6 +68,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     return `https://${host}:${typeof address === 'object' && address ? address.port : configured}`;
   };
   const limiterKind = config.redisUrl ? 'redis' : 'memory';
+  const anySchool = await hasSchools(store.db);
   logger.info({ store: store.dialect, limiter: limiterKind }, 'school-data API and cabinet listening');
   return {
     app,
@@ -74,6 +78,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     certPath: tls.certPath,
     storeLocation: store.location,
     limiter: limiterKind,
+    hasSchools: anySchool,
     // The cabinet first: it shares the stores that the API app closes when it closes.
     close: async () => {
       await cabinet.close();

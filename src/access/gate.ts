@@ -17,8 +17,8 @@
  *
  * What the gate is not sure about it leaves to the app, which decides it the same way:
  * targets outside the prefix, percent-encoded paths (the router decodes them; the public
- * path check must see what the router sees), over-long URLs and HTTP/1.1 requests without
- * Host (answered by the app's own checks first), and a check that threw (the data store
+ * path check must see what the router sees), over-long URLs, targets with a '#' and HTTP/1.1
+ * requests without Host (answered by the app's own checks first), and a check that threw (the data store
  * did not answer: the app's error handler answers and logs it).
  */
 import { randomUUID } from 'node:crypto';
@@ -166,7 +166,7 @@ export function accessGate(deps: GateDeps, app: RequestListener): RequestListene
 
   return function gate(req, res) {
     const url = req.url ?? '';
-    if (!url.startsWith(API_PREFIX) || url.length > maxUrlBytes || (req.headers.host === undefined && req.httpVersion === '1.1')) {
+    if (!url.startsWith(API_PREFIX) || url.length > maxUrlBytes || url.includes('#') || (req.headers.host === undefined && req.httpVersion === '1.1')) {
       app(req, res);
       return;
     }

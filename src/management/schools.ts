@@ -75,3 +75,8 @@ export async function listSchools(db: Kysely<Database>): Promise<SchoolSummary[]
 export async function findSchool(db: Kysely<Database>, schoolId: string): Promise<School | undefined> {
   return db.selectFrom('schools').select(SCHOOL_COLUMNS).where('id', '=', schoolId).executeTakeFirst();
 }
+
+/** Whether the database has any school yet (the start banner says how to add some when not). */
+export async function hasSchools(db: Kysely<Database>): Promise<boolean> {
+  return (await db.selectFrom('schools').select('id').limit(1).executeTakeFirst()) !== undefined;
+}

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { rawExchange } from '../helpers/fuzz.js';
 import { PROBLEM_TYPE, ROUTES } from '../helpers/routes.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
@@ -142,6 +143,19 @@ describe('errors and their precedence', () => {
     const two = await problem('/api/public/v1/students?limit=x&offset=y', { key: w.a.key }, 400, 'invalid_parameter');
     assert.deepEqual(two.invalid_params?.map((p) => p.name).sort(), ['limit', 'offset']);
     assert.equal(two.invalid_params?.find((p) => p.name === 'limit')?.reason, 'must be an integer from 1 to 200');
+  });
+
+  it('400 for a "#" in the request target, saying what it is rather than naming a parameter', async () => {
+    for (const target of ['/api/public/v1/students?limit=1#frag', '/api/public/v1/students?#', '/api/public/v1/students#x']) {
+      // Sent as raw bytes: Node's client would drop the fragment itself.
+      const outcome = await rawExchange(t.origin, t.ca, `GET ${target} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${w.a.key}\r\n\r\n`);
+      assert.ok(outcome.kind === 'response', target);
+      assert.equal(outcome.response.status, 400, target);
+      const body = JSON.parse(outcome.response.body) as Problem;
+      assert.equal(body.code, 'invalid_parameter');
+      assert.equal(body.invalid_params, undefined, target);
+      assert.match(body.detail, /fragment/);
+    }
   });
 
   it('400 before 404: bad parameters on a missing object', async () => {

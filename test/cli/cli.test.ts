@@ -4,11 +4,12 @@
  * non-zero exit and nothing written.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { schoolData } from '../helpers/fixtures.js';
-import { runCli, type CliResult } from '../helpers/processes.js';
+import { BIN, runCli, type CliResult } from '../helpers/processes.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 describe('school-data CLI', () => {
@@ -40,6 +41,26 @@ describe('school-data CLI', () => {
     const human = await cli('migrate');
     assert.equal(human.code, 0);
     assert.match(human.stdout, /up to date/);
+  });
+
+  it('serve on a database with no school says, in one line, how to get some', async () => {
+    // Human output: the banner is what a newcomer reads.
+    const child = spawn(process.execPath, [BIN, 'serve'], { env: { ...env, PORT: '0', SCHOOL_DATA_CABINET_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+        if (out.includes('stop with Ctrl-C')) resolve();
+      });
+      child.on('exit', (code) => reject(new Error(`serve exited (${code}):\n${out}`)));
+    });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+    const hint = out.split('\n').filter((line) => line.includes('no schools yet'));
+    assert.equal(hint.length, 1, out);
+    assert.match(hint[0]!, /npx school-data demo/);
   });
 
   it('creates, lists and re-plans schools', async () => {

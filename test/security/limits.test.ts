@@ -121,6 +121,12 @@ describe('server limits', () => {
   });
 
   describe('TLS', () => {
+    /**
+     * The client's error for an alert the server sent. OpenSSL builds name the record
+     * layer differently (ERR_SSL_SSLV3_ALERT_..., ERR_SSL_SSL/TLS_ALERT_...,
+     * ERR_SSL_TLSV1_ALERT_...): what is checked is the alert, not one build's wording.
+     */
+    const SERVER_ALERT = (alert: string) => new RegExp(`^ERR_SSL_.*ALERT_${alert}$`);
     const refusal = (opts: tls.ConnectionOptions) =>
       secure(opts).then(
         (socket) => {
@@ -134,13 +140,13 @@ describe('server limits', () => {
     it('refuses TLS 1.0 and 1.1 (the server sends the protocol_version alert)', async () => {
       for (const maxVersion of ['TLSv1', 'TLSv1.1'] as const) {
         // The client is willing (security level 0), so the refusal is the server's.
-        assert.equal(await refusal({ minVersion: 'TLSv1', maxVersion, ciphers: 'DEFAULT@SECLEVEL=0' }), 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', maxVersion);
+        assert.match(await refusal({ minVersion: 'TLSv1', maxVersion, ciphers: 'DEFAULT@SECLEVEL=0' }), SERVER_ALERT('PROTOCOL_VERSION'), maxVersion);
       }
     });
 
     it('refuses TLS 1.2 suites without forward secrecy or without AEAD', async () => {
       for (const ciphers of ['ECDHE-ECDSA-AES128-SHA', 'ECDHE-ECDSA-AES256-SHA', 'ECDHE-ECDSA-AES128-SHA256', 'ECDHE-ECDSA-AES256-SHA384', 'AES128-GCM-SHA256', 'AES256-SHA']) {
-        assert.equal(await refusal({ maxVersion: 'TLSv1.2', ciphers }), 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', ciphers);
+        assert.match(await refusal({ maxVersion: 'TLSv1.2', ciphers }), SERVER_ALERT('HANDSHAKE_FAILURE'), ciphers);
       }
     });
 

@@ -11,6 +11,9 @@ import { closeOnSignal, startServer } from '../../server.js';
 import { loadTls } from '../../tls.js';
 import { CliError, type CommandContext } from '../context.js';
 
+/** The start banner's line for a database with no school yet. */
+const NO_SCHOOLS = 'no schools yet: load the demo with "npx school-data demo", or add one with "npx school-data school create" and "npx school-data import" (README, "Command line")';
+
 export async function serveCommand(ctx: CommandContext, opts: { workers?: string } = {}): Promise<number> {
   const workers = opts.workers === undefined ? 1 : Number(opts.workers);
   if (!Number.isInteger(workers) || workers < 1 || workers > 64) throw new CliError('--workers must be an integer from 1 to 64');
@@ -28,9 +31,10 @@ async function runServer({ config, out }: CommandContext, isWorker: boolean): Pr
   const base = `${server.origin}/api/public/v1/`;
   const cabinet = `${server.cabinetOrigin}/`;
   if (!isWorker) {
+    const empty = server.hasSchools ? '' : `\n  ${NO_SCHOOLS}`;
     out.result(
-      { base_url: base, cabinet_url: cabinet, cert: server.certPath, store: server.storeLocation, rate_limiter: server.limiter, workers: 1 },
-      `school-data API: ${base}\n  director's cabinet: ${cabinet}\n  data: ${server.storeLocation}; rate limits: ${server.limiter}; certificate: ${server.certPath}\n  stop with Ctrl-C`,
+      { base_url: base, cabinet_url: cabinet, cert: server.certPath, store: server.storeLocation, rate_limiter: server.limiter, workers: 1, has_schools: server.hasSchools },
+      `school-data API: ${base}\n  director's cabinet: ${cabinet}\n  data: ${server.storeLocation}; rate limits: ${server.limiter}; certificate: ${server.certPath}${empty}\n  stop with Ctrl-C`,
     );
   }
   const code = await closeOnSignal(server, logger);
