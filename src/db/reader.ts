@@ -24,7 +24,7 @@ export interface Reader {
   /**
    * Runs a compiled query. SQLite's driver is synchronous and answers at once (a failure
    * is thrown); PostgreSQL answers with a promise. `await` takes either; the access check
-   * uses the first to decide a request without a promise (src/access/index.ts).
+   * uses the first to decide a request without a promise (src/access/decide.ts).
    */
   run<R>(sql: string, parameters: readonly unknown[]): R[] | Promise<R[]>;
   close(): Promise<void>;

@@ -10,7 +10,7 @@ import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import swagger from '@fastify/swagger';
 import Fastify from 'fastify';
 import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely';
-import { API_PREFIX } from '../access/index.js';
+import { API_PREFIX } from '../edge/paths.js';
 import type { Reader } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { responseHeaders } from '../resources/common/responses.js';
@@ -134,10 +134,6 @@ function hoistTitled(node: unknown, schemas: Record<string, JsonSchema>): unknow
   return { $ref: `#/components/schemas/${name}` };
 }
 
-/**
- * A Kysely that compiles queries but never runs one: the offline document builder
- * registers the real routes, whose handlers are never called.
- */
 /** A reader that can compile queries but never runs one: the document's app answers no request. */
 function offlineReader(): Reader {
   const db = new Kysely<Database>({
@@ -166,7 +162,7 @@ export async function buildOpenApiDocument(): Promise<OpenApiDocument> {
   // This instance never validates a request; the served app installs the real validators.
   app.setValidatorCompiler(() => () => true);
   await app.register(swagger, swaggerOptions());
-  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: offlineReader(), cache: new ResponseCache(0) });
+  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: offlineReader(), cache: new ResponseCache(0), send: () => undefined });
   await app.ready();
   try {
     return app.swagger() as unknown as OpenApiDocument;
