@@ -154,4 +154,39 @@ describe('school-data CLI', () => {
     fails(await cli('frobnicate'), /unknown command/);
     fails(await cli('key', 'create', '--school', 'x'), /--name/);
   });
+
+  it('prints its version, and points every usage error to the --help that lists what it takes', async () => {
+    const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const r = await cli(flag);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, `${pkg.version}\n`);
+      assert.equal(r.stderr, '');
+    }
+    fails(await cli('frobnicate'), /^school-data: unknown command 'frobnicate' \(see npx school-data --help\)$/m);
+    fails(await cli('key', 'frob'), /unknown command 'frob' \(see npx school-data key --help\)/);
+    fails(await cli('key'), /key needs a command: create, list, revoke \(see npx school-data key --help\)/);
+    fails(await cli(), /give a command: serve, migrate, .* \(see npx school-data --help\)/);
+    fails(await cli('school', 'create', '--plan', 'VIP'), /--name.*\(see npx school-data school create --help\)/);
+    fails(await cli('key', 'list', '--school', 'x', '--bogus'), /unknown option '--bogus' \(see npx school-data key list --help\)/);
+    const help = await cli('--help');
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /-V, --version/);
+  });
+
+  it('says in one line that it is not built yet, rather than a module-not-found stack', async () => {
+    const bin = path.join(store.dataDir, 'unbuilt', 'bin', 'school-data.js');
+    fs.mkdirSync(path.dirname(bin), { recursive: true });
+    fs.copyFileSync(BIN, bin);
+    const r = await new Promise<CliResult>((resolve, reject) => {
+      const child = spawn(process.execPath, [bin, '--help'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    });
+    fails(r, /not built yet; run "npm run build"/);
+  });
 });
