@@ -9,10 +9,10 @@ import { createLogger } from '../../logger.js';
 import { ApiMetrics, serveClusterMetrics } from '../../ops/metrics.js';
 import { closeOnSignal, startServer } from '../../server.js';
 import { loadTls } from '../../tls.js';
-import { CliError, type CommandContext } from '../context.js';
+import { CliError, RUN, type CommandContext } from '../context.js';
 
 /** The start banner's line for a database with no school yet. */
-const NO_SCHOOLS = 'no schools yet: load the demo with "npx school-data demo", or add one with "npx school-data school create" and "npx school-data import" (README, "Command line")';
+const NO_SCHOOLS = `no schools yet: load the demo with "${RUN} demo", or add one with "${RUN} school create" and "${RUN} import" (README, "Command line")`;
 
 export async function serveCommand(ctx: CommandContext, opts: { workers?: string } = {}): Promise<number> {
   const workers = opts.workers === undefined ? 1 : Number(opts.workers);
