@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { schoolData } from '../helpers/fixtures.js';
@@ -61,6 +62,17 @@ describe('school-data CLI', () => {
     const hint = out.split('\n').filter((line) => line.includes('no schools yet'));
     assert.equal(hint.length, 1, out);
     assert.match(hint[0]!, /npx school-data demo/);
+  });
+
+  it('serve on a port another program holds says so, and how to choose another, in one line', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+    try {
+      fails(await runCli(['serve'], { ...env, PORT: String(port), SCHOOL_DATA_CABINET_PORT: '0' }), new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: another program uses it.*PORT and SCHOOL_DATA_CABINET_PORT`));
+    } finally {
+      holder.close();
+    }
   });
 
   it('creates, lists and re-plans schools', async () => {
