@@ -1,5 +1,5 @@
 /**
- * The data importer (contract section 9): validate a whole import file, then write it in
+ * The data importer (docs/import-format.md): validate a whole import file, then write it in
  * one transaction, or write nothing and report every problem found (up to MAX_ERRORS).
  */
 import type { Kysely, Transaction } from 'kysely';

@@ -5,7 +5,6 @@
  * status) and names the schemas that carry a title, so the document has one
  * `Student`, one `Problem`, ... in components instead of a copy per route.
  */
-import fs from 'node:fs';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import swagger from '@fastify/swagger';
 import Fastify from 'fastify';
@@ -16,6 +15,7 @@ import type { Database } from '../db/schema.js';
 import { responseHeaders } from '../resources/common/responses.js';
 import { ResponseCache } from '../resources/cache.js';
 import { publicApi } from '../resources/index.js';
+import { packageVersion } from '../version.js';
 import type { JsonSchema, OpenApiDocument, Operation } from './types.js';
 
 export const OPENAPI_PATH = `${API_PREFIX}openapi.json`;
@@ -41,12 +41,6 @@ are inclusive. **Money** is a string with two decimals plus \`currency\`. **Erro
 problem details (\`application/problem+json\`) with a \`code\` and the \`request_id\` of \`X-Request-Id\`.
 
 A guide for API users is in docs/guide.md of the service's repository.`;
-
-function packageVersion(): string {
-  // src/openapi and dist/openapi both sit two levels below the package root.
-  const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
 
 const TAGS = [
   { name: 'students', description: 'Students and their cards (contracts, lesson counts, balance).' },
