@@ -57,7 +57,7 @@ const PID = `,"pid":${process.pid}`;
  * A request's access line: the `request completed` line of docs/operations.md, as pino
  * would write it (level, time, pid, request id, key and school, the request, the status,
  * the time). It is formatted here and written straight to the logger's destination by
- * both places that answer requests (the access gate and the app): one line per request,
+ * the one writer of answers (src/edge/answer.ts): one line per request,
  * where pino's child logger, serializers and redaction (for a line that never holds a
  * header) would cost more than all the rest of a refused request's logging.
  */
