@@ -100,17 +100,17 @@ function copyLoader(stream: Writable): RowLoader {
   // An error before end() is reported by the next write or by end(), not as unhandled.
   done.catch(() => undefined);
   let buffer = '';
-  const flush = async (): Promise<void> => {
-    if (failure) throw failure;
-    if (buffer === '') return;
+  /** Writes what is buffered; resolves when the stream can take more (at once unless it is full). */
+  const flush = (): Promise<void> | undefined => {
+    if (failure) return Promise.reject(failure);
+    if (buffer === '') return undefined;
     const chunk = buffer;
     buffer = '';
-    if (!stream.write(chunk)) {
-      await new Promise<void>((resolve, reject) => {
-        stream.once('drain', resolve);
-        stream.once('error', reject);
-      });
-    }
+    if (stream.write(chunk)) return undefined;
+    return new Promise<void>((resolve, reject) => {
+      stream.once('drain', resolve);
+      stream.once('error', reject);
+    });
   };
   return {
     write(row) {
@@ -165,9 +165,11 @@ async function openSqlite(db: Kysely<Database>, file: string): Promise<BulkConne
     database.pragma('journal_mode = WAL');
     database.pragma('synchronous = NORMAL');
     database.pragma('foreign_keys = ON');
-    // Room for the indexes a large import updates; staging tables spill to a temporary file.
-    database.pragma('cache_size = -65536');
+    // Small caches keep the import's memory bounded; a larger one measured no faster
+    // (docs/performance.md, "Imports"). Staging tables live in a temporary file.
+    database.pragma('cache_size = -8000');
     database.pragma('temp_store = FILE');
+    database.pragma('temp.cache_size = -4000');
   } catch (err) {
     release();
     throw err;

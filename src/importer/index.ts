@@ -15,7 +15,7 @@ import { isListTable } from './read-model.js';
 import { checkDeletedUnreferred, checkOpenReferences, checkPaymentContracts } from './references.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
 import { fileSource, valueSource, type Progress, type Source } from './source.js';
-import { Stage } from './stage.js';
+import { goneTable, Stage } from './stage.js';
 import { lockSchool, pruneTombstones, recordBatch } from './write.js';
 
 export type { ImportError } from './errors.js';
@@ -85,7 +85,7 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
         options.onProgress?.({ ...p, phase: 'read' });
       });
       await intake.settle();
-      await stage.finish();
+      await stage.finish(errors);
     } catch (err) {
       stage.abort();
       throw err;
@@ -111,16 +111,15 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
 
     const work = new Merge(conn, schoolId, seq);
     const deleting = ARRAY_NAMES.filter((a) => intake.deletes[a].size > 0 || (replace && intake.present.has(a)));
+    for (const array of deleting) {
+      if (intake.deletes[array].size === 0) continue;
+      const loader = conn.load(goneTable(array), ['id', 'idx']);
+      for (const row of intake.deletes[array]) await loader.write(row);
+      await loader.end();
+      await work.checkNotImported(array, errors);
+    }
     if (errors.empty) {
-      for (const array of deleting) {
-        const rows = [...intake.deletes[array]].map(([id, idx]) => [id, idx]);
-        if (rows.length > 0) {
-          const loader = conn.load(`gone_${array}`, ['id', 'idx']);
-          for (const row of rows) await loader.write(row);
-          await loader.end();
-        }
-        await work.collectGone(array, replace && intake.present.has(array));
-      }
+      for (const array of deleting) await work.collectGone(array, replace && intake.present.has(array));
       await work.noteTouched(stage.staged);
       for (const array of ARRAY_NAMES) if (stage.staged[array] > 0) await work.upsert(array);
       for (const array of deleting) await work.delete(array);

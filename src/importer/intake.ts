@@ -14,15 +14,19 @@ import type { Intake } from './source.js';
 import type { Stage } from './stage.js';
 import { checkRecord, isObject } from './validate.js';
 
-/** Rows handed to staging at once. */
-const ROWS_PER_WRITE = 1000;
-
 const ID = new RegExp(ID_PATTERN);
+
+/** The arrays that records refer to: their ids are kept in memory to resolve references. */
+const REFERENCED = new Set(Object.values(REFERENCES).flatMap((refs) => refs.map((r) => r.target)));
 
 const perArray = <T>(make: () => T) => Object.fromEntries(ARRAY_NAMES.map((a) => [a, make()])) as Record<ArrayName, T>;
 
 export class FileIntake implements Intake {
-  /** Every id the file declares, valid record or not, with its first index. */
+  /**
+   * Every id the file declares, valid record or not, with its first index: of the arrays
+   * that records refer to. Those of the others (lessons, payments ...) are not kept in
+   * memory; their duplicates are found in staging (Stage.duplicates).
+   */
   readonly declared = perArray(() => new Map<string, number>());
   /**
    * Arrays where some id could not be read (a record that is not an object, an id that is
@@ -38,10 +42,6 @@ export class FileIntake implements Intake {
   readonly counts = perArray(() => 0);
   /** Arrays the file carries (for --replace: each is the whole truth for its resource). */
   readonly present = new Set<ArrayName>();
-
-  private rows: unknown[][] = [];
-  private rowsOf: ArrayName | null = null;
-  private chain: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly errors: ErrorList,
@@ -68,9 +68,11 @@ export class FileIntake implements Intake {
     const { record, problems } = checkRecord(array, value, this.currency);
     const id = isObject(value) ? value.id : undefined;
     if (typeof id === 'string') {
-      const earlier = this.declared[array].get(id);
-      if (earlier === undefined) this.declared[array].set(id, index);
-      else problems.push({ field: 'id', reason: `repeats the id "${id}" of ${array}[${earlier}]` });
+      if (REFERENCED.has(array)) {
+        const earlier = this.declared[array].get(id);
+        if (earlier === undefined) this.declared[array].set(id, index);
+        else problems.push({ field: 'id', reason: `repeats the id "${id}" of ${array}[${earlier}]` });
+      }
     } else {
       this.unreadableArrays.add(array);
     }
@@ -79,7 +81,7 @@ export class FileIntake implements Intake {
       return;
     }
     this.note(array, record!);
-    this.push(array, this.row(array, index, record!));
+    this.stage.add(array, this.row(array, index, record!));
   }
 
   deleted(resource: string, ids: unknown): void {
@@ -100,24 +102,16 @@ export class FileIntake implements Intake {
   }
 
   arrayEnd(): void {
-    this.flush();
-    this.chain = this.chain.then(() => this.stage.endArray());
+    this.stage.endArray();
   }
 
-  async settle(): Promise<void> {
-    this.flush();
-    await this.chain;
+  settle(): Promise<void> {
+    return this.stage.settle();
   }
 
-  /** After the whole file: ids both imported and deleted, and references the file itself resolves. */
+  /** After the whole file: drops the references the file itself resolves. */
   finish(): void {
     for (const array of ARRAY_NAMES) {
-      for (const [id, index] of this.deletes[array]) {
-        const declared = this.declared[array].get(id);
-        if (declared !== undefined) {
-          this.errors.add({ array: `deleted.${array}`, index, field: null, reason: `"${id}" is also imported by this file (${array}[${declared}]): a record is either imported or deleted` });
-        }
-      }
       const pending = this.pending[array];
       for (const id of pending) if (this.declared[array].has(id)) pending.delete(id);
     }
@@ -137,20 +131,5 @@ export class FileIntake implements Intake {
     for (const column of ROW_COLUMNS[array]) values.push(row[column]);
     if (isListTable(array)) values.push(itemOf(array, row));
     return values;
-  }
-
-  private push(array: ArrayName, row: unknown[]): void {
-    if (this.rowsOf !== array) this.flush();
-    this.rowsOf = array;
-    this.rows.push(row);
-    if (this.rows.length >= ROWS_PER_WRITE) this.flush();
-  }
-
-  private flush(): void {
-    const rows = this.rows;
-    const array = this.rowsOf;
-    if (array === null || rows.length === 0) return;
-    this.rows = [];
-    this.chain = this.chain.then(() => this.stage.write(array, rows));
   }
 }

@@ -10,6 +10,7 @@ import { onPostgres } from '../db/index.js';
 import { LIST_MODELS, type ListTable } from '../resources/items.js';
 import { FINANCE_SIDES } from '../resources/finance/sides.js';
 import type { TouchedDays } from './day-totals.js';
+import type { ErrorList } from './errors.js';
 import { refreshDayTotals } from './day-totals.js';
 import { isListTable, remakeItems, renumber, type ListKey } from './read-model.js';
 import { ROW_COLUMNS } from './rows.js';
@@ -148,6 +149,17 @@ export class Merge {
     }
   }
 
+  /** An id of `deleted.<array>` that the file also imports is an error: a record is either imported or deleted. */
+  async checkNotImported(array: ArrayName, errors: ErrorList): Promise<void> {
+    const { rows } = await this.q.run(
+      sql`select g.idx, g.id, s.idx as imported from ${sql.table(goneTable(array))} g join ${sql.table(stageTable(array))} s on s.id = g.id
+           order by g.idx limit ${errors.room}`.compile(this.q.db),
+    );
+    for (const row of rows) {
+      errors.add({ array: `deleted.${array}`, index: Number(row.idx), field: null, reason: `"${row.id as string}" is also imported by this file (${array}[${Number(row.imported)}]): a record is either imported or deleted` });
+    }
+  }
+
   /** Fills `gone_<array>` with the ids the file deletes that the school has (and, with --replace, what the file leaves out). */
   async collectGone(array: ArrayName, replace: boolean): Promise<void> {
     const gone = sql.table(goneTable(array));
@@ -196,11 +208,12 @@ export class Merge {
    * Returns how many moved.
    */
   async recomputeBalances(): Promise<number> {
-    const paid = sql`coalesce((select sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end) from payments p
-                                where p.school_id = contracts.school_id and p.contract_id = contracts.id), 0)`;
     const moved = await this.q.run(
-      sql`update contracts set paid_minor = ${paid}, change_seq = ${this.seq}
-           where school_id = ${this.schoolId} and id in (select id from touched_contracts) and paid_minor <> ${paid}`.compile(this.q.db),
+      sql`update contracts set paid_minor = t.paid, change_seq = ${this.seq}
+            from (select c.id, coalesce(sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end), 0) as paid
+                    from touched_contracts c left join payments p on p.school_id = ${this.schoolId} and p.contract_id = c.id
+                   group by c.id) t
+           where contracts.school_id = ${this.schoolId} and contracts.id = t.id and contracts.paid_minor <> t.paid`.compile(this.q.db),
     );
     // Every contract changed by this import, in its data or its balance, gets its item made again.
     await remakeItems(this.q, 'contracts', this.schoolId, null, this.seq);

@@ -114,7 +114,7 @@ export function valueSource(input: unknown): Source {
 }
 
 /** Bytes read from the file per chunk. */
-const CHUNK_BYTES = 1 << 20;
+const CHUNK_BYTES = 1 << 18;
 /** How much of a long line is kept to count a column in characters rather than bytes. */
 const LINE_TAIL_BYTES = 1 << 16;
 

@@ -7,6 +7,7 @@
  */
 import { sql } from 'kysely';
 import type { BulkConnection, RowLoader } from '../db/bulk.js';
+import type { ErrorList } from './errors.js';
 import { isListTable } from './read-model.js';
 import { ROW_COLUMNS } from './rows.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
@@ -19,8 +20,13 @@ export function stagedColumns(array: ArrayName): string[] {
   return ['idx', ...ROW_COLUMNS[array], ...(isListTable(array) ? ['item'] : [])];
 }
 
+/**
+ * Rows are added synchronously, in the file's order, one array after another; `settle()`
+ * waits for the loads to keep pace (the source calls it after every chunk it reads).
+ */
 export class Stage {
   private open: { array: ArrayName; loader: RowLoader } | null = null;
+  private waits: Promise<void>[] = [];
   /** Rows staged per array. */
   readonly staged = Object.fromEntries(ARRAY_NAMES.map((a) => [a, 0])) as Record<ArrayName, number>;
 
@@ -36,31 +42,47 @@ export class Stage {
     }
   }
 
-  async write(array: ArrayName, rows: unknown[][]): Promise<void> {
+  add(array: ArrayName, row: unknown[]): void {
     if (this.open?.array !== array) {
-      await this.endArray();
+      this.endArray();
       this.open = { array, loader: this.conn.load(stageTable(array), stagedColumns(array)) };
     }
-    const { loader } = this.open;
-    for (const row of rows) {
-      const wait = loader.write(row);
-      if (wait) await wait;
-    }
-    this.staged[array] += rows.length;
+    const wait = this.open.loader.write(row);
+    if (wait) this.waits.push(wait);
+    this.staged[array] += 1;
   }
 
-  async endArray(): Promise<void> {
+  /** The current array has ended (its load finishes in the background, before the next one starts). */
+  endArray(): void {
     const open = this.open;
     this.open = null;
-    if (open) await open.loader.end();
+    if (open) this.waits.push(open.loader.end());
   }
 
-  /** Ends the last load and indexes what was staged, for the merge's joins. */
-  async finish(): Promise<void> {
-    await this.endArray();
+  async settle(): Promise<void> {
+    const waits = this.waits;
+    this.waits = [];
+    // Every wait is awaited, so none is left to fail unhandled.
+    const results = await Promise.allSettled(waits);
+    for (const result of results) if (result.status === 'rejected') throw result.reason;
+  }
+
+  /**
+   * Ends the last load and indexes what was staged, for the merge's joins; reports the
+   * ids staged twice (of the arrays whose ids the intake does not keep).
+   */
+  async finish(errors: ErrorList): Promise<void> {
+    this.endArray();
+    await this.settle();
     for (const array of ARRAY_NAMES) {
       if (this.staged[array] === 0) continue;
-      await this.conn.run(sql`create unique index ${sql.id(`${stageTable(array)}_id`)} on ${sql.table(stageTable(array))} (id)`.compile(this.conn.db));
+      const table = sql.table(stageTable(array));
+      await this.conn.run(sql`create index ${sql.id(`${stageTable(array)}_id`)} on ${table} (id)`.compile(this.conn.db));
+      const { rows } = await this.conn.run(
+        sql`select s.idx, s.id, f.first from ${table} s join (select id, min(idx) as first from ${table} group by id having count(*) > 1) f on f.id = s.id
+             where s.idx > f.first order by s.idx limit ${errors.room}`.compile(this.conn.db),
+      );
+      for (const row of rows) errors.add({ array, index: Number(row.idx), field: 'id', reason: `repeats the id "${row.id as string}" of ${array}[${Number(row.first)}]` });
       // PostgreSQL never analyzes temporary tables by itself: without statistics, it would plan the merge's joins blind.
       if (this.conn.dialect === 'postgres') await this.conn.run(sql`analyze ${sql.table(stageTable(array))}`.compile(this.conn.db));
     }
