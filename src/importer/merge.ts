@@ -12,7 +12,7 @@ import { FINANCE_SIDES } from '../resources/finance/sides.js';
 import type { TouchedDays } from './day-totals.js';
 import type { ErrorList } from './errors.js';
 import { refreshDayTotals } from './day-totals.js';
-import { isListTable, remakeItems, renumber, type ListKey } from './read-model.js';
+import { isListTable, itemOf, renumber, type ListKey } from './read-model.js';
 import { ROW_COLUMNS } from './rows.js';
 import type { Sql } from './run.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
@@ -48,6 +48,9 @@ function differs(db: Kysely<unknown>, array: ArrayName, stored: string, staged: 
   if (onPostgres(db as never)) return sql<boolean>`(${pair(stored)}) is distinct from (${pair(staged)})`;
   return sql<boolean>`not (${sql.join(columns.map((c) => sql`${sql.ref(`${stored}.${c}`)} is ${sql.ref(`${staged}.${c}`)}`), sql` and `)})`;
 }
+
+/** Contracts read and written per statement when their balances are made. */
+const BALANCE_BATCH = 500;
 
 const firstKey = (rows: Record<string, unknown>[]): ListKey | null => (rows[0] ? { at: rows[0].at as string, id: rows[0].id as string } : null);
 
@@ -204,20 +207,40 @@ export class Merge {
 
   /**
    * contracts.paid_minor = payments minus refunds, for the contracts the import touched;
-   * a contract whose balance moved has changed too (its item shows paid and debt).
-   * Returns how many moved.
+   * a contract whose balance moved has changed too (its item shows paid and debt). Each
+   * such contract, and each the import wrote, gets its balance and item in one write.
+   * Returns how many balances moved.
    */
   async recomputeBalances(): Promise<number> {
-    const moved = await this.q.run(
-      sql`update contracts set paid_minor = t.paid, change_seq = ${this.seq}
-            from (select c.id, coalesce(sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end), 0) as paid
-                    from touched_contracts c left join payments p on p.school_id = ${this.schoolId} and p.contract_id = c.id
-                   group by c.id) t
-           where contracts.school_id = ${this.schoolId} and contracts.id = t.id and contracts.paid_minor <> t.paid`.compile(this.q.db),
+    await this.q.run(
+      sql`create temp table balances as
+          select c.id, coalesce(sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end), 0) as paid
+            from touched_contracts c left join payments p on p.school_id = ${this.schoolId} and p.contract_id = c.id
+           group by c.id`.compile(this.q.db),
     );
-    // Every contract changed by this import, in its data or its balance, gets its item made again.
-    await remakeItems(this.q, 'contracts', this.schoolId, null, this.seq);
-    return moved.changed;
+    let after = '';
+    let moved = 0;
+    for (;;) {
+      const { rows } = await this.q.run(
+        sql`select c.*, b.paid from contracts c join balances b on b.id = c.id
+             where c.school_id = ${this.schoolId} and c.id > ${after} and (c.paid_minor <> b.paid or c.change_seq = ${this.seq})
+             order by c.id limit ${BALANCE_BATCH}`.compile(this.q.db),
+      );
+      if (rows.length === 0) return moved;
+      const values = rows.map((row) => {
+        if (Number(row.paid_minor) !== Number(row.paid)) moved += 1;
+        const item = itemOf('contracts', { ...row, paid_minor: Number(row.paid) });
+        return sql`(${row.id as string}, cast(${Number(row.paid)} as bigint), ${item})`;
+      });
+      await this.q.run(
+        sql`with v(id, paid, item) as (values ${sql.join(values)})
+            update contracts set paid_minor = v.paid, item = v.item, change_seq = ${this.seq}
+              from v
+             where contracts.school_id = ${this.schoolId} and contracts.id = v.id`.compile(this.q.db),
+      );
+      after = rows[rows.length - 1]!.id as string;
+      if (rows.length < BALANCE_BATCH) return moved;
+    }
   }
 
   async refreshTotals(): Promise<void> {
