@@ -65,6 +65,8 @@ async function openPostgres(db: Kysely<Database>, driver: typeof pg, connection:
   client.on('error', () => undefined);
   await client.connect();
   const { from: copyFrom } = createRequire(import.meta.url)('pg-copy-streams') as typeof import('pg-copy-streams');
+  // One COPY at a time on the connection: each load starts once the one before it has ended.
+  let previous: Promise<void> = Promise.resolve();
   return {
     dialect: 'postgres',
     db,
@@ -74,8 +76,10 @@ async function openPostgres(db: Kysely<Database>, driver: typeof pg, connection:
       return { rows: result.rows as Record<string, unknown>[], changed: result.rowCount ?? 0 };
     },
     load(table, columns) {
-      const stream = client.query(copyFrom(`COPY ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`));
-      return copyLoader(stream);
+      const text = `COPY ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`;
+      const loader = copyLoader(previous.then(() => client.query(copyFrom(text))));
+      previous = loader.ended;
+      return loader;
     },
     close: () => client.end().catch(() => undefined),
   };
@@ -88,42 +92,63 @@ function quoteIdent(name: string): string {
 /** Rows per write to the COPY stream: large enough that a write is not per row. */
 const COPY_CHUNK_BYTES = 256 * 1024;
 
-function copyLoader(stream: Writable): RowLoader {
+/** A COPY load; `ended` settles (never rejects) once its COPY is over, successful or not. */
+function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<void> } {
+  let stream: Writable | null = null;
   let failure: Error | null = null;
-  const done = new Promise<void>((resolve, reject) => {
-    stream.on('finish', resolve);
-    stream.on('error', (err: Error) => {
-      failure = err;
-      reject(err);
-    });
-  });
-  // An error before end() is reported by the next write or by end(), not as unhandled.
-  done.catch(() => undefined);
   let buffer = '';
+  const opened = starting.then((s) => {
+    stream = s;
+    s.on('error', (err: Error) => (failure = err));
+    return s;
+  });
+  const finished = opened.then(
+    (s) =>
+      new Promise<void>((resolve, reject) => {
+        s.on('finish', resolve);
+        s.on('error', reject);
+      }),
+  );
+  // Reported by the next write or by end(), never as unhandled.
+  finished.catch(() => undefined);
   /** Writes what is buffered; resolves when the stream can take more (at once unless it is full). */
   const flush = (): Promise<void> | undefined => {
     if (failure) return Promise.reject(failure);
     if (buffer === '') return undefined;
+    if (!stream) return opened.then(() => flush());
     const chunk = buffer;
     buffer = '';
     if (stream.write(chunk)) return undefined;
+    const s = stream;
     return new Promise<void>((resolve, reject) => {
-      stream.once('drain', resolve);
-      stream.once('error', reject);
+      s.once('drain', resolve);
+      s.once('error', reject);
     });
   };
+  const end = async (): Promise<void> => {
+    const s = await opened;
+    await flush();
+    s.end();
+    await finished;
+  };
+  let ending: Promise<void> | null = null;
   return {
     write(row) {
       buffer += copyLine(row);
       if (buffer.length >= COPY_CHUNK_BYTES) return flush();
     },
-    async end() {
-      await flush();
-      stream.end();
-      await done;
+    end() {
+      ending ??= end();
+      return ending;
     },
     abort() {
-      stream.destroy(new Error('load aborted'));
+      void opened.then((s) => s.destroy(new Error('load aborted')), () => undefined);
+    },
+    get ended() {
+      return finished.then(
+        () => undefined,
+        () => undefined,
+      );
     },
   };
 }

@@ -225,7 +225,8 @@ export function fileSource(file: string, size: number): Source {
         lastToken = info;
         const token = info.token;
         if (depth === 0) {
-          if (sawValue || token !== TokenType.LEFT_BRACE) throw new JsonSyntaxError(NOT_AN_OBJECT);
+          if (sawValue) throw syntax(info.offset, `unexpected ${describeToken(info)} after the end of the object`);
+          if (token !== TokenType.LEFT_BRACE) throw new JsonSyntaxError(NOT_AN_OBJECT);
           sawValue = true;
           expectKey = true;
         } else if (depth === 1) {
