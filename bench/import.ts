@@ -162,7 +162,7 @@ async function delta(scale: number): Promise<void> {
       const total = Number((await store.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('school_id', '=', school).executeTakeFirstOrThrow()).n);
       const at = Array.from({ length: count }, (_, i) => Math.floor(((i + 0.5) * total) / count));
       const rows = await store.db.selectFrom(table).selectAll().where('school_id', '=', school).where('pos', 'in', at).orderBy('pos').execute();
-      return pick(rows as Record<string, unknown>[]);
+      return pick(rows);
     };
     const students = await spread('students', 40, (rows) => rows);
     const payments = await spread('payments', 60, (rows) => rows);

@@ -9,10 +9,12 @@
  * waits for a write lock synchronously, so two of them in one thread could wait forever.
  */
 import { createRequire } from 'node:module';
-import { Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, type Compilable, type Kysely } from 'kysely';
+import type { CompiledQuery} from 'kysely';
+import { type Compilable, type Kysely } from 'kysely';
 import type pg from 'pg';
+import type * as PgCopyStreams from 'pg-copy-streams';
 import type { Database } from './schema.js';
 
 export interface Statement {
@@ -64,7 +66,7 @@ async function openPostgres(db: Kysely<Database>, driver: typeof pg, connection:
   // A connection lost mid-statement fails that statement; the 'error' event must not end the process.
   client.on('error', () => undefined);
   await client.connect();
-  const { from: copyFrom } = createRequire(import.meta.url)('pg-copy-streams') as typeof import('pg-copy-streams');
+  const { from: copyFrom } = createRequire(import.meta.url)('pg-copy-streams') as typeof PgCopyStreams;
   // One COPY at a time on the connection: each load starts once the one before it has ended.
   let previous: Promise<void> = Promise.resolve();
   return {
@@ -164,7 +166,7 @@ function copyLine(row: readonly unknown[]): string {
     if (i > 0) line += '\t';
     if (value === null || value === undefined) line += '\\N';
     else if (typeof value === 'string') line += SPECIAL.test(value) ? value.replace(/[\\\n\r\t]/g, (c) => ESCAPES[c]!) : value;
-    else line += String(value);
+    else line += typeof value === 'number' || typeof value === 'bigint' ? String(value) : JSON.stringify(value);
   }
   return `${line}\n`;
 }

@@ -45,7 +45,7 @@ function dataColumns(array: ArrayName): string[] {
 function differs(db: Kysely<unknown>, array: ArrayName, stored: string, staged: string): RawBuilder<boolean> {
   const columns = dataColumns(array);
   const pair = (table: string) => sql.join(columns.map((c) => sql.ref(`${table}.${c}`)));
-  if (onPostgres(db as never)) return sql<boolean>`(${pair(stored)}) is distinct from (${pair(staged)})`;
+  if (onPostgres(db)) return sql<boolean>`(${pair(stored)}) is distinct from (${pair(staged)})`;
   return sql<boolean>`not (${sql.join(columns.map((c) => sql`${sql.ref(`${stored}.${c}`)} is ${sql.ref(`${staged}.${c}`)}`), sql` and `)})`;
 }
 
@@ -69,7 +69,7 @@ export class Merge {
   ) {}
 
   private get db(): Untyped {
-    return this.q.db as unknown as Untyped;
+    return this.q.db;
   }
 
   /** Before anything is written: the days and contracts whose totals the staged and deleted rows touch. */
@@ -230,7 +230,7 @@ export class Merge {
       const values = rows.map((row) => {
         if (Number(row.paid_minor) !== Number(row.paid)) moved += 1;
         const item = itemOf('contracts', { ...row, paid_minor: Number(row.paid) });
-        return sql`(${row.id as string}, cast(${Number(row.paid)} as bigint), ${item})`;
+        return sql`(${row.id}, cast(${Number(row.paid)} as bigint), ${item})`;
       });
       await this.q.run(
         sql`with v(id, paid, item) as (values ${sql.join(values)})
