@@ -14,6 +14,7 @@ import { apiServerFactory } from './edge/listener.js';
 import { buildCabinetApp, type CabinetApp } from './cabinet/app.js';
 import type { Config } from './config/index.js';
 import { openStore } from './db/index.js';
+import { rebuildStale } from './importer/rebuild.js';
 import { hasSchools } from './management/schools.js';
 import { createLogger } from './logger.js';
 import { loadTls } from './tls.js';
@@ -44,6 +45,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const store = openStore(config);
   try {
     await store.migrate();
+    await rebuildStale(store.db);
   } catch (err) {
     await store.close();
     throw err;

@@ -24,7 +24,7 @@ import type { DatasetShape, SchoolShape } from './shape.js';
 
 /** The columns the build writes, per table, in the order of each generated row. */
 export const COLUMNS = {
-  schools: ['id', 'name', 'plan', 'timezone', 'currency', 'created_at'],
+  schools: ['id', 'name', 'plan', 'timezone', 'currency', 'created_at', 'data_version'],
   api_keys: ['id', 'school_id', 'name', 'key_hash', 'hint', 'created_at'],
   branches: ['school_id', 'id', 'name'],
   groups: ['school_id', 'id', 'name', 'category', 'branch_id'],
@@ -94,7 +94,8 @@ const categoryIndex = new Map<string, number>(CATEGORIES.map((c, i) => [c, i]));
 /** The rows that do not belong to a school's data: the schools and the keys. */
 export function* headRows(shape: DatasetShape): Generator<Row> {
   const created = stamp(DATA_FROM - 30 * DAY);
-  for (const s of shape.schools) yield ['schools', [s.id, `Автошкола ${s.index}`, s.plan, s.timezone, CURRENCY, created]];
+  // Each school's data is its first change batch (seq 1), as if one import had loaded it.
+  for (const s of shape.schools) yield ['schools', [s.id, `Автошкола ${s.index}`, s.plan, s.timezone, CURRENCY, created, 1]];
   for (const key of [...shape.keyed.map((k) => k.key), shape.limitedKey]) {
     yield ['api_keys', [`key-${key.schoolId}`, key.schoolId, 'bench load', key.hash, keyHint(key.key), created]];
   }

@@ -16,6 +16,7 @@ import pg from 'pg';
 import { openStore, refreshStatistics, sqlitePath } from '../../src/db/index.js';
 import { rebuildDayTotals } from '../../src/importer/day-totals.js';
 import { isListTable } from '../../src/importer/read-model.js';
+import { READ_MODEL_VERSIONS } from '../../src/importer/rebuild.js';
 import { itemJson, LIST_MODELS, type ListRow, type ListTable } from '../../src/resources/items.js';
 import { Progress } from '../progress.js';
 import { COLUMNS, headRows, schoolRows, type Row, type Table } from './generate.js';
@@ -131,8 +132,14 @@ export async function ensureDataset(loc: DatasetLocation, shape: DatasetShape, r
   process.stderr.write('day totals of the finance summary, planner statistics...\n');
   const stats = openStore({ databaseUrl: loc.databaseUrl, dataDir: loc.dataDir, dbTimeoutMs: 600_000, dbPoolSize: 1 });
   try {
-    // The rows were written past the importer, which keeps these in its transaction.
+    // The rows were written past the importer, which keeps these in its transaction: the
+    // day totals are made here, and the read model is recorded as today's (items and
+    // positions were written with the rows), so the server's start rebuilds nothing.
     await rebuildDayTotals(stats.db);
+    await sql`insert into change_batches (school_id, seq, committed_at) select id, 1, ${`${new Date().toISOString().slice(0, 19)}Z`} from schools`.execute(stats.db);
+    for (const [part, version] of Object.entries(READ_MODEL_VERSIONS)) {
+      await stats.db.updateTable('read_model_versions').set({ version }).where('part', '=', part).execute();
+    }
     await refreshStatistics(stats.db);
     // ANALYZE does not set PostgreSQL's visibility map; without a VACUUM, index-only scans
     // would visit the heap for every row until autovacuum gets round to the new tables.
@@ -146,9 +153,12 @@ export async function ensureDataset(loc: DatasetLocation, shape: DatasetShape, r
   return { built: true, seconds: (Date.now() - started) / 1000 };
 }
 
-/** The columns written per table: a list's table also gets its read model (src/resources/items.ts). */
+/**
+ * The columns written per table: a list's table also gets its read model
+ * (src/resources/items.ts) and the change seq of the school's first batch.
+ */
 const WRITTEN: Record<Table, readonly string[]> = Object.fromEntries(
-  (Object.keys(COLUMNS) as Table[]).map((table) => [table, isListTable(table) ? [...COLUMNS[table], 'item', 'pos'] : COLUMNS[table]]),
+  (Object.keys(COLUMNS) as Table[]).map((table) => [table, isListTable(table) ? [...COLUMNS[table], 'item', 'pos', 'change_seq'] : COLUMNS[table]]),
 ) as unknown as Record<Table, readonly string[]>;
 
 /**
@@ -179,7 +189,7 @@ function withReadModel(table: Table, row: unknown[], at: Map<Table, Map<unknown,
   if (!isListTable(table)) return row;
   const columns = COLUMNS[table] as readonly string[];
   const record = Object.fromEntries(columns.map((c, i) => [c, row[i]])) as unknown as ListRow<ListTable>;
-  return [...row, itemJson(table, record), at.get(table)!.get(row[columns.indexOf('id')])!];
+  return [...row, itemJson(table, record), at.get(table)!.get(row[columns.indexOf('id')])!, 1];
 }
 
 /** Streams every generated row into the sink, table by table in batches, committing every so often. */

@@ -51,11 +51,22 @@ export function contextFor(options: { json?: boolean }, overrides: ConfigOverrid
   return { config: loadConfig(process.env, overrides), out: createOutput(Boolean(options.json)) };
 }
 
-/** Runs `fn` with a migrated store and always closes it. */
+/**
+ * Brings a store up to date: the schema (migrations), then every derived part of the
+ * rows that today's code writes differently (src/importer/rebuild.ts). Returns the
+ * migrations applied and the parts rebuilt.
+ */
+export async function upgradeStore(store: Store): Promise<{ applied: string[]; rebuilt: string[] }> {
+  const applied = await store.migrate();
+  const rebuilt = await (await import('../importer/rebuild.js')).rebuildStale(store.db);
+  return { applied, rebuilt };
+}
+
+/** Runs `fn` with an up-to-date store (upgradeStore) and always closes it. */
 export async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
   const store = openStore(config);
   try {
-    await store.migrate();
+    await upgradeStore(store);
     return await fn(store);
   } finally {
     await store.close();

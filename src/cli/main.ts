@@ -81,8 +81,12 @@ function buildProgram(done: Run): Command {
 
   leaf(program, 'import', 'import a school\'s data from a JSON file (validated whole, one transaction)')
     .requiredOption('--school <id>', 'school id')
+    .option('--replace', 'each array in the file is the whole truth: the school\'s records of it that the file leaves out are deleted')
+    .option('--progress', 'show the progress line even when stdout is not a terminal')
     .argument('<file>', 'JSON file')
-    .action(async (file: string, o: { json?: boolean; school: string }) => done(await (await import('./commands/import.js')).importCommand(contextFor(o), file, o)));
+    .action(async (file: string, o: { json?: boolean; school: string; replace?: boolean; progress?: boolean }) =>
+      done(await (await import('./commands/import.js')).importCommand(contextFor(o), file, o)),
+    );
 
   leaf(program, 'demo', 'create demo schools with data and keys, and print the keys')
     .option('--if-empty', 'do nothing when the database already has a school')

@@ -54,6 +54,7 @@ export const settings = {
   redisTimeoutMs: setting('SCHOOL_DATA_REDIS_TIMEOUT_MS', Millis(10_000), 250, 'rate-limit service timeout'),
   usageFlushMs: setting('SCHOOL_DATA_USAGE_FLUSH_MS', Millis(5000), 1000, 'how often key usage counts are written'),
   responseCacheMb: setting('SCHOOL_DATA_RESPONSE_CACHE_MB', Type.Integer({ minimum: 0, maximum: 65_536 }), 32, 'memory (MiB) for stored API responses, per process; 0 stores none'),
+  tombstoneDays: setting('SCHOOL_DATA_TOMBSTONE_DAYS', Type.Integer({ minimum: 1, maximum: 36_500 }), 90, 'deleted records are remembered for the changes feed at least this many days'),
   dbPoolSize: setting('SCHOOL_DATA_DB_POOL_SIZE', Type.Integer({ minimum: 1, maximum: 1000 }), 10, 'PostgreSQL connections per process'),
   // Server limits (docs/operations.md explains each). Timeouts bound what one slow or
   // idle client can hold; sizes bound what one request can make the server read.

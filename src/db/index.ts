@@ -14,11 +14,14 @@ import * as m0002 from './migrations/0002_cabinet.js';
 import * as m0003 from './migrations/0003_read_model.js';
 import * as m0004 from './migrations/0004_data_version.js';
 import * as m0005 from './migrations/0005_day_totals.js';
+import * as m0006 from './migrations/0006_change_log.js';
+import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
 import type { Database } from './schema.js';
 
 export type { Reader } from './reader.js';
+export { openBulkConnection, type BulkConnection, type RowLoader } from './bulk.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -45,6 +48,7 @@ const migrations: Record<string, Migration> = {
   '0003_read_model': m0003,
   '0004_data_version': m0004,
   '0005_day_totals': m0005,
+  '0006_change_log': m0006,
 };
 
 export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
@@ -85,6 +89,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     pool.on('connect', (client) => client.on('error', () => undefined));
     const url = new URL(config.databaseUrl);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    registerBulk(db, { driver, connection });
     const reads = new PgReader(db, pool);
     const migrate = async (to?: string) => {
       const migrationDb = openMigrationConnection(driver, connection);
@@ -113,6 +118,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
   // own default; better-sqlite3 would give it 16 MiB (see READER_CACHE_KIB in reader.ts).
   database.pragma('cache_size = -2000');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  registerBulk(db, { sqliteFile: file });
   const reads = new SqliteReader(db, file, config.dbTimeoutMs);
   return {
     db,

@@ -11,12 +11,14 @@ import type { Generated, ColumnType, Insertable, Selectable } from 'kysely';
 
 /**
  * The read model every list's table carries (migration 0003, src/resources/items.ts): the
- * row's list item as JSON text, and its position in its list's order within its school.
- * The importer writes both in the same transaction as the row.
+ * row's list item as JSON text, and its position in its list's order within its school;
+ * and the change log's mark (migration 0006): the school's change seq of the import that
+ * last changed the row's data or item. The importer writes all three with the row.
  */
 export interface Listed {
   item: string;
   pos: ColumnType<number, number | undefined, number>;
+  change_seq: ColumnType<number, number | undefined, number>;
 }
 
 export interface SchoolsTable {
@@ -26,8 +28,13 @@ export interface SchoolsTable {
   timezone: string;
   currency: string;
   created_at: string;
-  /** Raised by every import into the school (migration 0004); it keys the API's stored responses. */
+  /**
+   * The school's change sequence (migrations 0004, 0006): the seq of the last import that
+   * changed something. It keys the API's stored responses.
+   */
   data_version: Generated<number>;
+  /** The highest change seq whose tombstones were pruned (0: none yet). */
+  tombstones_dropped_seq: Generated<number>;
 }
 
 export interface ApiKeysTable {
@@ -189,6 +196,27 @@ export interface ExpenseDaysTable {
   amount_minor: number;
 }
 
+/** One deleted record of a list's table: which import (seq) deleted it (migration 0006). */
+export interface TombstonesTable {
+  school_id: string;
+  resource: string;
+  id: string;
+  change_seq: number;
+}
+
+/** One import that changed something: its seq and when it committed (UTC, whole seconds). */
+export interface ChangeBatchesTable {
+  school_id: string;
+  seq: number;
+  committed_at: string;
+}
+
+/** Which version of a derived part (items, positions, day totals) the stored rows hold. */
+export interface ReadModelVersionsTable {
+  part: string;
+  version: number;
+}
+
 /** A director of one school; signs in to the cabinet with `email` (stored lower-cased). */
 export interface DirectorsTable {
   id: string;
@@ -228,10 +256,13 @@ export interface Database {
   expense_days: ExpenseDaysTable;
   directors: DirectorsTable;
   cabinet_sessions: CabinetSessionsTable;
+  tombstones: TombstonesTable;
+  change_batches: ChangeBatchesTable;
+  read_model_versions: ReadModelVersionsTable;
 }
 
 /** A school as the CLI and the cabinet show it (the data version is the API's own bookkeeping). */
-export type School = Omit<Selectable<SchoolsTable>, 'data_version'>;
+export type School = Omit<Selectable<SchoolsTable>, 'data_version' | 'tombstones_dropped_seq'>;
 /** The columns of a School, for selects. */
 export const SCHOOL_COLUMNS = ['id', 'name', 'plan', 'timezone', 'currency', 'created_at'] as const satisfies readonly (keyof School)[];
 export type ApiKeyRow = Selectable<ApiKeysTable>;

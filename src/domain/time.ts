@@ -15,10 +15,12 @@ export function nowTimestamp(): string {
   return formatTimestamp(Date.now());
 }
 
+const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
 function validYmd(y: number, m: number, d: number): boolean {
   if (m < 1 || m > 12 || d < 1) return false;
-  const days = new Date(Date.UTC(y, m, 0)).getUTCDate();
-  return d <= days;
+  const leap = m === 2 && y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  return d <= MONTH_DAYS[m - 1]! + (leap ? 1 : 0);
 }
 
 /** A calendar date as [year, month, day], or null when malformed or impossible (2026-02-30). */
@@ -49,10 +51,15 @@ export function parseDateTime(text: string): number | null {
   return Date.UTC(y, mo - 1, d, h, mi, s) + fraction - offsetMin * 60_000;
 }
 
+/** Already in the stored form, `YYYY-MM-DDTHH:MM:SSZ`: UTC whole seconds (validity aside). */
+const STORED_FORM = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
+
 /** A timestamp from the import format: an RFC 3339 date-time, normalised to UTC whole seconds. */
 export function normaliseTimestamp(text: string): string | null {
   const ms = parseDateTime(text);
-  return ms === null || ms % 1000 !== 0 ? null : formatTimestamp(ms);
+  if (ms === null || ms % 1000 !== 0) return null;
+  // Most files already give UTC: the text is then the stored form as it is.
+  return STORED_FORM.test(text) ? text : formatTimestamp(ms);
 }
 
 const formatters = new Map<string, Intl.DateTimeFormat>();

@@ -6,18 +6,17 @@
  * (src/resources/finance/repository.ts): a year of a school with a hundred thousand
  * students is a few hundred total rows, not two hundred thousand payments.
  */
-import { sql, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { normaliseTimestamp } from '../domain/time.js';
 import { FINANCE_SIDES, rowDay, type FinanceSide } from '../resources/finance/sides.js';
-import type { Entries } from './validate.js';
+import { viaKysely, type Sql } from './run.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the two sides differ only in their names
 type Untyped = Kysely<any>;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the same
 type SelectRows = SelectQueryBuilder<any, any, any>;
 
-/** The days whose totals an import changes: of its rows, and of the stored rows it overwrites. */
+/** The days whose totals an import changes, per side: of the rows it writes, and of the stored rows it overwrites or deletes. */
 export interface TouchedDays {
   payments: Set<string>;
   expenses: Set<string>;
@@ -25,52 +24,31 @@ export interface TouchedDays {
 
 const BATCH = 500;
 
-/** Read before the import writes: the days the stored rows with the file's ids are on now. */
-export async function daysTouched(trx: Transaction<Database>, schoolId: string, entries: Entries): Promise<TouchedDays> {
-  const touched: TouchedDays = { payments: new Set(), expenses: new Set() };
-  for (const side of FINANCE_SIDES) {
-    const records = entries[side.rows];
-    const days = touched[side.rows];
-    // The file's times may carry an offset: the day is that of the UTC time stored.
-    for (const { record } of records) days.add(normaliseTimestamp((record as Record<string, string>)[side.at]!)!.slice(0, 10));
-    const ids = records.map(({ record }) => (record as { id: string }).id);
-    for (let i = 0; i < ids.length; i += BATCH) {
-      const stored = (await (trx as unknown as Untyped)
-        .selectFrom(side.rows)
-        .select(rowDay(side).as('day'))
-        .distinct()
-        .where('school_id', '=', schoolId)
-        .where('id', 'in', ids.slice(i, i + BATCH))
-        .execute()) as { day: string }[];
-      for (const { day } of stored) days.add(day);
-    }
-  }
-  return touched;
-}
-
 /**
  * Writes one side's totals of the rows `narrow` selects (all of them by default), grouped by
  * school, day and name.
  */
-async function insertTotals(db: Untyped, side: FinanceSide, narrow: (rows: SelectRows) => SelectRows = (rows) => rows): Promise<void> {
+async function insertTotals(q: Sql, side: FinanceSide, narrow: (rows: SelectRows) => SelectRows = (rows) => rows): Promise<void> {
+  const db = q.db as unknown as Untyped;
   const day = rowDay(side);
   const rows = db.selectFrom(side.rows).select(['school_id', day.as('day'), side.name, sql`sum(${side.amount})`.as('amount_minor')]);
-  await db
-    .insertInto(side.totals)
-    .columns(['school_id', 'day', side.name, 'amount_minor'])
-    .expression(narrow(rows).groupBy(['school_id', day, side.name]))
-    .execute();
+  await q.run(
+    db
+      .insertInto(side.totals)
+      .columns(['school_id', 'day', side.name, 'amount_minor'])
+      .expression(narrow(rows).groupBy(['school_id', day, side.name])),
+  );
 }
 
 /** Makes the totals of these days of one school again from its rows (after the import wrote them). */
-export async function refreshDayTotals(trx: Transaction<Database>, schoolId: string, touched: TouchedDays): Promise<void> {
-  const db = trx as unknown as Untyped;
+export async function refreshDayTotals(q: Sql, schoolId: string, touched: TouchedDays): Promise<void> {
+  const db = q.db as unknown as Untyped;
   for (const side of FINANCE_SIDES) {
     const days = [...touched[side.rows]].sort();
     for (let i = 0; i < days.length; i += BATCH) {
       const batch = days.slice(i, i + BATCH);
-      await db.deleteFrom(side.totals).where('school_id', '=', schoolId).where('day', 'in', batch).execute();
-      await insertTotals(db, side, (rows) =>
+      await q.run(db.deleteFrom(side.totals).where('school_id', '=', schoolId).where('day', 'in', batch));
+      await insertTotals(q, side, (rows) =>
         rows
           .where('school_id', '=', schoolId)
           // The range lets the (school_id, at ...) index find the rows; the list keeps the days asked for.
@@ -84,9 +62,11 @@ export async function refreshDayTotals(trx: Transaction<Database>, schoolId: str
 
 /** Makes every school's totals from the rows: for a migration, and for data written past the importer (the benchmark's loader). */
 export async function rebuildDayTotals(db: Kysely<Database>): Promise<void> {
-  const untyped = db as unknown as Untyped;
-  for (const side of FINANCE_SIDES) {
-    await untyped.deleteFrom(side.totals).execute();
-    await insertTotals(untyped, side);
-  }
+  await db.transaction().execute(async (trx) => {
+    const q = viaKysely(trx);
+    for (const side of FINANCE_SIDES) {
+      await q.run((trx as unknown as Untyped).deleteFrom(side.totals));
+      await insertTotals(q, side);
+    }
+  });
 }

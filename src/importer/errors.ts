@@ -17,6 +17,11 @@ export class ErrorList {
     return this.items.length >= MAX_ERRORS;
   }
 
+  /** How many more errors can be taken. */
+  get room(): number {
+    return Math.max(0, MAX_ERRORS - this.items.length);
+  }
+
   get empty(): boolean {
     return this.items.length === 0;
   }

@@ -1,58 +1,149 @@
 /**
- * The data importer (docs/import-format.md): validate a whole import file, then write it in
- * one transaction, or write nothing and report every problem found (up to MAX_ERRORS).
+ * The data importer: reads a file (or a value) record by record, stages the valid ones on
+ * a connection of its own, then merges them in one transaction under the school's lock,
+ * or writes nothing and reports every problem found (up to MAX_ERRORS). See
+ * docs/import-format.md for the format and its guarantees.
  */
-import type { Kysely, Transaction } from 'kysely';
-import { refreshStatistics } from '../db/index.js';
+import fs from 'node:fs';
+import { CompiledQuery, type Kysely } from 'kysely';
+import { openBulkConnection, refreshStatistics, type BulkConnection } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { ErrorList, type ImportError } from './errors.js';
-import { checkReferences } from './references.js';
-import { TO_ROW } from './rows.js';
+import { FileIntake } from './intake.js';
+import { Merge } from './merge.js';
+import { isListTable } from './read-model.js';
+import { checkDeletedUnreferred, checkOpenReferences, checkPaymentContracts } from './references.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
-import { checkFile, type Entries } from './validate.js';
-import { isListTable, remakeItems, renumber, withItem } from './read-model.js';
-import { lockSchool, recomputeContractBalances, upsert } from './write.js';
-import { daysTouched, refreshDayTotals } from './day-totals.js';
+import { fileSource, valueSource, type Progress, type Source } from './source.js';
+import { goneTable, Stage } from './stage.js';
+import { lockSchool, pruneTombstones, recordBatch } from './write.js';
 
 export type { ImportError } from './errors.js';
 export { MAX_ERRORS } from './errors.js';
 export { ARRAY_NAMES, ImportFileSchema, type ArrayName, type ImportFile } from './schema.js';
+export type { Progress } from './source.js';
 
-export type ImportResult = { ok: true; counts: Record<string, number> } | { ok: false; errors: ImportError[] };
+export interface ImportOptions {
+  /** Each array present is the whole truth for its resource: the school's other records of it are deleted. */
+  replace?: boolean;
+  /** Tombstones of imports committed longer ago than this are pruned (SCHOOL_DATA_TOMBSTONE_DAYS). */
+  tombstoneDays?: number;
+  /** Called as the file is read, and with `phase: 'merge'` once the whole file is staged. */
+  onProgress?: (progress: Progress & { phase: 'read' | 'merge' }) => void;
+}
+
+export interface ImportSummary {
+  ok: true;
+  /** Records per array in the file. */
+  counts: Record<ArrayName, number>;
+  /** Rows deleted per array (by `deleted` or --replace). */
+  deleted: Record<ArrayName, number>;
+  /** Rows that really changed: written anew, overwritten with other values, deleted, or a contract's balance moved. */
+  changes: number;
+  /** The school's change seq this import took; null when it changed nothing (and wrote nothing). */
+  seq: number | null;
+}
+
+export type ImportResult = ImportSummary | { ok: false; errors: ImportError[] };
+
+/** Statistics are refreshed after imports that change at least this many rows. */
+const STATISTICS_AFTER = 10_000;
+const DEFAULT_TOMBSTONE_DAYS = 90;
 
 /**
- * Imports `input` (a parsed JSON import file) into the school `schoolId`. Records keep
- * their ids and are upserted, so importing the same file twice gives the same data.
+ * Imports `input` (a parsed import file) into the school `schoolId`. Records keep their
+ * ids and are upserted, so importing the same data twice changes nothing the second time.
  * A bad file is an `{ ok: false }` value and nothing is written; a database failure
  * throws, after the transaction has rolled back.
  */
-export async function importData(db: Kysely<Database>, schoolId: string, input: unknown): Promise<ImportResult> {
+export function importData(db: Kysely<Database>, schoolId: string, input: unknown, options: ImportOptions = {}): Promise<ImportResult> {
+  return runImport(db, schoolId, valueSource(input), options);
+}
+
+/** Imports a JSON file, read as a stream: memory grows with the file's ids, not its size. */
+export function importFile(db: Kysely<Database>, schoolId: string, file: string, options: ImportOptions = {}): Promise<ImportResult> {
+  return runImport(db, schoolId, fileSource(file, fs.statSync(file).size), options);
+}
+
+const perArray = (n: (a: ArrayName) => number) => Object.fromEntries(ARRAY_NAMES.map((a) => [a, n(a)])) as Record<ArrayName, number>;
+
+async function runImport(db: Kysely<Database>, schoolId: string, source: Source, options: ImportOptions): Promise<ImportResult> {
   const school = await db.selectFrom('schools').select('currency').where('id', '=', schoolId).executeTakeFirst();
   if (!school) {
     return { ok: false, errors: [{ array: null, index: null, field: null, reason: `school "${schoolId}" does not exist` }] };
   }
-  const errors = new ErrorList();
-  const file = checkFile(input, school.currency, errors);
-  if (!errors.full) await checkReferences(db, schoolId, file, errors);
-  if (!errors.empty) return { ok: false, errors: errors.items };
-
-  await db.transaction().execute(async (trx) => {
-    await lockSchool(trx, schoolId);
-    const days = await daysTouched(trx, schoolId, file.entries);
-    for (const array of ARRAY_NAMES) await writeArray(trx, schoolId, school.currency, array, file.entries);
-    await refreshDayTotals(trx, schoolId, days);
-    // A contract's item shows its balance, known only once the payments are written: the
-    // items of the file's contracts and of those whose balance moved are made again.
-    const moved = await recomputeContractBalances(trx, schoolId);
-    const contracts = new Set([...moved, ...file.entries.contracts.map(({ record }) => record.id)]);
-    await remakeItems(trx, 'contracts', schoolId, [...contracts]);
-    for (const array of ARRAY_NAMES) if (isListTable(array) && file.entries[array].length > 0) await renumber(trx, array, schoolId);
-  });
-  await refreshStatistics(db);
-  return { ok: true, counts: Object.fromEntries(ARRAY_NAMES.map((array) => [array, file.entries[array].length])) };
+  const conn = await openBulkConnection(db);
+  try {
+    const errors = new ErrorList();
+    const stage = new Stage(conn);
+    await stage.create();
+    const intake = new FileIntake(errors, stage, schoolId, school.currency);
+    let progress: Progress = { records: 0, bytes: 0, totalBytes: null };
+    try {
+      await source.feed(intake, (p) => {
+        progress = p;
+        options.onProgress?.({ ...p, phase: 'read' });
+      });
+      await intake.settle();
+      await stage.finish(errors);
+    } catch (err) {
+      stage.abort();
+      throw err;
+    }
+    intake.finish();
+    options.onProgress?.({ ...progress, phase: 'merge' });
+    return await merge(conn, schoolId, intake, stage, errors, options);
+  } finally {
+    await conn.close();
+  }
 }
 
-async function writeArray<K extends ArrayName>(trx: Transaction<Database>, schoolId: string, currency: string, array: K, entries: Entries): Promise<void> {
-  const toRow = TO_ROW[array];
-  await upsert(trx, array, entries[array].map(({ record }) => withItem(array, toRow(record, schoolId, currency))));
+async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake, stage: Stage, errors: ErrorList, options: ImportOptions): Promise<ImportResult> {
+  const replace = options.replace === true;
+  // SQLite: take the write lock now; a transaction that read first could not write later if another connection wrote meanwhile.
+  await conn.run(CompiledQuery.raw(conn.dialect === 'sqlite' ? 'begin immediate' : 'begin'));
+  let committed = false;
+  try {
+    const version = await lockSchool(conn, schoolId);
+    const seq = version + 1;
+    if (!errors.full) await checkOpenReferences(conn, schoolId, intake, errors);
+    if (!errors.full && stage.staged.payments > 0) await checkPaymentContracts(conn, schoolId, errors);
+
+    const work = new Merge(conn, schoolId, seq);
+    const deleting = ARRAY_NAMES.filter((a) => intake.deletes[a].size > 0 || (replace && intake.present.has(a)));
+    for (const array of deleting) {
+      if (intake.deletes[array].size === 0) continue;
+      const loader = conn.load(goneTable(array), ['id', 'idx']);
+      for (const row of intake.deletes[array]) await loader.write(row);
+      await loader.end();
+      await work.checkNotImported(array, errors);
+    }
+    if (errors.empty) {
+      for (const array of deleting) await work.collectGone(array, replace && intake.present.has(array));
+      await work.noteTouched(stage.staged);
+      for (const array of ARRAY_NAMES) if (stage.staged[array] > 0) await work.upsert(array);
+      for (const array of deleting) await work.delete(array);
+      await checkDeletedUnreferred(conn, schoolId, work.deletedFrom, errors);
+    }
+    if (!errors.empty) return { ok: false, errors: errors.items };
+
+    for (const array of ARRAY_NAMES) if (isListTable(array) && stage.staged[array] > 0) await work.dropTombstones(array);
+    const balances = await work.recomputeBalances();
+    const changes = work.counts.inserted + work.counts.updated + work.counts.deleted + balances;
+    const summary = { ok: true as const, counts: perArray((a) => intake.counts[a]), deleted: perArray(() => 0), changes, seq: null as number | null };
+    if (changes === 0) return summary;
+
+    await work.refreshTotals();
+    await work.renumber();
+    await pruneTombstones(conn, schoolId, options.tombstoneDays ?? DEFAULT_TOMBSTONE_DAYS);
+    await recordBatch(conn, schoolId, seq);
+    await conn.run(CompiledQuery.raw('commit'));
+    committed = true;
+    summary.seq = seq;
+    summary.deleted = perArray((a) => work.deletedCounts[a]);
+    if (changes >= STATISTICS_AFTER) await refreshStatistics(conn.db);
+    return summary;
+  } finally {
+    if (!committed) await conn.run(CompiledQuery.raw('rollback')).catch(() => undefined);
+  }
 }

@@ -1,19 +1,22 @@
 /**
- * Reference checks: an id a record points at must be declared in the same file or
- * already stored for the same school. Stored rows are looked up with one batched
- * `id in (...)` query per table and chunk, never one query per record; another school's
- * rows never match because every lookup is scoped by school_id.
+ * Reference checks: an id a record points at must be declared in the same file or be
+ * stored for the same school and stay after the import; a record the import deletes must
+ * not be referred to by a record that stays. They run inside the merge's transaction,
+ * under the school's lock: stored rows are looked up with one batched `id in (...)` query
+ * per table and chunk, and the file's records through their staging tables. Another
+ * school's rows never match because every lookup is scoped by school_id.
  */
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/schema.js';
-import type { ErrorList } from './errors.js';
+import { sql, type Kysely } from 'kysely';
+import type { ErrorList, ImportError } from './errors.js';
+import type { FileIntake } from './intake.js';
+import type { Sql } from './run.js';
 import { ARRAY_NAMES, type ArrayName, type RecordOf } from './schema.js';
-import type { CheckedFile, Entry } from './validate.js';
+import { goneTable, stageTable } from './stage.js';
 
 /** Which array each id field points at. The array name is also the table name. */
 type References = { [K in ArrayName]?: ReadonlyArray<{ field: keyof RecordOf<K> & string; target: ArrayName }> };
 
-const REFERENCES: References = {
+export const REFERENCES: References = {
   groups: [{ field: 'branch_id', target: 'branches' }],
   students: [
     { field: 'group_id', target: 'groups' },
@@ -46,84 +49,108 @@ const REFERENCES: References = {
 /** Keeps each `in (...)` list well inside SQLite's and PostgreSQL's bound-parameter limits. */
 const LOOKUP_CHUNK = 500;
 
-/** Every reference of every valid record: the id it holds, where it is, and what it must name. */
-type Reference = { array: ArrayName; index: number; field: string; target: ArrayName; id: string };
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tables are chosen at run time
+type Untyped = Kysely<any>;
 
-function* references(file: CheckedFile): Generator<Reference> {
-  for (const array of Object.keys(REFERENCES) as ArrayName[]) {
-    yield* referencesOf(array, file.entries[array], REFERENCES[array] ?? []);
-  }
-}
-
-function* referencesOf<K extends ArrayName>(array: K, entries: Entry<K>[], refs: References[K] & object): Generator<Reference> {
-  for (const { index, record } of entries) {
-    for (const { field, target } of refs) {
-      const id = record[field];
-      // Nullable references left out or null point at nothing; the schema guarantees strings otherwise.
-      if (typeof id === 'string') yield { array, index, field, target, id };
+function* chunks(ids: Iterable<string>): Generator<string[]> {
+  let chunk: string[] = [];
+  for (const id of ids) {
+    chunk.push(id);
+    if (chunk.length === LOOKUP_CHUNK) {
+      yield chunk;
+      chunk = [];
     }
   }
+  if (chunk.length > 0) yield chunk;
 }
 
-export async function checkReferences(db: Kysely<Database>, schoolId: string, file: CheckedFile, errors: ErrorList): Promise<void> {
-  const stored = await findStored(db, schoolId, file);
-  for (const { array, index, field, target, id } of references(file)) {
-    if (errors.full) return;
-    if (!file.declared[target].has(id) && !stored.ids[target].has(id) && !file.unreadable.has(target)) {
-      errors.add({ array, index, field, reason: `refers to ${target} "${id}", which is neither in this file nor stored for this school` });
+/** Every (array, field) that refers to `target`. */
+function referrers(target: ArrayName): { array: ArrayName; field: string }[] {
+  const out: { array: ArrayName; field: string }[] = [];
+  for (const array of ARRAY_NAMES) for (const ref of REFERENCES[array] ?? []) if (ref.target === target) out.push({ array, field: ref.field });
+  return out;
+}
+
+const order = (e: ImportError) => [ARRAY_NAMES.indexOf(e.array as ArrayName), e.index ?? -1] as const;
+const byPlace = (a: ImportError, b: ImportError) => {
+  const [x, y] = [order(a), order(b)];
+  return x[0] - y[0] || x[1] - y[1];
+};
+
+/**
+ * References the file left open (intake.pending): each must be stored for the school.
+ * Those that are not are reported at every record of the file that holds them.
+ */
+export async function checkOpenReferences(q: Sql, schoolId: string, intake: FileIntake, errors: ErrorList): Promise<void> {
+  const db = q.db as unknown as Untyped;
+  const found: ImportError[] = [];
+  for (const target of ARRAY_NAMES) {
+    if (intake.unreadableArrays.has(target) || intake.pending[target].size === 0) continue;
+    const missing = new Set(intake.pending[target]);
+    for (const chunk of chunks(intake.pending[target])) {
+      const { rows } = await q.run(db.selectFrom(target).select('id').where('school_id', '=', schoolId).where('id', 'in', chunk));
+      for (const row of rows) missing.delete(row.id as string);
+    }
+    if (missing.size === 0) continue;
+    for (const { array, field } of referrers(target)) {
+      for (const chunk of chunks(missing)) {
+        const { rows } = await q.run(
+          db.selectFrom(stageTable(array)).select(['idx', `${field} as ref`]).where(field, 'in', chunk).orderBy('idx').limit(errors.room),
+        );
+        for (const row of rows) {
+          found.push({ array, index: Number(row.idx), field, reason: `refers to ${target} "${row.ref as string}", which is neither in this file nor stored for this school` });
+        }
+      }
     }
   }
-  checkPaymentContracts(file, stored.contractOwners, errors);
-}
-
-interface Stored {
-  ids: Record<ArrayName, Set<string>>;
-  /** Student of each stored contract a payment refers to. */
-  contractOwners: Map<string, string>;
-}
-
-const emptySets = () => Object.fromEntries(ARRAY_NAMES.map((name) => [name, new Set<string>()])) as Record<ArrayName, Set<string>>;
-
-function* chunks(ids: Set<string>): Generator<string[]> {
-  const list = [...ids];
-  for (let i = 0; i < list.length; i += LOOKUP_CHUNK) yield list.slice(i, i + LOOKUP_CHUNK);
-}
-
-/** The referenced ids the file does not declare, as far as the school's stored rows have them. */
-async function findStored(db: Kysely<Database>, schoolId: string, file: CheckedFile): Promise<Stored> {
-  const wanted = emptySets();
-  for (const { target, id } of references(file)) {
-    if (!file.declared[target].has(id) && !file.unreadable.has(target)) wanted[target].add(id);
-  }
-  const ids = emptySets();
-  for (const table of ARRAY_NAMES) {
-    if (table === 'contracts') continue;
-    for (const chunk of chunks(wanted[table])) {
-      const rows = await db.selectFrom(table).select('id').where('school_id', '=', schoolId).where('id', 'in', chunk).execute();
-      for (const row of rows) ids[table].add(row.id);
-    }
-  }
-  // Contracts bring their student too: a payment's contract must be that student's.
-  const contractOwners = new Map<string, string>();
-  for (const chunk of chunks(wanted.contracts)) {
-    const rows = await db.selectFrom('contracts').select(['id', 'student_id']).where('school_id', '=', schoolId).where('id', 'in', chunk).execute();
-    for (const row of rows) {
-      ids.contracts.add(row.id);
-      contractOwners.set(row.id, row.student_id);
-    }
-  }
-  return { ids, contractOwners };
+  for (const error of found.sort(byPlace)) errors.add(error);
 }
 
 /** A payment's contract must belong to the payment's student; the file's version of a contract wins over the stored one. */
-function checkPaymentContracts(file: CheckedFile, storedOwners: Map<string, string>, errors: ErrorList): void {
-  const owners = new Map([...storedOwners, ...file.entries.contracts.map(({ record }): [string, string] => [record.id, record.student_id])]);
-  for (const { index, record } of file.entries.payments) {
-    if (errors.full) return;
-    const owner = record.contract_id ? owners.get(record.contract_id) : undefined;
-    // No owner: the contract is missing (reported above) or has errors of its own.
-    if (owner !== undefined && owner !== record.student_id) {
-      errors.add({ array: 'payments', index, field: 'contract_id', reason: `contract "${record.contract_id}" belongs to student "${owner}", not to "${record.student_id}"` });
+export async function checkPaymentContracts(q: Sql, schoolId: string, errors: ErrorList): Promise<void> {
+  const { rows } = await q.run(
+    sql`select p.idx, p.contract_id, p.student_id, coalesce(f.student_id, c.student_id) as owner
+          from ${sql.table(stageTable('payments'))} p
+          left join ${sql.table(stageTable('contracts'))} f on f.id = p.contract_id
+          left join contracts c on c.school_id = ${schoolId} and c.id = p.contract_id
+         where p.contract_id is not null and coalesce(f.student_id, c.student_id) <> p.student_id
+         order by p.idx
+         limit ${errors.room}`.compile(q.db),
+  );
+  for (const row of rows) {
+    errors.add({
+      array: 'payments',
+      index: Number(row.idx),
+      field: 'contract_id',
+      reason: `contract "${row.contract_id as string}" belongs to student "${row.owner as string}", not to "${row.student_id as string}"`,
+    });
+  }
+}
+
+/**
+ * After the deletions, in the import's transaction: a deleted record that a record still
+ * stored (kept, or written by this file) refers to is an error naming both.
+ */
+export async function checkDeletedUnreferred(q: Sql, schoolId: string, deletedFrom: Iterable<ArrayName>, errors: ErrorList): Promise<void> {
+  const found: ImportError[] = [];
+  for (const target of deletedFrom) {
+    for (const { array, field } of referrers(target)) {
+      const { rows } = await q.run(
+        sql`select g.idx, g.id as gone, r.id as by
+              from ${sql.table(goneTable(target))} g
+              join ${sql.table(array)} r on r.school_id = ${schoolId} and r.${sql.ref(field)} = g.id
+             order by g.idx, g.id, r.id
+             limit ${errors.room}`.compile(q.db),
+      );
+      for (const row of rows) {
+        const [gone, by] = [row.gone as string, row.by as string];
+        found.push(
+          row.idx === null || row.idx === undefined
+            ? { array: target, index: null, field: null, reason: `"${gone}" is not in the file, so --replace deletes it, but it is still referred to by ${array} "${by}"` }
+            : { array: `deleted.${target}`, index: Number(row.idx), field: null, reason: `"${gone}" is still referred to by ${array} "${by}"` },
+        );
+      }
     }
   }
+  for (const error of found) errors.add(error);
 }

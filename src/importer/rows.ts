@@ -9,8 +9,8 @@ import { parseMoney } from '../domain/money.js';
 import { normaliseTimestamp, parseDateTime } from '../domain/time.js';
 import type { ArrayName, RecordOf } from './schema.js';
 
-/** A table row as the file gives it: the read model (item, pos) is added when it is written (read-model.ts). */
-export type RowOf<K extends ArrayName> = Omit<Insertable<Database[K]>, 'item' | 'pos'>;
+/** A table row as the file gives it: the read model (item, pos) and change seq are added when it is written. */
+export type RowOf<K extends ArrayName> = Omit<Insertable<Database[K]>, 'item' | 'pos' | 'change_seq'>;
 
 const minor = (money: string): number => parseMoney(money)!;
 const utc = (timestamp: string): string => normaliseTimestamp(timestamp)!;
@@ -135,4 +135,21 @@ export const TO_ROW: RowMappers = {
     spent_at: utc(r.spent_at),
     comment: orNull(r.comment),
   }),
+};
+
+/** The columns of each table's row, in the order the rows are staged and merged. */
+export const ROW_COLUMNS: { [K in ArrayName]: readonly (keyof RowOf<K> & string)[] } = {
+  branches: ['school_id', 'id', 'name'],
+  groups: ['school_id', 'id', 'name', 'category', 'branch_id'],
+  students: ['school_id', 'id', 'full_name', 'phone', 'email', 'category', 'status', 'group_id', 'branch_id', 'birth_date', 'instructor_id', 'transmission', 'created_at'],
+  instructors: ['school_id', 'id', 'full_name', 'phone', 'email', 'categories', 'is_active', 'branch_id', 'vehicle_id', 'hired_on', 'created_at'],
+  vehicles: [
+    'school_id', 'id', 'plate_number', 'brand', 'model', 'year', 'category', 'transmission', 'status', 'instructor_id', 'branch_id',
+    'insurance_policy_number', 'insurance_valid_from', 'insurance_valid_until', 'inspection_valid_until', 'created_at',
+  ],
+  contracts: ['school_id', 'id', 'number', 'student_id', 'category', 'status', 'signed_on', 'price_minor', 'currency', 'created_at'],
+  payments: ['school_id', 'id', 'student_id', 'contract_id', 'kind', 'method', 'amount_minor', 'currency', 'paid_at', 'created_at'],
+  lessons: ['school_id', 'id', 'type', 'status', 'starts_at', 'ends_at', 'duration_minutes', 'instructor_id', 'student_id', 'group_id', 'vehicle_id', 'branch_id', 'created_at'],
+  leads: ['school_id', 'id', 'full_name', 'phone', 'email', 'category', 'source', 'status', 'student_id', 'created_at'],
+  expenses: ['school_id', 'id', 'category', 'amount_minor', 'currency', 'spent_at', 'comment'],
 };

@@ -1,35 +1,14 @@
 /**
- * Everything that can be checked without the database: the file's shape, every record
- * against its schema, the rules that span fields of one record, and duplicate ids.
+ * What can be checked of one record alone: its schema (one problem per field, worded from
+ * the field's schema) and the rules that relate its fields.
  */
 import type { TSchema } from 'typebox';
 import { Compile, type Validator } from 'typebox/compile';
 import type { TLocalizedValidationError } from 'typebox/error';
 import { parseDateTime } from '../domain/time.js';
-import type { ErrorList } from './errors.js';
 import { ARRAY_NAMES, COMPUTED_FIELDS, RECORD_SCHEMAS, describe, type ArrayName, type RecordOf } from './schema.js';
 
-/** A record that passed its schema, with its position in the file for later error reports. */
-export type Entry<K extends ArrayName> = { index: number; record: RecordOf<K> };
-export type Entries = { [K in ArrayName]: Entry<K>[] };
-
-export interface CheckedFile {
-  /** The records that passed every check of this module. */
-  entries: Entries;
-  /**
-   * Every id the file declares, valid record or not: a reference to a record that has a
-   * mistake of its own is not reported a second time as dangling.
-   */
-  declared: Record<ArrayName, Set<string>>;
-  /**
-   * Arrays where some id could not be read (not an array, a record that is not an object,
-   * an id that is not a string). References into them are not judged: any of them might
-   * name the record that is broken, and one mistake should give one error.
-   */
-  unreadable: Set<ArrayName>;
-}
-
-type Problem = { field: string | null; reason: string };
+export type Problem = { field: string | null; reason: string };
 
 // Compiled once: a 300-student file has thousands of records.
 const validators = new Map<ArrayName, Validator>(ARRAY_NAMES.map((name) => [name, Compile(RECORD_SCHEMAS[name])]));
@@ -38,55 +17,18 @@ function matchesSchema<K extends ArrayName>(array: K, value: unknown): value is 
   return validators.get(array)!.Check(value);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+/**
+ * Checks one record of `array` on its own: its schema, then the rules that relate its
+ * fields. `valid` is true when it may be written (no problem found).
+ */
+export function checkRecord<K extends ArrayName>(array: K, value: unknown, currency: string): { record: RecordOf<K> | null; problems: Problem[] } {
+  if (!matchesSchema(array, value)) return { record: null, problems: schemaProblems(array, value) };
+  const problems = recordRules(array, value, currency);
+  return { record: problems.length === 0 ? value : null, problems };
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-export function checkFile(input: unknown, currency: string, errors: ErrorList): CheckedFile {
-  const entries = Object.fromEntries(ARRAY_NAMES.map((name) => [name, []])) as unknown as Entries;
-  const declared = Object.fromEntries(ARRAY_NAMES.map((name) => [name, new Set<string>()])) as Record<ArrayName, Set<string>>;
-  const file: CheckedFile = { entries, declared, unreadable: new Set() };
-  if (!isObject(input)) {
-    errors.add({ array: null, index: null, field: null, reason: `the file must be a JSON object with the arrays ${ARRAY_NAMES.join(', ')}` });
-    return file;
-  }
-  for (const key of Object.keys(input)) {
-    if (!(ARRAY_NAMES as string[]).includes(key)) {
-      errors.add({ array: key, index: null, field: null, reason: `is not an array of the import format (${ARRAY_NAMES.join(', ')})` });
-    }
-  }
-  for (const array of ARRAY_NAMES) {
-    const records = input[array];
-    if (records === undefined) continue;
-    if (!Array.isArray(records)) {
-      errors.add({ array, index: null, field: null, reason: 'must be an array of records' });
-      file.unreadable.add(array);
-      continue;
-    }
-    checkArray(array, records, currency, file, errors);
-    if (errors.full) break;
-  }
-  return file;
-}
-
-function checkArray<K extends ArrayName>(array: K, records: unknown[], currency: string, file: CheckedFile, errors: ErrorList): void {
-  const seen = new Map<string, number>();
-  for (const [index, record] of records.entries()) {
-    if (errors.full) return;
-    const valid = matchesSchema(array, record);
-    const problems = valid ? recordRules(array, record, currency) : schemaProblems(array, record);
-    const id = isObject(record) ? record.id : undefined;
-    if (typeof id === 'string') {
-      const earlier = seen.get(id);
-      if (earlier === undefined) seen.set(id, index);
-      else problems.push({ field: 'id', reason: `repeats the id "${id}" of ${array}[${earlier}]` });
-      file.declared[array].add(id);
-    } else {
-      file.unreadable.add(array);
-    }
-    errors.addFor(array, index, problems);
-    if (valid && problems.length === 0) file.entries[array].push({ index, record });
-  }
 }
 
 /** Turns TypeBox's errors into one problem per field, worded from the field's schema. */

@@ -1,89 +1,59 @@
 /**
- * Writing a validated file: every array upserted in batches, then the derived contract
- * balances, all inside the caller's transaction. The same statements run on SQLite and
- * PostgreSQL (`INSERT ... ON CONFLICT (school_id, id) DO UPDATE` is spelled alike in both).
+ * The school's lock and change sequence. Imports into one school are serialised by the
+ * lock, and an import that changes something takes `seq = data_version + 1`, writes it on
+ * every row it changed and records the batch (`change_batches`, `schools.data_version`)
+ * as the last thing before its commit. Once it commits, no response stored for the
+ * earlier data is served again (src/resources/cache.ts keys them by data_version).
  */
-import { sql, type ExpressionBuilder, type Kysely, type Transaction } from 'kysely';
-import type { Database } from '../db/schema.js';
-import type { ArrayName } from './schema.js';
-import type { RowOf } from './rows.js';
-
-/** A row as written: the file's row, with the read model of a list's table (item) added. */
-export type WrittenRow<K extends ArrayName> = RowOf<K> & { item?: string };
-
-/** Rows per INSERT: few round trips, while staying far from SQLite's 32766 bound parameters. */
-const MAX_ROWS_PER_INSERT = 500;
-const MAX_PARAMS_PER_INSERT = 30_000;
-
-/** The primary key of every school-owned table; the rest of a row is overwritten on conflict. */
-const KEY = ['school_id', 'id'] as const;
+import { sql } from 'kysely';
+import { onPostgres } from '../db/index.js';
+import type { Sql } from './run.js';
 
 /**
- * Upserts rows of one table. Kysely cannot type an insert over a table chosen at run
- * time, so the statement is built against an untyped view of the same transaction;
- * the rows themselves are checked by their callers (`RowOf<K>`).
+ * Takes the school's lock inside the caller's transaction and returns its data version.
+ * PostgreSQL locks the school's row; SQLite has one writer at a time, taken here by a
+ * write that changes nothing (a SQLite transaction that read first could not upgrade to
+ * writing once another connection had written).
  */
-export async function upsert<K extends ArrayName>(trx: Kysely<Database>, table: K, rows: WrittenRow<K>[]): Promise<void> {
-  const first = rows[0];
-  if (!first) return;
-  // TO_ROW gives every row of a table the same columns, so the first row names them all.
-  const columns = Object.keys(first);
-  const updated = columns.filter((column) => !(KEY as readonly string[]).includes(column));
-  const perInsert = Math.max(1, Math.min(MAX_ROWS_PER_INSERT, Math.floor(MAX_PARAMS_PER_INSERT / columns.length)));
-  const untyped = trx as unknown as Kysely<Record<string, Record<string, unknown>>>;
-  const name: string = table;
-  for (let i = 0; i < rows.length; i += perInsert) {
-    await untyped
-      .insertInto(name)
-      .values(rows.slice(i, i + perInsert))
-      .onConflict((conflict) =>
-        conflict.columns([...KEY]).doUpdateSet(Object.fromEntries(updated.map((column) => [column, sql.ref(`excluded.${column}`)]))),
-      )
-      .execute();
-  }
+export async function lockSchool(q: Sql, schoolId: string): Promise<number> {
+  const read = q.db.selectFrom('schools').select('data_version').where('id', '=', schoolId);
+  if (!onPostgres(q.db)) await q.run(q.db.updateTable('schools').set((eb) => ({ data_version: eb.ref('data_version') })).where('id', '=', schoolId));
+  const { rows } = await q.run(onPostgres(q.db) ? read.forUpdate() : read);
+  return Number(rows[0]?.data_version ?? 0);
+}
+
+/** UTC now, whole seconds, as every stored timestamp. */
+export function utcNow(): string {
+  return `${new Date().toISOString().slice(0, 19)}Z`;
+}
+
+/** Records the batch `seq` of the school: its commit time (now: call it last) and the school's data version. */
+export async function recordBatch(q: Sql, schoolId: string, seq: number): Promise<void> {
+  await q.run(q.db.updateTable('schools').set({ data_version: seq }).where('id', '=', schoolId));
+  await q.run(q.db.insertInto('change_batches').values({ school_id: schoolId, seq, committed_at: utcNow() }));
 }
 
 /**
- * Serialises imports into one school: a second import waits here until the first has
- * committed, so the balances it recomputes include the first one's payments. The update
- * takes the school row's lock the same way on PostgreSQL and SQLite, and raises the
- * school's data version: once the import commits, no response stored for the earlier
- * data is served again (src/resources/cache.ts).
+ * Drops the school's tombstones of batches committed more than `days` days ago, and
+ * remembers the highest seq dropped (a feed cursor before it can no longer be served).
  */
-export async function lockSchool(trx: Transaction<Database>, schoolId: string): Promise<void> {
-  await trx
-    .updateTable('schools')
-    .set((eb) => ({ data_version: eb(eb.ref('data_version'), '+', 1) }))
-    .where('id', '=', schoolId)
-    .execute();
-}
-
-/**
- * contracts.paid_minor = payments minus refunds on each contract of the school. Run after
- * the payments are written, over all the school's contracts, because an import may move a
- * stored payment from one contract to another. Returns the ids of the contracts whose
- * balance changed (their list items must be made again).
- */
-export async function recomputeContractBalances(trx: Transaction<Database>, schoolId: string): Promise<string[]> {
-  const paid = (eb: ExpressionBuilder<Database, 'contracts'>) =>
-    eb.fn.coalesce(
-      eb
-        .selectFrom('payments')
-        .select((p) =>
-          p.fn.sum<number>(
-            p.case().when('payments.kind', '=', 'refund').then(p.neg(p.ref('payments.amount_minor'))).else(p.ref('payments.amount_minor')).end(),
-          ).as('paid'),
-        )
-        .whereRef('payments.school_id', '=', 'contracts.school_id')
-        .whereRef('payments.contract_id', '=', 'contracts.id'),
-      eb.lit(0),
-    );
-  const changed = await trx
-    .updateTable('contracts')
-    .set((eb) => ({ paid_minor: paid(eb) }))
-    .where('contracts.school_id', '=', schoolId)
-    .where((eb) => eb('contracts.paid_minor', '<>', paid(eb)))
-    .returning('contracts.id')
-    .execute();
-  return changed.map((row) => row.id);
+export async function pruneTombstones(q: Sql, schoolId: string, days: number): Promise<void> {
+  const cutoff = `${new Date(Date.now() - days * 86_400_000).toISOString().slice(0, 19)}Z`;
+  const last = await q.run(
+    q.db.selectFrom('change_batches').select((eb) => eb.fn.max('seq').as('seq')).where('school_id', '=', schoolId).where('committed_at', '<', cutoff),
+  );
+  const through = last.rows[0]?.seq;
+  if (through === null || through === undefined) return;
+  const dropped = await q.run(
+    q.db.selectFrom('tombstones').select((eb) => eb.fn.max('change_seq').as('seq')).where('school_id', '=', schoolId).where('change_seq', '<=', Number(through)),
+  );
+  const highest = dropped.rows[0]?.seq;
+  if (highest === null || highest === undefined) return;
+  await q.run(q.db.deleteFrom('tombstones').where('school_id', '=', schoolId).where('change_seq', '<=', Number(through)));
+  await q.run(
+    q.db
+      .updateTable('schools')
+      .set({ tombstones_dropped_seq: sql<number>`case when tombstones_dropped_seq > ${Number(highest)} then tombstones_dropped_seq else ${Number(highest)} end` })
+      .where('id', '=', schoolId),
+  );
 }

@@ -157,7 +157,7 @@ describe('school-data CLI', () => {
     fs.writeFileSync(file, '{"students": [');
     fails(await cli('import', '--school', 'cli-school', file), /not valid JSON/);
     fails(await cli('import', '--school', 'cli-school', path.join(store.dataDir, 'missing.json')), /no such file/);
-    fails(await cli('import', '--school', 'nope', file), /no school|not valid JSON/);
+    fails(await cli('import', '--school', 'nope', file), /school "nope" does not exist|not valid JSON/);
   });
 
   it('reports configuration and usage errors in one line', async () => {

@@ -1,13 +1,15 @@
 /**
- * Migrations 0003 and 0005 add the read models to a store that already holds data: every
- * stored list row gets its item and its position, so the API serves the same lists as
- * before the upgrade, in the contract's order, with the contract balances the rows hold;
- * and the stored payments and expenses get their day totals, so the finance summary is
- * what the rows say.
+ * Migrations 0003 and 0005 add the read models to a store that already holds data, and the
+ * read-model rebuild that runs after `migrate` fills them: every stored list row gets its
+ * item and its position, so the API serves the same lists as before the upgrade, in the
+ * contract's order, with the contract balances the rows hold; and the stored payments and
+ * expenses get their day totals, so the finance summary is what the rows say. Migration
+ * 0006 makes the existing data the school's first change batch.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { rebuildStale } from '../../src/importer/rebuild.js';
 import { createKey } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -36,7 +38,9 @@ describe('migrations 0003 and 0005 on a store with data', () => {
               values (${school}, 'e1', 'fuel', 300000, 'RUB', '2026-02-10T08:00:00Z', null)`.execute(store.db);
 
     const applied = await store.migrate();
-    assert.deepEqual(applied, ['0003_read_model', '0004_data_version', '0005_day_totals']);
+    assert.deepEqual(applied, ['0003_read_model', '0004_data_version', '0005_day_totals', '0006_change_log']);
+    assert.deepEqual(await rebuildStale(store.db), ['items', 'positions', 'day_totals']);
+    assert.deepEqual(await rebuildStale(store.db), [], 'a rebuilt store is up to date');
     t = await startTestApp({ store });
     const created = await createKey(store.db, school, 'after upgrade');
     assert.ok(created.ok);
@@ -71,6 +75,16 @@ describe('migrations 0003 and 0005 on a store with data', () => {
     const payments = (await t.request('/api/public/v1/payments?period_from=2026-02-01', { key })).json() as { items: { id: string; amount: string }[]; meta: { total: number } };
     assert.deepEqual(payments.items.map((p) => [p.id, p.amount]), [['p1', '12500.50'], ['p2', '0.50']]);
     assert.equal(payments.meta.total, 2);
+  });
+
+  it('makes the stored data the first change batches: migrated rows, then the rebuilt items', async () => {
+    const school_ = await store.db.selectFrom('schools').select(['data_version', 'tombstones_dropped_seq']).where('id', '=', school).executeTakeFirstOrThrow();
+    const batches = await store.db.selectFrom('change_batches').select('seq').where('school_id', '=', school).orderBy('seq').execute();
+    assert.deepEqual(batches.map((b) => Number(b.seq)), [1, 2], 'the migrated data (1), then the items the rebuild made (2)');
+    assert.equal(Number(school_.data_version), 2);
+    assert.equal(Number(school_.tombstones_dropped_seq), 0);
+    const seqs = await store.db.selectFrom('students').select('change_seq').distinct().where('school_id', '=', school).execute();
+    assert.deepEqual(seqs.map((r) => Number(r.change_seq)), [2]);
   });
 
   it('makes the day totals from the stored payments and expenses', async () => {

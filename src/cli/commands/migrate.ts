@@ -1,11 +1,15 @@
 import { openStore } from '../../db/index.js';
-import type { CommandContext } from '../context.js';
+import { upgradeStore, type CommandContext } from '../context.js';
 
 export async function migrateCommand({ config, out }: CommandContext): Promise<number> {
   const store = openStore(config);
   try {
-    const applied = await store.migrate();
-    out.result({ store: store.dialect, location: store.location, applied }, applied.length > 0 ? `Applied ${applied.join(', ')} to ${store.location}` : `Schema is up to date (${store.location})`);
+    const { applied, rebuilt } = await upgradeStore(store);
+    const done = [...applied, ...rebuilt.map((part) => `read model: ${part}`)];
+    out.result(
+      { store: store.dialect, location: store.location, applied, rebuilt },
+      done.length > 0 ? `Applied ${done.join(', ')} to ${store.location}` : `Schema is up to date (${store.location})`,
+    );
     return 0;
   } finally {
     await store.close();

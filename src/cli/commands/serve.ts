@@ -9,7 +9,7 @@ import { createLogger } from '../../logger.js';
 import { ApiMetrics, serveClusterMetrics } from '../../ops/metrics.js';
 import { closeOnSignal, startServer } from '../../server.js';
 import { loadTls } from '../../tls.js';
-import { CliError, RUN, type CommandContext } from '../context.js';
+import { CliError, RUN, upgradeStore, type CommandContext } from '../context.js';
 
 /** The start banner's line for a database with no school yet. */
 const NO_SCHOOLS = `no schools yet: load the demo with "${RUN} demo", or add one with "${RUN} school create" and "${RUN} import" (README, "Command line")`;
@@ -64,7 +64,7 @@ async function runPrimary({ config, out }: CommandContext, workers: number): Pro
   const tls = await loadTls(config);
   const store = openStore(config);
   try {
-    await store.migrate();
+    await upgradeStore(store);
   } finally {
     await store.close();
   }

@@ -1,32 +1,28 @@
 /**
  * The lists' read model (src/resources/items.ts): every list's table gets `item` (the row's
- * list item as JSON text) and `pos` (its place in the list's order within its school),
- * filled for the rows already stored, and an index on (school_id, pos) that serves every
- * page and every list length.
+ * list item as JSON text) and `pos` (its place in the list's order within its school), and
+ * an index on (school_id, pos) that serves every page and every list length.
  *
  * On SQLite the index also holds the item, so a page is read from the index alone; a
  * table lookup per row would double its cost. PostgreSQL keeps a school's rows together in
  * the heap, where reading them is cheaper than a wider index (docs/performance.md), and
  * caps an index entry at about 2.7 kB, which a long item could pass.
  *
- * Unlike 0001, this migration uses today's item serializers: the items it writes must be
- * exactly what the running code serves. A later change to an item's shape comes with a
- * migration of its own that makes the items again (rebuildReadModel).
+ * Schema only: the rows already stored get their items and positions from the read-model
+ * rebuild that runs after every migration (src/importer/rebuild.ts), never from here.
  */
 import { PostgresAdapter, type Kysely } from 'kysely';
-import { rebuildReadModel } from '../../importer/read-model.js';
-import { LIST_TABLES } from '../../resources/items.js';
-import type { Database } from '../schema.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations are frozen in time, not typed by today's schema
 type Db = Kysely<any>;
+
+const LIST_TABLES = ['students', 'instructors', 'vehicles', 'lessons', 'contracts', 'payments', 'leads'];
 
 export async function up(db: Db): Promise<void> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   for (const table of LIST_TABLES) {
     await db.schema.alterTable(table).addColumn('item', 'text', (c) => c.notNull().defaultTo('')).execute();
     await db.schema.alterTable(table).addColumn('pos', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-    await rebuildReadModel(db as Kysely<Database>, table);
     const columns = postgres ? ['school_id', 'pos'] : ['school_id', 'pos', 'item'];
     await db.schema.createIndex(`${table}_pos`).on(table).columns(columns).execute();
   }

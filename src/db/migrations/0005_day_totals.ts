@@ -1,12 +1,11 @@
 /**
  * The finance summary's read model (src/importer/day-totals.ts): per school and UTC day,
- * payments minus refunds by method and expenses by category, filled from the rows already
- * stored. Like 0003, it uses today's code to fill them: the totals must be exactly what
- * the running importer keeps.
+ * payments minus refunds by method and expenses by category.
+ *
+ * Schema only: the totals of the rows already stored are made by the read-model rebuild
+ * that runs after every migration (src/importer/rebuild.ts), never from here.
  */
 import type { Kysely } from 'kysely';
-import { rebuildDayTotals } from '../../importer/day-totals.js';
-import type { Database } from '../schema.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations are frozen in time, not typed by today's schema
 type Db = Kysely<any>;
@@ -22,7 +21,6 @@ export async function up(db: Db): Promise<void> {
       .addPrimaryKeyConstraint(`${table}_pk`, ['school_id', 'day', name] as never[])
       .execute();
   }
-  await rebuildDayTotals(db as Kysely<Database>);
 }
 
 export async function down(db: Db): Promise<void> {

@@ -1,0 +1,218 @@
+/**
+ * npm run bench:import [-- options]: the import scenarios, through the built CLI as an
+ * operator runs it (docs/performance.md, "Imports"):
+ * - bulk: a file of --records records into an empty school, then the same records each
+ *   changed into the now full school: seconds, records/s and the process's peak RSS; on
+ *   PostgreSQL also a bare COPY of the same rows into copies of the same tables with the
+ *   same indexes, in the same run, and the import's ratio to it;
+ * - delta: 100 changed records (upserts, inserts and deletes spread over the lists' order)
+ *   into the data set's large school (bench/dataset), then the inverse delta, which puts
+ *   the data set back as it was.
+ * The store is SQLite unless DATABASE_URL is set.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
+import { pipeline } from 'node:stream/promises';
+import { openStore } from '../src/db/index.js';
+import { importFile } from '../src/importer/index.js';
+import { ARRAY_NAMES } from '../src/importer/schema.js';
+import { ensureDataset, locateDataset } from './dataset/load.js';
+import { importShape, writeImportFile } from './dataset/import-file.js';
+import { datasetShape } from './dataset/shape.js';
+import { ROOT } from './servers.js';
+
+const say = (text: string) => process.stderr.write(`${text}\n`);
+const BIN = path.join(ROOT, 'bin/school-data.js');
+
+interface Run {
+  seconds: number;
+  peakRssBytes: number | null;
+  stdout: string;
+}
+
+/** Runs the CLI, reading its peak RSS (the kernel's high-water mark) until it exits. */
+function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let peak: number | null = null;
+    const sample = () => {
+      try {
+        const kb = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
+        if (kb) peak = Number(kb) * 1024;
+      } catch {
+        // Gone, or not Linux.
+      }
+    };
+    const timer = setInterval(sample, 50);
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearInterval(timer);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      if (code !== 0) reject(new Error(`school-data ${args.join(' ')} failed (${code}): ${stderr.trim()}`));
+      else resolve({ seconds, peakRssBytes: peak, stdout });
+    });
+    // The child writes its status only while it runs: sample at once too.
+    sample();
+  });
+}
+
+const mib = (bytes: number | null) => (bytes === null ? 'n/a' : `${(bytes / 2 ** 20).toFixed(0)} MiB`);
+
+interface Target {
+  env: NodeJS.ProcessEnv;
+  url: string | null;
+  schema: string | null;
+}
+
+async function freshTarget(dir: string): Promise<Target> {
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const base: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SCHOOL_DATA_') && k !== 'DATABASE_URL') base[k] = v;
+  base.SCHOOL_DATA_DIR = dir;
+  base.SCHOOL_DATA_LOG_LEVEL = 'warn';
+  const url = process.env.DATABASE_URL;
+  if (!url) return { env: base, url: null, schema: null };
+  const schema = 'school_data_bench_import';
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query(`drop schema if exists ${schema} cascade`);
+  await client.query(`create schema ${schema}`);
+  await client.end();
+  const scoped = new URL(url);
+  scoped.searchParams.set('options', `-c search_path=${schema}`);
+  return { env: { ...base, DATABASE_URL: scoped.toString() }, url: scoped.toString(), schema };
+}
+
+/**
+ * A bare COPY of the school's rows, table by table, into copies of the tables with the
+ * same indexes: the store's own speed for the same rows. Returns rows and seconds.
+ */
+async function bareCopy(url: string, school: string, dir: string): Promise<{ rows: number; seconds: number }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  let rows = 0;
+  let seconds = 0;
+  try {
+    for (const table of ARRAY_NAMES) {
+      const file = path.join(dir, `${table}.copy`);
+      await pipeline(client.query(copyTo(`COPY (select * from ${table} where school_id = '${school}') TO STDOUT`)), fs.createWriteStream(file));
+      await client.query(`create table copy_${table} (like ${table} including all)`);
+      const started = process.hrtime.bigint();
+      const stream = client.query(copyFrom(`COPY copy_${table} FROM STDIN`));
+      await pipeline(fs.createReadStream(file), stream);
+      seconds += Number(process.hrtime.bigint() - started) / 1e9;
+      rows += stream.rowCount;
+      fs.rmSync(file);
+    }
+  } finally {
+    await client.end();
+  }
+  return { rows, seconds };
+}
+
+async function bulk(records: number): Promise<void> {
+  const dir = path.join(ROOT, 'data', 'bench', 'import');
+  fs.mkdirSync(dir, { recursive: true });
+  const shape = datasetShape(0.01, 1);
+  const school = importShape(records);
+  const files = { first: path.join(dir, `records-${records}.json`), changed: path.join(dir, `records-${records}-changed.json`) };
+  if (!fs.existsSync(files.first) || !fs.existsSync(files.changed)) {
+    say(`writing ${files.first} and its changed copy...`);
+    await writeImportFile(files.first, shape, school);
+    await writeImportFile(files.changed, shape, school, true);
+  }
+  const target = await freshTarget(path.join(dir, 'store'));
+  await runCli(['school', 'create', '--name', 'Import bench', '--plan', 'VIP', '--id', school.id], target.env);
+  const results: [string, Run][] = [];
+  for (const [label, file] of [['into an empty school', files.first], ['every record changed, into the full school', files.changed]] as const) {
+    const run = await runCli(['import', '--school', school.id, '--json', file], target.env);
+    const changes = (JSON.parse(run.stdout) as { changes: number }).changes;
+    results.push([label, run]);
+    say(`${label}: ${run.seconds.toFixed(1)} s, ${Math.round(records / run.seconds).toLocaleString('en-US')} records/s, peak RSS ${mib(run.peakRssBytes)}, ${changes.toLocaleString('en-US')} rows changed`);
+  }
+  if (target.url) {
+    const copy = await bareCopy(target.url, school.id, dir);
+    const copyRate = copy.rows / copy.seconds;
+    say(`bare COPY of the same ${copy.rows.toLocaleString('en-US')} rows into the same tables and indexes: ${copy.seconds.toFixed(1)} s, ${Math.round(copyRate).toLocaleString('en-US')} rows/s`);
+    for (const [label, run] of results) say(`  import ${label}: ${((records / run.seconds) / copyRate).toFixed(2)} of COPY's speed`);
+  }
+}
+
+async function delta(scale: number): Promise<void> {
+  const shape = datasetShape(scale, 1);
+  const loc = locateDataset(scale, ROOT, process.env.DATABASE_URL);
+  say(`data set: ${loc.describe}`);
+  const built = await ensureDataset(loc, shape, false);
+  if (built.built) say(`built in ${built.seconds.toFixed(0)} s`);
+  const store = openStore({ databaseUrl: loc.databaseUrl, dataDir: loc.dataDir, dbTimeoutMs: 60_000, dbPoolSize: 2 });
+  const school = shape.large.id;
+  try {
+    // Spread over the lists' order: every n-th student and payment by position.
+    const spread = async <T>(table: 'students' | 'payments', count: number, pick: (rows: Record<string, unknown>[]) => T[]) => {
+      const total = Number((await store.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('school_id', '=', school).executeTakeFirstOrThrow()).n);
+      const at = Array.from({ length: count }, (_, i) => Math.floor(((i + 0.5) * total) / count));
+      const rows = await store.db.selectFrom(table).selectAll().where('school_id', '=', school).where('pos', 'in', at).orderBy('pos').execute();
+      return pick(rows);
+    };
+    const students = await spread('students', 40, (rows) => rows);
+    const payments = await spread('payments', 60, (rows) => rows);
+    const record = (row: Record<string, unknown>, omit: string[]) => Object.fromEntries(Object.entries(row).filter(([k]) => !['school_id', 'item', 'pos', 'change_seq', ...omit].includes(k)));
+    const student = (row: Record<string, unknown>, status: string) => ({ ...record(row, []), status });
+    const payment = (row: Record<string, unknown>, id: string) => ({ ...record(row, ['amount_minor']), id, amount: (Number(row.amount_minor) / 100).toFixed(2) });
+    const [gone, copied] = [payments.slice(0, 30), payments.slice(30)];
+    const forward = {
+      students: students.map((s) => student(s, s.status === 'graduated' ? 'expelled' : 'graduated')),
+      payments: copied.map((p, i) => payment(p, `bench-delta-${i}`)),
+      deleted: { payments: gone.map((p) => p.id as string) },
+    };
+    const back = {
+      students: students.map((s) => student(s, s.status as string)),
+      payments: gone.map((p) => payment(p, p.id as string)),
+      deleted: { payments: copied.map((_, i) => `bench-delta-${i}`) },
+    };
+    const dir = fs.mkdtempSync(path.join(ROOT, 'data', 'bench', 'delta-'));
+    try {
+      for (const [label, file] of [['delta', forward], ['inverse delta', back]] as const) {
+        const text = path.join(dir, `${label.replace(' ', '-')}.json`);
+        fs.writeFileSync(text, JSON.stringify(file));
+        const started = process.hrtime.bigint();
+        const result = await importFile(store.db, school, text, {});
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        if (!result.ok) throw new Error(`${label} refused: ${JSON.stringify(result.errors.slice(0, 3))}`);
+        say(`${label} of 100 records into ${school} (${shape.large.students.toLocaleString('en-US')} students): ${seconds.toFixed(2)} s to commit, ${result.changes} rows changed`);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { records: { type: 'string' }, scale: { type: 'string' }, only: { type: 'string' } },
+    strict: true,
+  });
+  const records = Number(values.records ?? 1_000_000);
+  const scale = Number(values.scale ?? 1);
+  const only = values.only;
+  say(`store: ${process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'}`);
+  if (only !== 'delta') await bulk(records);
+  if (only !== 'bulk') await delta(scale);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench:import: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});

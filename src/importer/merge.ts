@@ -1,0 +1,253 @@
+/**
+ * The merge: in one transaction under the school's lock, the staged rows become the
+ * school's rows. Only real changes are written: a staged row identical to the stored one
+ * is left alone, and each row that does change (or is new) gets the import's change seq.
+ * Then the deletions (with their tombstones), the day totals and contract balances of
+ * what changed, the items of contracts whose balance moved, and the lists' positions.
+ */
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { onPostgres } from '../db/index.js';
+import { LIST_MODELS, type ListTable } from '../resources/items.js';
+import { FINANCE_SIDES } from '../resources/finance/sides.js';
+import type { TouchedDays } from './day-totals.js';
+import type { ErrorList } from './errors.js';
+import { refreshDayTotals } from './day-totals.js';
+import { isListTable, itemOf, renumber, type ListKey } from './read-model.js';
+import { ROW_COLUMNS } from './rows.js';
+import type { Sql } from './run.js';
+import { ARRAY_NAMES, type ArrayName } from './schema.js';
+import { goneTable, stageTable } from './stage.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tables are chosen at run time
+type Untyped = Kysely<any>;
+
+export interface MergeCounts {
+  inserted: number;
+  updated: number;
+  deleted: number;
+}
+
+/** Where each list must be renumbered from (the first place an import changed), or null. */
+type RenumberFrom = Map<ListTable, ListKey | null>;
+
+const earlier = (a: ListKey | null | undefined, b: ListKey | null): ListKey | null => {
+  if (!a) return b;
+  if (!b) return a;
+  return a.at < b.at || (a.at === b.at && a.id < b.id) ? a : b;
+};
+
+/** The columns compared to tell a real change: every stored one but the key and the derived. */
+function dataColumns(array: ArrayName): string[] {
+  return ROW_COLUMNS[array].filter((c) => c !== 'school_id' && c !== 'id');
+}
+
+/** `stored` and `staged` differ in some data column (null-safe). */
+function differs(db: Kysely<unknown>, array: ArrayName, stored: string, staged: string): RawBuilder<boolean> {
+  const columns = dataColumns(array);
+  const pair = (table: string) => sql.join(columns.map((c) => sql.ref(`${table}.${c}`)));
+  if (onPostgres(db)) return sql<boolean>`(${pair(stored)}) is distinct from (${pair(staged)})`;
+  return sql<boolean>`not (${sql.join(columns.map((c) => sql`${sql.ref(`${stored}.${c}`)} is ${sql.ref(`${staged}.${c}`)}`), sql` and `)})`;
+}
+
+/** Contracts read and written per statement when their balances are made. */
+const BALANCE_BATCH = 500;
+
+const firstKey = (rows: Record<string, unknown>[]): ListKey | null => (rows[0] ? { at: rows[0].at as string, id: rows[0].id as string } : null);
+
+export class Merge {
+  private readonly renumberFrom: RenumberFrom = new Map();
+  readonly touchedDays: TouchedDays = { payments: new Set(), expenses: new Set() };
+  readonly counts: MergeCounts = { inserted: 0, updated: 0, deleted: 0 };
+  /** Arrays with rows deleted by this import. */
+  readonly deletedFrom = new Set<ArrayName>();
+  readonly deletedCounts = Object.fromEntries(ARRAY_NAMES.map((a) => [a, 0])) as Record<ArrayName, number>;
+
+  constructor(
+    private readonly q: Sql,
+    private readonly schoolId: string,
+    private readonly seq: number,
+  ) {}
+
+  private get db(): Untyped {
+    return this.q.db;
+  }
+
+  /** Before anything is written: the days and contracts whose totals the staged and deleted rows touch. */
+  async noteTouched(staged: Record<ArrayName, number>): Promise<void> {
+    for (const side of FINANCE_SIDES) {
+      const days = this.touchedDays[side.rows];
+      const at = sql.ref(side.at);
+      const queries = [
+        sql`select distinct substr(${at}, 1, 10) as day from ${sql.table(stageTable(side.rows))}`,
+        sql`select distinct substr(r.${at}, 1, 10) as day from ${sql.table(side.rows)} r join ${sql.table(stageTable(side.rows))} s on s.id = r.id where r.school_id = ${this.schoolId}`,
+        sql`select distinct substr(r.${at}, 1, 10) as day from ${sql.table(side.rows)} r join ${sql.table(goneTable(side.rows))} g on g.id = r.id where r.school_id = ${this.schoolId}`,
+      ];
+      for (const query of staged[side.rows] > 0 ? queries : queries.slice(2)) for (const row of (await this.q.run(query.compile(this.q.db))).rows) days.add(row.day as string);
+    }
+    // The contracts whose balance may move: of the payments written or deleted, before and after.
+    await this.q.run(sql`create temp table touched_contracts (id text primary key)`.compile(this.q.db));
+    const into = sql`insert into touched_contracts (id)`;
+    const fill = [
+      sql`${into} select distinct contract_id from ${sql.table(stageTable('payments'))} where contract_id is not null`,
+      sql`${into} select distinct p.contract_id from payments p join ${sql.table(stageTable('payments'))} s on s.id = p.id where p.school_id = ${this.schoolId} and p.contract_id is not null and p.contract_id not in (select id from touched_contracts)`,
+      sql`${into} select distinct p.contract_id from payments p join ${sql.table(goneTable('payments'))} g on g.id = p.id where p.school_id = ${this.schoolId} and p.contract_id is not null and p.contract_id not in (select id from touched_contracts)`,
+      sql`${into} select id from ${sql.table(stageTable('contracts'))} where id not in (select id from touched_contracts)`,
+    ];
+    for (const query of fill) await this.q.run(query.compile(this.q.db));
+  }
+
+  /** Writes the staged rows of `array` that are new or differ from the stored ones. */
+  async upsert(array: ArrayName): Promise<void> {
+    const stage = sql.table(stageTable(array));
+    const table = sql.table(array);
+    const columns = dataColumns(array);
+    const list = isListTable(array) ? array : null;
+    if (list) await this.noteMoves(list);
+
+    const set = sql.join([...columns, ...(list ? ['item'] : [])].map((c) => sql`${sql.ref(c)} = s.${sql.ref(c)}`));
+    const updated = await this.q.run(
+      sql`update ${table} set ${set}${list ? sql`, change_seq = ${this.seq}` : sql``}
+            from ${stage} s
+           where ${table}.school_id = ${this.schoolId} and ${table}.id = s.id and ${differs(this.q.db as never, array, array, 's')}`.compile(this.q.db),
+    );
+    this.counts.updated += updated.changed;
+
+    const all = ['school_id', 'id', ...columns];
+    const absent = sql`not exists (select 1 from ${table} r where r.school_id = ${this.schoolId} and r.id = s.id)`;
+    if (!list) {
+      const inserted = await this.q.run(
+        sql`insert into ${table} (${sql.join(all.map((c) => sql.ref(c)))}) select ${sql.join(all.map((c) => sql.ref(`s.${c}`)))} from ${stage} s where ${absent}`.compile(this.q.db),
+      );
+      this.counts.inserted += inserted.changed;
+      return;
+    }
+    // New rows that all come after the list's last row get their positions here (an import
+    // that adds at the end, or the first import); otherwise the list is renumbered from the first.
+    const order = LIST_MODELS[list].order;
+    const orderRef = sql.ref(order);
+    const firstNew = firstKey((await this.q.run(sql`select s.${orderRef} as at, s.id from ${stage} s where ${absent} order by s.${orderRef}, s.id limit 1`.compile(this.q.db))).rows);
+    if (!firstNew) return;
+    const last = (await this.q.run(sql`select ${orderRef} as at, id, pos from ${table} where school_id = ${this.schoolId} order by ${orderRef} desc, id desc limit 1`.compile(this.q.db))).rows[0];
+    const appends = !last || firstNew.at > (last.at as string) || (firstNew.at === last.at && firstNew.id > (last.id as string));
+    const base = last ? Number(last.pos) + 1 : 0;
+    const pos = appends ? sql`${base} + row_number() over (order by s.${orderRef}, s.id) - 1` : sql`-1`;
+    const inserted = await this.q.run(
+      sql`insert into ${table} (${sql.join([...all, 'item', 'change_seq', 'pos'].map((c) => sql.ref(c)))})
+          select ${sql.join([...all, 'item'].map((c) => sql.ref(`s.${c}`)))}, ${this.seq}, ${pos} from ${stage} s where ${absent}`.compile(this.q.db),
+    );
+    this.counts.inserted += inserted.changed;
+    if (!appends) this.renumberFrom.set(list, earlier(this.renumberFrom.get(list), firstNew));
+  }
+
+  /** Rows whose place in the list changes (their order column): the list is renumbered from the first, before or after. */
+  private async noteMoves(list: ListTable): Promise<void> {
+    const stage = sql.table(stageTable(list));
+    const order = sql.ref(LIST_MODELS[list].order);
+    const moved = (side: 'r' | 's') =>
+      sql`select ${sql.ref(side)}.${order} as at, r.id from ${sql.table(list)} r join ${stage} s on s.id = r.id
+           where r.school_id = ${this.schoolId} and r.${order} <> s.${order} order by ${sql.ref(side)}.${order}, r.id limit 1`;
+    for (const side of ['r', 's'] as const) {
+      const key = firstKey((await this.q.run(moved(side).compile(this.q.db))).rows);
+      if (key) this.renumberFrom.set(list, earlier(this.renumberFrom.get(list), key));
+    }
+  }
+
+  /** An id of `deleted.<array>` that the file also imports is an error: a record is either imported or deleted. */
+  async checkNotImported(array: ArrayName, errors: ErrorList): Promise<void> {
+    const { rows } = await this.q.run(
+      sql`select g.idx, g.id, s.idx as imported from ${sql.table(goneTable(array))} g join ${sql.table(stageTable(array))} s on s.id = g.id
+           order by g.idx limit ${errors.room}`.compile(this.q.db),
+    );
+    for (const row of rows) {
+      errors.add({ array: `deleted.${array}`, index: Number(row.idx), field: null, reason: `"${row.id as string}" is also imported by this file (${array}[${Number(row.imported)}]): a record is either imported or deleted` });
+    }
+  }
+
+  /** Fills `gone_<array>` with the ids the file deletes that the school has (and, with --replace, what the file leaves out). */
+  async collectGone(array: ArrayName, replace: boolean): Promise<void> {
+    const gone = sql.table(goneTable(array));
+    const table = sql.table(array);
+    // An id the school does not have is no deletion: replaying a delta is safe.
+    await this.q.run(sql`delete from ${gone} where not exists (select 1 from ${table} r where r.school_id = ${this.schoolId} and r.id = ${gone}.id)`.compile(this.q.db));
+    if (replace) {
+      await this.q.run(
+        sql`insert into ${gone} (id, idx) select r.id, null from ${table} r
+             where r.school_id = ${this.schoolId}
+               and not exists (select 1 from ${sql.table(stageTable(array))} s where s.id = r.id)
+               and not exists (select 1 from ${gone} g where g.id = r.id)`.compile(this.q.db),
+      );
+    }
+  }
+
+  /** Deletes the rows in `gone_<array>`; a list's deleted records leave a tombstone. */
+  async delete(array: ArrayName): Promise<void> {
+    const gone = sql.table(goneTable(array));
+    const table = sql.table(array);
+    if (isListTable(array)) {
+      const order = sql.ref(LIST_MODELS[array].order);
+      const first = firstKey((await this.q.run(sql`select r.${order} as at, r.id from ${table} r join ${gone} g on g.id = r.id where r.school_id = ${this.schoolId} order by r.${order}, r.id limit 1`.compile(this.q.db))).rows);
+      if (!first) return;
+      this.renumberFrom.set(array, earlier(this.renumberFrom.get(array), first));
+      await this.q.run(
+        sql`insert into tombstones (school_id, resource, id, change_seq) select ${this.schoolId}, ${array}, id, ${this.seq} from ${gone}`.compile(this.q.db),
+      );
+    }
+    const deleted = await this.q.run(sql`delete from ${table} where school_id = ${this.schoolId} and id in (select id from ${gone})`.compile(this.q.db));
+    if (deleted.changed > 0) this.deletedFrom.add(array);
+    this.deletedCounts[array] += deleted.changed;
+    this.counts.deleted += deleted.changed;
+  }
+
+  /** A record imported again after its deletion is a row again: its tombstone goes. */
+  async dropTombstones(array: ListTable): Promise<void> {
+    await this.q.run(
+      sql`delete from tombstones where school_id = ${this.schoolId} and resource = ${array} and id in (select id from ${sql.table(stageTable(array))})`.compile(this.q.db),
+    );
+  }
+
+  /**
+   * contracts.paid_minor = payments minus refunds, for the contracts the import touched;
+   * a contract whose balance moved has changed too (its item shows paid and debt). Each
+   * such contract, and each the import wrote, gets its balance and item in one write.
+   * Returns how many balances moved.
+   */
+  async recomputeBalances(): Promise<number> {
+    await this.q.run(
+      sql`create temp table balances as
+          select c.id, coalesce(sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end), 0) as paid
+            from touched_contracts c left join payments p on p.school_id = ${this.schoolId} and p.contract_id = c.id
+           group by c.id`.compile(this.q.db),
+    );
+    let after = '';
+    let moved = 0;
+    for (;;) {
+      const { rows } = await this.q.run(
+        sql`select c.*, b.paid from contracts c join balances b on b.id = c.id
+             where c.school_id = ${this.schoolId} and c.id > ${after} and (c.paid_minor <> b.paid or c.change_seq = ${this.seq})
+             order by c.id limit ${BALANCE_BATCH}`.compile(this.q.db),
+      );
+      if (rows.length === 0) return moved;
+      const values = rows.map((row) => {
+        if (Number(row.paid_minor) !== Number(row.paid)) moved += 1;
+        const item = itemOf('contracts', { ...row, paid_minor: Number(row.paid) });
+        return sql`(${row.id}, cast(${Number(row.paid)} as bigint), ${item})`;
+      });
+      await this.q.run(
+        sql`with v(id, paid, item) as (values ${sql.join(values)})
+            update contracts set paid_minor = v.paid, item = v.item, change_seq = ${this.seq}
+              from v
+             where contracts.school_id = ${this.schoolId} and contracts.id = v.id`.compile(this.q.db),
+      );
+      after = rows[rows.length - 1]!.id as string;
+      if (rows.length < BALANCE_BATCH) return moved;
+    }
+  }
+
+  async refreshTotals(): Promise<void> {
+    await refreshDayTotals(this.q, this.schoolId, this.touchedDays);
+  }
+
+  async renumber(): Promise<void> {
+    for (const [list, from] of this.renumberFrom) await renumber(this.q, list, this.schoolId, from);
+  }
+}

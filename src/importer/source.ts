@@ -1,0 +1,300 @@
+/**
+ * Where an import's records come from: a file read as a stream (one record at a time, so
+ * memory does not grow with the file), or a value already in memory (the demo, tests).
+ * Both hand the same calls to an `Intake` (intake.ts) and apply the same rules to the
+ * file's top level: one object, known keys, each once, arrays of records, and `deleted`
+ * an object of arrays of ids. A JSON syntax error is reported with its line and column.
+ */
+import fs from 'node:fs';
+import { Tokenizer, TokenParser, TokenType, type ParsedElementInfo, type ParsedTokenInfo } from '@streamparser/json';
+import type { ImportError } from './errors.js';
+import { ARRAY_NAMES, type ArrayName } from './schema.js';
+
+/**
+ * What a source hands over, in the file's order. The calls are synchronous; the source
+ * awaits `settle()` every so often, so the writes they start keep pace with the reading.
+ */
+export interface Intake {
+  /** True once no more problems can be reported: the source may stop reading. */
+  readonly full: boolean;
+  problem(error: ImportError): void;
+  /** The array `array` is there but cannot be read as records: references into it are not judged. */
+  unreadable(array: ArrayName): void;
+  record(array: ArrayName, index: number, value: unknown): void;
+  deleted(resource: string, ids: unknown): void;
+  /** The array `array` of the file has ended. */
+  arrayEnd(array: ArrayName): void;
+  settle(): Promise<void>;
+}
+
+export interface Progress {
+  records: number;
+  bytes: number;
+  /** The file's size; null for a value in memory. */
+  totalBytes: number | null;
+}
+
+export interface Source {
+  feed(intake: Intake, onProgress?: (progress: Progress) => void): Promise<void>;
+}
+
+const fileError = (reason: string): ImportError => ({ array: null, index: null, field: null, reason });
+
+const NOT_AN_OBJECT = `the file must be a JSON object with the arrays ${ARRAY_NAMES.join(', ')} (and deleted)`;
+
+type Kind = 'array' | 'object' | 'other';
+
+/** What the top-level key `name` holds decides what is done with its content. */
+type Role = { array: ArrayName } | 'deleted' | 'skip';
+
+/** The rules of the file's top level, shared by both sources. */
+class TopLevel {
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly intake: Intake) {}
+
+  key(name: string, kind: Kind): Role {
+    if (this.seen.has(name)) {
+      this.intake.problem({ array: name, index: null, field: null, reason: 'appears twice in the file' });
+      return 'skip';
+    }
+    this.seen.add(name);
+    if (name === 'deleted') {
+      if (kind === 'object') return 'deleted';
+      this.intake.problem({ array: 'deleted', index: null, field: null, reason: 'must be an object of arrays of ids, by resource' });
+      return 'skip';
+    }
+    if (!(ARRAY_NAMES as string[]).includes(name)) {
+      this.intake.problem({ array: name, index: null, field: null, reason: `is not an array of the import format (${ARRAY_NAMES.join(', ')}, deleted)` });
+      return 'skip';
+    }
+    if (kind !== 'array') {
+      this.intake.problem({ array: name, index: null, field: null, reason: 'must be an array of records' });
+      this.intake.unreadable(name as ArrayName);
+      return 'skip';
+    }
+    return { array: name as ArrayName };
+  }
+}
+
+/** Records handed over between two waits for the writes to keep pace. */
+const SETTLE_EVERY = 1000;
+
+const kindOf = (value: unknown): Kind => (Array.isArray(value) ? 'array' : typeof value === 'object' && value !== null ? 'object' : 'other');
+
+/** A parsed value in memory. */
+export function valueSource(input: unknown): Source {
+  return {
+    async feed(intake, onProgress) {
+      if (kindOf(input) !== 'object') {
+        intake.problem(fileError(NOT_AN_OBJECT));
+        return;
+      }
+      const top = new TopLevel(intake);
+      let records = 0;
+      for (const [name, value] of Object.entries(input as Record<string, unknown>)) {
+        if (intake.full) break;
+        const role = top.key(name, kindOf(value));
+        if (role === 'deleted') {
+          for (const [resource, ids] of Object.entries(value as Record<string, unknown>)) intake.deleted(resource, ids);
+        } else if (role !== 'skip') {
+          const values = value as unknown[];
+          for (let index = 0; index < values.length && !intake.full; index++) {
+            intake.record(role.array, index, values[index]);
+            records += 1;
+            if (records % SETTLE_EVERY === 0) await intake.settle();
+          }
+          intake.arrayEnd(role.array);
+        }
+      }
+      await intake.settle();
+      onProgress?.({ records, bytes: 0, totalBytes: null });
+    },
+  };
+}
+
+/** Bytes read from the file per chunk. */
+const CHUNK_BYTES = 1 << 18;
+/** How much of a long line is kept to count a column in characters rather than bytes. */
+const LINE_TAIL_BYTES = 1 << 16;
+
+/** Line and column (from 1, in characters) of a byte offset, for the chunks fed so far. */
+class Lines {
+  private lineBefore = 1;
+  /** The bytes of the current line before the current chunk (at most LINE_TAIL_BYTES), and how many were cut. */
+  private tail: Buffer = Buffer.alloc(0);
+  private tailCut = 0;
+  private chunk: Buffer = Buffer.alloc(0);
+  private chunkStart = 0;
+
+  next(chunk: Buffer): void {
+    // Account for the previous chunk before taking the next.
+    const previous = this.chunk;
+    let newlines = 0;
+    let last = -1;
+    for (let i = previous.indexOf(10); i !== -1; i = previous.indexOf(10, i + 1)) {
+      newlines += 1;
+      last = i;
+    }
+    this.lineBefore += newlines;
+    const rest = previous.subarray(last + 1);
+    if (last !== -1) {
+      this.tail = Buffer.alloc(0);
+      this.tailCut = 0;
+    }
+    const joined = Buffer.concat([this.tail, rest]);
+    const cut = Math.max(0, joined.length - LINE_TAIL_BYTES);
+    this.tail = Buffer.from(joined.subarray(cut));
+    this.tailCut += cut;
+    this.chunkStart += previous.length;
+    this.chunk = chunk;
+  }
+
+  at(offset: number): { line: number; column: number } {
+    const within = Math.max(0, Math.min(offset - this.chunkStart, this.chunk.length));
+    const head = this.chunk.subarray(0, within);
+    let line = this.lineBefore;
+    let last = -1;
+    for (let i = head.indexOf(10); i !== -1; i = head.indexOf(10, i + 1)) {
+      line += 1;
+      last = i;
+    }
+    const onLine = last === -1 ? Buffer.concat([this.tail, head]) : head.subarray(last + 1);
+    const cut = last === -1 ? this.tailCut : 0;
+    return { line, column: cut + onLine.toString('utf8').length + 1 };
+  }
+}
+
+function describeToken(info: ParsedTokenInfo): string {
+  switch (info.token) {
+    case TokenType.LEFT_BRACE:
+      return '"{"';
+    case TokenType.RIGHT_BRACE:
+      return '"}"';
+    case TokenType.LEFT_BRACKET:
+      return '"["';
+    case TokenType.RIGHT_BRACKET:
+      return '"]"';
+    case TokenType.COLON:
+      return '":"';
+    case TokenType.COMMA:
+      return '","';
+    default:
+      return JSON.stringify(info.value);
+  }
+}
+
+/** The character the tokenizer stopped at, from its message (`Unexpected "x" at ...`). */
+function unexpected(message: string): string {
+  const match = /^Unexpected "(.*)" at /s.exec(message);
+  if (!match) return 'unexpected input';
+  const char = match[1]!;
+  if (char === '') return 'a control character inside a string';
+  return `unexpected ${JSON.stringify(char)}`;
+}
+
+class JsonSyntaxError extends Error {}
+
+/** A JSON file read as a stream of records. */
+export function fileSource(file: string, size: number): Source {
+  return {
+    async feed(intake, onProgress) {
+      const lines = new Lines();
+      const tokenizer = new Tokenizer();
+      const parser = new TokenParser({ paths: ['$.*.*'], keepStack: false });
+      const top = new TopLevel(intake);
+
+      let depth = 0;
+      let sawValue = false;
+      let expectKey = false;
+      let key: string | null = null;
+      let role: Role = 'skip';
+      let lastOffset = 0;
+      let lastToken: ParsedTokenInfo | null = null;
+      let records = 0;
+
+      const syntax = (offset: number, what: string): JsonSyntaxError => {
+        const { line, column } = lines.at(offset);
+        return new JsonSyntaxError(`the file is not valid JSON at line ${line}, column ${column}: ${what}`);
+      };
+
+      // Follows the top level (which key holds which value) on the tokens; the parser
+      // assembles the records themselves.
+      tokenizer.onToken = (info) => {
+        lastOffset = info.offset;
+        lastToken = info;
+        const token = info.token;
+        if (depth === 0) {
+          if (sawValue) throw syntax(info.offset, `unexpected ${describeToken(info)} after the end of the object`);
+          if (token !== TokenType.LEFT_BRACE) throw new JsonSyntaxError(NOT_AN_OBJECT);
+          sawValue = true;
+          expectKey = true;
+        } else if (depth === 1) {
+          if (expectKey) {
+            if (token === TokenType.STRING) key = info.value as string;
+            expectKey = false;
+          } else if (token === TokenType.COMMA) {
+            expectKey = true;
+          } else if (token !== TokenType.COLON && key !== null) {
+            role = top.key(key, token === TokenType.LEFT_BRACKET ? 'array' : token === TokenType.LEFT_BRACE ? 'object' : 'other');
+            key = null;
+          }
+        }
+        parser.write(info);
+        if (token === TokenType.LEFT_BRACE || token === TokenType.LEFT_BRACKET) depth += 1;
+        else if (token === TokenType.RIGHT_BRACE || token === TokenType.RIGHT_BRACKET) depth -= 1;
+        else return;
+        if (depth === 1) {
+          if (typeof role === 'object') intake.arrayEnd(role.array);
+          role = 'skip';
+        }
+      };
+      parser.onValue = (element: ParsedElementInfo) => {
+        if (typeof role === 'object') {
+          if (typeof element.key !== 'number' || intake.full) return;
+          records += 1;
+          intake.record(role.array, element.key, element.value);
+        } else if (role === 'deleted' && typeof element.key === 'string') {
+          intake.deleted(element.key, element.value);
+        }
+      };
+
+      const stream = fs.createReadStream(file, { highWaterMark: CHUNK_BYTES });
+      let bytes = 0;
+      try {
+        for await (const chunk of stream as AsyncIterable<Buffer>) {
+          lines.next(chunk);
+          try {
+            tokenizer.write(chunk);
+          } catch (err) {
+            if (err instanceof JsonSyntaxError) throw err;
+            const message = (err as Error).message;
+            const absolute = /absolute position "(\d+)"/.exec(message);
+            throw absolute ? syntax(Number(absolute[1]), unexpected(message)) : syntax(lastOffset, `unexpected ${lastToken ? describeToken(lastToken) : 'input'}`);
+          }
+          bytes += chunk.length;
+          await intake.settle();
+          onProgress?.({ records, bytes, totalBytes: size });
+          if (intake.full) return;
+        }
+        if (!sawValue) {
+          intake.problem(fileError(bytes === 0 ? 'the file is empty' : 'the file holds nothing but white space'));
+          return;
+        }
+        try {
+          tokenizer.end();
+        } catch {
+          throw syntax(bytes, 'unexpected end of the file');
+        }
+        if (!parser.isEnded) throw syntax(bytes, 'unexpected end of the file');
+        await intake.settle();
+        onProgress?.({ records, bytes, totalBytes: size });
+      } catch (err) {
+        if (!(err instanceof JsonSyntaxError)) throw err;
+        intake.problem(fileError(err.message));
+      } finally {
+        stream.destroy();
+      }
+    },
+  };
+}

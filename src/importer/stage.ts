@@ -1,0 +1,95 @@
+/**
+ * Staging: the file's valid records are written, as they are read, into temporary tables
+ * of the import's own connection (`stage_<array>`, the rows as they will be stored, plus
+ * their index in the file), and the ids an import deletes into `gone_<array>`. Nothing
+ * the API reads is touched until the merge (merge.ts) copies them over in one
+ * transaction. PostgreSQL fills them with COPY, SQLite with prepared multi-row INSERTs.
+ */
+import { sql } from 'kysely';
+import type { BulkConnection, RowLoader } from '../db/bulk.js';
+import type { ErrorList } from './errors.js';
+import { isListTable } from './read-model.js';
+import { ROW_COLUMNS } from './rows.js';
+import { ARRAY_NAMES, type ArrayName } from './schema.js';
+
+export const stageTable = (array: ArrayName): string => `stage_${array}`;
+export const goneTable = (array: ArrayName): string => `gone_${array}`;
+
+/** The staged columns of an array: its index in the file, the row, and a list's item. */
+export function stagedColumns(array: ArrayName): string[] {
+  return ['idx', ...ROW_COLUMNS[array], ...(isListTable(array) ? ['item'] : [])];
+}
+
+/**
+ * Rows are added synchronously, in the file's order, one array after another; `settle()`
+ * waits for the loads to keep pace (the source calls it after every chunk it reads).
+ */
+export class Stage {
+  private open: { array: ArrayName; loader: RowLoader } | null = null;
+  private waits: Promise<void>[] = [];
+  /** Rows staged per array. */
+  readonly staged = Object.fromEntries(ARRAY_NAMES.map((a) => [a, 0])) as Record<ArrayName, number>;
+
+  constructor(private readonly conn: BulkConnection) {}
+
+  async create(): Promise<void> {
+    for (const array of ARRAY_NAMES) {
+      const columns = stagedColumns(array).slice(1).map((c) => sql.ref(c));
+      await this.conn.run(
+        sql`create temp table ${sql.table(stageTable(array))} as select cast(0 as integer) as idx, ${sql.join(columns)} from ${sql.table(array)} where 1 = 0`.compile(this.conn.db),
+      );
+      await this.conn.run(sql`create temp table ${sql.table(goneTable(array))} (id text primary key, idx integer)`.compile(this.conn.db));
+    }
+  }
+
+  add(array: ArrayName, row: unknown[]): void {
+    if (this.open?.array !== array) {
+      this.endArray();
+      this.open = { array, loader: this.conn.load(stageTable(array), stagedColumns(array)) };
+    }
+    const wait = this.open.loader.write(row);
+    if (wait) this.waits.push(wait);
+    this.staged[array] += 1;
+  }
+
+  /** The current array has ended (its load finishes in the background, before the next one starts). */
+  endArray(): void {
+    const open = this.open;
+    this.open = null;
+    if (open) this.waits.push(open.loader.end());
+  }
+
+  async settle(): Promise<void> {
+    const waits = this.waits;
+    this.waits = [];
+    // Every wait is awaited, so none is left to fail unhandled.
+    const results = await Promise.allSettled(waits);
+    for (const result of results) if (result.status === 'rejected') throw result.reason;
+  }
+
+  /**
+   * Ends the last load and indexes what was staged, for the merge's joins; reports the
+   * ids staged twice (of the arrays whose ids the intake does not keep).
+   */
+  async finish(errors: ErrorList): Promise<void> {
+    this.endArray();
+    await this.settle();
+    for (const array of ARRAY_NAMES) {
+      if (this.staged[array] === 0) continue;
+      const table = sql.table(stageTable(array));
+      await this.conn.run(sql`create index ${sql.id(`${stageTable(array)}_id`)} on ${table} (id)`.compile(this.conn.db));
+      const { rows } = await this.conn.run(
+        sql`select s.idx, s.id, f.first from ${table} s join (select id, min(idx) as first from ${table} group by id having count(*) > 1) f on f.id = s.id
+             where s.idx > f.first order by s.idx limit ${errors.room}`.compile(this.conn.db),
+      );
+      for (const row of rows) errors.add({ array, index: Number(row.idx), field: 'id', reason: `repeats the id "${row.id as string}" of ${array}[${Number(row.first)}]` });
+      // PostgreSQL never analyzes temporary tables by itself: without statistics, it would plan the merge's joins blind.
+      if (this.conn.dialect === 'postgres') await this.conn.run(sql`analyze ${sql.table(stageTable(array))}`.compile(this.conn.db));
+    }
+  }
+
+  abort(): void {
+    this.open?.loader.abort();
+    this.open = null;
+  }
+}
