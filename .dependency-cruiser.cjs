@@ -17,7 +17,7 @@ const MAY_IMPORT = {
   // The request path, from its first step to its last.
   edge: ['config', 'db', 'domain', 'problems', 'ops', 'tls', 'logger'],
   access: ['config', 'db', 'domain', 'problems', 'ops', 'edge'],
-  resources: ['config', 'db', 'domain', 'problems', 'ops', 'edge'],
+  resources: ['config', 'db', 'domain', 'problems', 'ops', 'edge', 'version'],
   openapi: ['config', 'db', 'domain', 'problems', 'edge', 'resources', 'version'],
   app: ['config', 'db', 'domain', 'problems', 'ops', 'edge', 'access', 'resources', 'openapi', 'logger', 'tls'],
   // Writing data and managing keys, beside the request path.

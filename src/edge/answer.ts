@@ -1,9 +1,10 @@
 /**
  * The one writer of the API's answers. Every answer (a refusal, a stored answer, a fresh
  * answer, a problem) is built as an `Answer` value and written by the app's `SendAnswer`,
- * which also does what every answer needs: the common headers, compression, the
- * end-of-turn holding (turn-end.ts), the metrics of its route and its access line. Hooks,
- * routes and error handlers are given it; nothing else writes to an API response.
+ * which also does what every answer needs: the common headers, compression, the entity
+ * tag and the 304 for a matching If-None-Match, the end-of-turn holding (turn-end.ts),
+ * the metrics of its route and its access line. Hooks, routes and error handlers are
+ * given it; nothing else writes to an API response.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { performance } from 'node:perf_hooks';
@@ -22,15 +23,29 @@ export interface Answer {
   body: KeptBody;
   /** Data answers may be compressed; problems never are. */
   compressible: boolean;
+  cacheControl: string;
+  /**
+   * What identifies the answer's content (validatorOf): with it, the answer carries a strong
+   * ETag per representation and a matching If-None-Match is answered 304.
+   */
+  validator?: string;
 }
 
+/** Cache-Control of problems (and of answers without a validator): never stored anywhere. */
+const NO_STORE = 'no-store';
+/** Cache-Control of data answers: a private cache may keep them, and asks again (If-None-Match) before each use. */
+const REVALIDATE = 'private, no-cache';
+const EMPTY: Buffer = Buffer.alloc(0);
+
 /** Headers every answer of the API carries. */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+const COMMON_HEADERS: Readonly<Record<string, string>> = {
   'Strict-Transport-Security': 'max-age=31536000',
   'X-Content-Type-Options': 'nosniff',
-  'Cache-Control': 'no-store',
 };
-const COMMON = Object.entries(SECURITY_HEADERS).flat();
+const COMMON = Object.entries(COMMON_HEADERS).flat();
+
+/** The headers of an answer written on the socket (src/edge/raw.ts): a problem's. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = { ...COMMON_HEADERS, 'Cache-Control': NO_STORE };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -53,15 +68,48 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The strong entity tag of one representation: the answer's validator and the content
+ * coding the client negotiated (identity for none), so a gzip and a plain answer never
+ * share a tag. (A small body is sent plain whatever was negotiated: two tags for one byte
+ * string is allowed, one tag for two is not.)
+ */
+export function entityTag(validator: string, encoding: string | undefined): string {
+  return `"${validator}-${encoding ?? 'identity'}"`;
+}
+
+/**
+ * Whether an If-None-Match header matches `tag` (weak comparison, as RFC 9110 asks for this
+ * header: a W/ prefix is ignored). `*` matches any current representation, when `star`.
+ */
+export function ifNoneMatch(header: string | undefined, tag: string, star: boolean): boolean {
+  if (header === undefined) return false;
+  for (const part of header.split(',')) {
+    const candidate = part.trim();
+    if (candidate === '*') {
+      if (star) return true;
+      continue;
+    }
+    if ((candidate.startsWith('W/') ? candidate.slice(2) : candidate) === tag) return true;
+  }
+  return false;
+}
+
+/** Whether a request's If-None-Match names the current tag of the answer with this validator (not `*`). */
+export function unchanged(request: FastifyRequest, validator: string): boolean {
+  const header = request.headers['if-none-match'];
+  return header !== undefined && ifNoneMatch(header, entityTag(validator, chosenEncoding(request.raw.method, request.headers)), false);
+}
+
 /** A body as it is sent without compression. */
 export function plain(body: Buffer | string): KeptBody {
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
   return { body: bytes, gzipped: false, plainLength: bytes.length };
 }
 
-/** The answer carrying a JSON body (stored or just made), which may be compressed. */
-export function dataAnswer(body: KeptBody, contentType: string): Answer {
-  return { status: 200, headers: [], contentType, body, compressible: true };
+/** The answer carrying a JSON body (stored or just made), which may be compressed; with a validator, it may be 304. */
+export function dataAnswer(body: KeptBody, contentType: string, validator?: string): Answer {
+  return { status: 200, headers: [], contentType, body, compressible: true, cacheControl: validator === undefined ? NO_STORE : REVALIDATE, validator };
 }
 
 /** Per Problem (a Problem is never changed): its own headers, flattened once. */
@@ -74,7 +122,7 @@ export function problemAnswer(problem: Problem, requestId: string): Answer {
     headers = Object.entries(problem.options.headers ?? {}).flat();
     problemHeaders.set(problem, headers);
   }
-  return { status: problem.status, headers, contentType: PROBLEM_CONTENT_TYPE, body: plain(problem.json(requestId)), compressible: false };
+  return { status: problem.status, headers, contentType: PROBLEM_CONTENT_TYPE, body: plain(problem.json(requestId)), compressible: false, cacheControl: NO_STORE };
 }
 
 export interface WriterDeps {
@@ -125,15 +173,27 @@ export function answerWriter(deps: WriterDeps): SendAnswer {
     if (!request.recordAnswer) noteArrival(request, unmatched);
     reply.hijack();
     const method = request.raw.method;
-    const encoding = answer.compressible && answer.body.plainLength >= COMPRESS_FROM_BYTES ? chosenEncoding(method, request.headers) : undefined;
-    const bytes = encoded(answer.body, encoding);
-    const headers = [...COMMON, 'X-Request-Id', request.id];
+    const negotiated = answer.compressible ? chosenEncoding(method, request.headers) : undefined;
+    const encoding = answer.body.plainLength >= COMPRESS_FROM_BYTES ? negotiated : undefined;
+    const headers = [...COMMON, 'X-Request-Id', request.id, 'Cache-Control', answer.cacheControl];
     if (request.rateLimitHeaders) headers.push(...request.rateLimitHeaders);
-    headers.push(...answer.headers, 'Content-Type', answer.contentType);
-    if (encoding !== undefined) headers.push('Vary', 'accept-encoding', 'Content-Encoding', encoding);
-    headers.push('Content-Length', String(bytes.length));
+    if (encoding !== undefined) headers.push('Vary', 'accept-encoding');
+    let status = answer.status;
+    let bytes = EMPTY;
+    if (answer.validator !== undefined) {
+      const tag = entityTag(answer.validator, negotiated);
+      headers.push('ETag', tag);
+      if (status === 200 && ifNoneMatch(request.headers['if-none-match'], tag, true)) status = 304;
+    }
+    // A 304 has no body, and no header that describes one.
+    if (status !== 304) {
+      bytes = encoded(answer.body, encoding);
+      headers.push(...answer.headers, 'Content-Type', answer.contentType);
+      if (encoding !== undefined) headers.push('Content-Encoding', encoding);
+      headers.push('Content-Length', String(bytes.length));
+    }
     if (closing()) headers.push('Connection', 'close');
-    if (isRead(method) && request.arrivedInTurn === currentTurn()) holdUntilTurnEnd(() => write(request, reply, answer.status, headers, bytes));
-    else write(request, reply, answer.status, headers, bytes);
+    if (isRead(method) && request.arrivedInTurn === currentTurn()) holdUntilTurnEnd(() => write(request, reply, status, headers, bytes));
+    else write(request, reply, status, headers, bytes);
   };
 }

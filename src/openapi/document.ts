@@ -16,7 +16,7 @@ import { responseHeaders } from '../resources/common/responses.js';
 import { ResponseCache } from '../resources/cache.js';
 import { publicApi } from '../resources/index.js';
 import { packageVersion } from '../version.js';
-import type { JsonSchema, OpenApiDocument, Operation } from './types.js';
+import type { JsonSchema, OpenApiDocument, Operation, ParameterObject } from './types.js';
 
 export const OPENAPI_PATH = `${API_PREFIX}openapi.json`;
 export const DOCS_PATH = '/docs';
@@ -90,12 +90,24 @@ export function swaggerOptions(): FastifyDynamicSwaggerOptions {
   };
 }
 
-/** Adds the headers of each status and hoists titled schemas into components. */
+/** The request header of conditional requests, which every operation takes. */
+const IF_NONE_MATCH: ParameterObject = {
+  name: 'If-None-Match',
+  in: 'header',
+  required: false,
+  description: 'ETags of answers the client holds (or *): if one is this answer\'s current tag, the answer is 304 without a body.',
+  schema: { type: 'string' },
+};
+
+/** Adds the headers of each status and the If-None-Match parameter, and hoists titled schemas into components. */
 export function finishDocument(doc: OpenApiDocument): OpenApiDocument {
   const schemas: Record<string, JsonSchema> = { ...doc.components?.schemas };
   const paths = hoistTitled(doc.paths, schemas) as OpenApiDocument['paths'];
   for (const item of Object.values(paths)) {
-    for (const operation of Object.values(item)) addHeaders(operation);
+    for (const operation of Object.values(item)) {
+      addHeaders(operation);
+      operation.parameters = [...(operation.parameters ?? []), IF_NONE_MATCH];
+    }
   }
   return { ...doc, paths, components: { ...doc.components, schemas } };
 }

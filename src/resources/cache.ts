@@ -14,6 +14,8 @@ import { gzip, type KeptBody } from '../edge/encoding.js';
 
 export interface StoredResponse extends KeptBody {
   contentType: string;
+  /** What identifies the answer's content (its entity tag's first part: common/route.ts). */
+  validator: string;
 }
 
 interface Entry extends StoredResponse {
@@ -110,7 +112,7 @@ export class ResponseCache {
     return found;
   }
 
-  set(tenant: Tenant, target: string, body: Buffer, contentType: string): void {
+  set(tenant: Tenant, target: string, body: Buffer, contentType: string, validator: string): void {
     const key = ResponseCache.key(tenant, target);
     const bytes = body.length + key.length * 2 + ENTRY_OVERHEAD;
     if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || this.entries.has(key)) return;
@@ -118,7 +120,7 @@ export class ResponseCache {
     if (bytes > room && this.random() >= ADMIT_WHEN_FULL) return;
     while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
     const compressible = body.length >= this.compressFrom;
-    const entry: Entry = { key, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, slot: this.order.length, bytes };
+    const entry: Entry = { key, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, bytes };
     this.order.push(entry);
     this.entries.set(key, entry);
     this.bytes += bytes;

@@ -168,7 +168,8 @@ describe('errors and their precedence', () => {
     assert.match(String(res.headers['content-type']), /^application\/json/);
     assert.match(String(res.headers['strict-transport-security']), /max-age=\d+/);
     assert.equal(res.headers['x-content-type-options'], 'nosniff');
-    assert.equal(res.headers['cache-control'], 'no-store');
+    assert.equal(res.headers['cache-control'], 'private, no-cache');
+    assert.match(String(res.headers.etag), /^"[A-Za-z0-9_-]+-identity"$/);
     assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/);
     assert.equal(res.headers['ratelimit-policy'], '"default";q=600;w=60');
     assert.match(String(res.headers.ratelimit), /^"default";r=\d+;t=\d+$/);

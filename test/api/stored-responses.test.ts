@@ -202,7 +202,7 @@ describe('ResponseCache', () => {
 
   it('keeps what fits in its bytes, making room by removing entries', () => {
     const cache = new ResponseCache(64 * 1024);
-    for (let i = 0; i < 200; i++) cache.set(tenant('s'), `/p${i}`, body(1000), 'application/json');
+    for (let i = 0; i < 200; i++) cache.set(tenant('s'), `/p${i}`, body(1000), 'application/json', 'v');
     assert.ok(cache.size.bytes <= 64 * 1024);
     // Each entry counts its body, its key and its objects (about 1.6 KB here).
     assert.ok(cache.size.entries >= 35 && cache.size.entries < 64, `${cache.size.entries} entries`);
@@ -212,7 +212,7 @@ describe('ResponseCache', () => {
 
   it('keys by school, data version, time zone, currency and the request target', () => {
     const cache = new ResponseCache(1 << 20);
-    cache.set(tenant('s', 1), '/a?x=1', body(10), 'application/json');
+    cache.set(tenant('s', 1), '/a?x=1', body(10), 'application/json', 'v');
     assert.ok(cache.get(tenant('s', 1), '/a?x=1'));
     assert.equal(cache.get(tenant('s', 2), '/a?x=1'), undefined);
     assert.equal(cache.get(tenant('t', 1), '/a?x=1'), undefined);
@@ -227,7 +227,7 @@ describe('ResponseCache', () => {
     for (let round = 0; round < 20; round++) {
       for (let i = 0; i < 150; i++) {
         if (cache.get(tenant('s'), `/p${i}`)) hits += 1;
-        else cache.set(tenant('s'), `/p${i}`, body(1000), 'application/json');
+        else cache.set(tenant('s'), `/p${i}`, body(1000), 'application/json', 'v');
       }
     }
     assert.ok(hits / (20 * 150) > 0.3, `hit rate ${(hits / 3000).toFixed(2)}`);
@@ -240,7 +240,7 @@ describe('ResponseCache', () => {
     for (let round = 0; round < 6; round++) {
       for (let i = 0; i < 300; i++) {
         if (cache.get(tenant('s'), `/p${i}`)) continue;
-        cache.set(tenant('s'), `/p${i}`, body(1000), 'application/json');
+        cache.set(tenant('s'), `/p${i}`, body(1000), 'application/json', 'v');
         // The first round fills it; from then on it is full.
         if (round > 0) {
           misses += 1;
@@ -259,8 +259,8 @@ describe('ResponseCache', () => {
     const cache = new ResponseCache(2 * 1024 * 1024, { random: seededRandom(7) });
     for (let round = 0; round < 5; round++) {
       for (let i = 0; i < 3000; i++) {
-        cache.set(tenant('s'), `/small${i}`, body(500), 'application/json');
-        cache.set(tenant('s'), `/large${i}`, body(10_000), 'application/json');
+        cache.set(tenant('s'), `/small${i}`, body(500), 'application/json', 'v');
+        cache.set(tenant('s'), `/large${i}`, body(10_000), 'application/json', 'v');
       }
     }
     const kept = (prefix: string) => Array.from({ length: 3000 }, (_, i) => cache.get(tenant('s'), `/${prefix}${i}`)).filter(Boolean).length;
@@ -272,7 +272,7 @@ describe('ResponseCache', () => {
     const cache = new ResponseCache(1 << 20);
     const small = Buffer.from('{"id":"s1"}');
     assert.ok(small.buffer.byteLength > small.length, 'Node makes small buffers in a shared slab');
-    cache.set(tenant('s'), '/small', small, 'application/json');
+    cache.set(tenant('s'), '/small', small, 'application/json', 'v');
     const kept = cache.get(tenant('s'), '/small')!.body;
     assert.equal(kept.buffer.byteLength, small.length);
     assert.deepEqual(kept, small);
@@ -283,14 +283,14 @@ describe('ResponseCache', () => {
     const size = json(0).length;
     // Room for ten of them as sent.
     const cache = new ResponseCache(10 * (size + 700), { compressFrom: 1024, random: seededRandom(5) });
-    cache.set(tenant('s'), '/small', Buffer.from('{"id":"s1"}'), 'application/json');
-    for (let i = 0; i < 5; i++) cache.set(tenant('s'), `/p${i}`, json(i), 'application/json');
+    cache.set(tenant('s'), '/small', Buffer.from('{"id":"s1"}'), 'application/json', 'v');
+    for (let i = 0; i < 5; i++) cache.set(tenant('s'), `/p${i}`, json(i), 'application/json', 'v');
     const kept = (target: string) => cache.get(tenant('s'), target);
     assert.equal(kept('/p0')!.gzipped, false, 'stored as sent while there is room');
     assert.deepEqual(kept('/p0')!.body, json(0));
 
     // Fifty: all kept, most of them gzipped, none removed.
-    for (let i = 5; i < 50; i++) cache.set(tenant('s'), `/p${i}`, json(i), 'application/json');
+    for (let i = 5; i < 50; i++) cache.set(tenant('s'), `/p${i}`, json(i), 'application/json', 'v');
     assert.equal(cache.size.entries, 51);
     assert.ok(cache.size.bytes <= 10 * (size + 700));
     const all = Array.from({ length: 50 }, (_, i) => kept(`/p${i}`)!);
@@ -310,20 +310,20 @@ describe('ResponseCache', () => {
 
     // Told to keep none as sent, it gzips each as it stores it.
     const zipped = new ResponseCache(1 << 20, { compressFrom: 1024, plainBytes: 0 });
-    zipped.set(tenant('s'), '/p0', json(0), 'application/json');
+    zipped.set(tenant('s'), '/p0', json(0), 'application/json', 'v');
     assert.equal(zipped.get(tenant('s'), '/p0')!.gzipped, true);
     assert.deepEqual(plainBody(zipped.get(tenant('s'), '/p0')!), json(0));
 
     // What gzip does not shrink by an eighth is removed instead.
     const noise = new ResponseCache(10 * (4096 + 700), { compressFrom: 1024, random: seededRandom(5) });
-    for (let i = 0; i < 30; i++) noise.set(tenant('s'), `/n${i}`, randomBytes(4096), 'application/json');
+    for (let i = 0; i < 30; i++) noise.set(tenant('s'), `/n${i}`, randomBytes(4096), 'application/json', 'v');
     assert.ok(noise.size.entries <= 10, `${noise.size.entries} entries`);
     assert.ok(Array.from({ length: 30 }, (_, i) => noise.get(tenant('s'), `/n${i}`)).every((e) => e === undefined || !e.gzipped));
   });
 
   it('stores nothing when given no memory', () => {
     const cache = new ResponseCache(0);
-    cache.set(tenant('s'), '/a', body(10), 'application/json');
+    cache.set(tenant('s'), '/a', body(10), 'application/json', 'v');
     assert.equal(cache.get(tenant('s'), '/a'), undefined);
     assert.equal(cache.enabled, false);
   });

@@ -111,7 +111,10 @@ describe('OpenAPI document', () => {
 
   it('describes every response: the body, problem+json for each error status, and the headers', () => {
     for (const [path, , op] of operations(doc)) {
-      assert.deepEqual(Object.keys(op.responses).sort(), ['200', '414', ...commonErrorStatuses.map(String)].sort(), path);
+      assert.deepEqual(Object.keys(op.responses).sort(), ['200', '304', '414', ...commonErrorStatuses.map(String)].sort(), path);
+      assert.equal(op.responses['304']?.content, undefined, `${path}: a 304 has no body`);
+      assert.equal(op.responses['304']?.headers?.ETag?.required, true);
+      assert.ok(op.parameters?.some((p) => p.in === 'header' && p.name === 'If-None-Match'), `${path}: If-None-Match`);
       assert.deepEqual(Object.keys(op.responses['200']?.content ?? {}), ['application/json']);
       for (const status of commonErrorStatuses) {
         const res = op.responses[String(status)]!;
@@ -122,6 +125,8 @@ describe('OpenAPI document', () => {
       const ok = op.responses['200']!.headers ?? {};
       assert.equal(ok.RateLimit?.required, true);
       assert.equal(ok['RateLimit-Policy']?.required, true);
+      assert.equal(ok.ETag?.required, true);
+      assert.equal(ok['Cache-Control']?.required, true);
       assert.equal(op.responses['401']?.headers?.['WWW-Authenticate']?.required, true);
       assert.equal(op.responses['429']?.headers?.['Retry-After']?.required, true);
       assert.equal(op.responses['503']?.headers?.['Retry-After']?.required, true);
@@ -142,7 +147,10 @@ describe('OpenAPI document', () => {
 
 describe('the contract check of test responses', () => {
   let contract: DocumentContract;
-  const ok = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': 'r1', ratelimit: '"default";r=1;t=5', 'ratelimit-policy': '"default";q=60;w=60' };
+  const ok = {
+    'content-type': 'application/json; charset=utf-8', 'x-request-id': 'r1', ratelimit: '"default";r=1;t=5', 'ratelimit-policy': '"default";q=60;w=60',
+    etag: '"abc-identity"', 'cache-control': 'private, no-cache',
+  };
   const page = { items: [], meta: { total: 0, limit: 50, offset: 0 } };
 
   before(async () => {

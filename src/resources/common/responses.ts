@@ -6,8 +6,9 @@ const errorStatuses = [...commonErrorStatuses, 414] as const;
 type ErrorStatus = (typeof errorStatuses)[number];
 
 /** What each status means to a caller; the OpenAPI document shows these texts. */
-const statusDescriptions: Record<200 | ErrorStatus, string> = {
+const statusDescriptions: Record<200 | 304 | ErrorStatus, string> = {
   200: 'Success.',
+  304: 'Not modified: If-None-Match named the current ETag of this answer, which the client already holds. No body. Counted and rate-limited like any request.',
   400: 'A query parameter is invalid, unknown, empty or given twice (code invalid_parameter); invalid_params names each one. Fix the request; retrying it unchanged gives the same answer.',
   401: 'The key is missing, malformed, unknown or revoked (code unauthorized). Do not retry: check the key.',
   402: 'The school\'s plan has no API access (code plan_required); the Profi and VIP plans do.',
@@ -27,12 +28,15 @@ const statusDescriptions: Record<200 | ErrorStatus, string> = {
  * are in `responseHeaders` below.
  */
 export function responses<S extends TSchema>(ok: S) {
-  const out: Record<number, ResponseSpec<TSchema>> = { 200: { description: statusDescriptions[200], content: { 'application/json': { schema: ok } } } };
+  const out: Record<number, ResponseSpec<TSchema> | { description: string; type: 'null' }> = {
+    200: { description: statusDescriptions[200], content: { 'application/json': { schema: ok } } },
+    304: { description: statusDescriptions[304], type: 'null' },
+  };
   const problemType = PROBLEM_CONTENT_TYPE.split(';')[0]!;
   for (const status of errorStatuses) {
     out[status] = { description: statusDescriptions[status], content: { [problemType]: { schema: ProblemSchema } } };
   }
-  return out as { 200: ResponseSpec<S> } & Record<number, ResponseSpec<TSchema>>;
+  return out as { 200: ResponseSpec<S> } & Record<number, ResponseSpec<TSchema> | { description: string; type: 'null' }>;
 }
 
 export interface ResponseSpec<S extends TSchema> {
@@ -74,8 +78,16 @@ const retryAfter = (description: string): ResponseHeader => ({ description, sche
  * cannot mark a header required, so the OpenAPI module adds them to every response
  * of the document from this table.
  */
-export const responseHeaders: Record<200 | ErrorStatus, Record<string, ResponseHeader>> = {
-  200: { 'X-Request-Id': requestId, ...rateLimitHeaders(true) },
+const etag: ResponseHeader = {
+  description: 'A strong entity tag of this representation (content coding included). Send it back in If-None-Match to get 304 while the answer is unchanged; it changes when the school\'s data may have.',
+  schema: Type.String({ pattern: '^"[A-Za-z0-9_-]+-[a-z]+"$' }),
+  required: true,
+};
+const cacheControl = (value: string): ResponseHeader => ({ description: `Always ${value}.`, schema: Type.String({ const: value }), required: true });
+
+export const responseHeaders: Record<200 | 304 | ErrorStatus, Record<string, ResponseHeader>> = {
+  200: { 'X-Request-Id': requestId, ...rateLimitHeaders(true), ETag: etag, 'Cache-Control': cacheControl('private, no-cache') },
+  304: { 'X-Request-Id': requestId, ...rateLimitHeaders(true), ETag: etag, 'Cache-Control': cacheControl('private, no-cache') },
   400: { 'X-Request-Id': requestId, ...rateLimitHeaders(false) },
   401: {
     'X-Request-Id': requestId,

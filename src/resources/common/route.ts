@@ -6,13 +6,15 @@
  * database, or an object serialized by the 200 schema), stored and written by the one
  * writer (src/edge/answer.ts).
  */
+import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { Reader } from '../../db/index.js';
 import type { Tenant } from '../../domain/tenant.js';
-import { dataAnswer, plain, type SendAnswer } from '../../edge/answer.js';
+import { dataAnswer, plain, unchanged, type SendAnswer } from '../../edge/answer.js';
 import { flushHeldAnswers } from '../../edge/turn-end.js';
 import { Problem } from '../../problems/index.js';
+import { packageVersion } from '../../version.js';
 import type { ResponseCache } from '../cache.js';
 import { JSON_CONTENT_TYPE, type ListBody } from './list.js';
 import { responses } from './responses.js';
@@ -56,6 +58,21 @@ export function endpoint<Q, P = Record<string, never>>(spec: Endpoint<Q, P>): En
 }
 
 /**
+ * What identifies an answer's content: the same for the same request target of the same
+ * school at the same data version, time zone and currency, served by the same version of
+ * the service; different as soon as any of them differs (an import raises the data
+ * version). The first part of every data answer's entity tag.
+ */
+export function validatorOf(tenant: Tenant, target: string): string {
+  return createHash('sha256')
+    .update(`${packageVersion()}\n${tenant.id}\n${tenant.dataVersion}\n${tenant.timezone}\n${tenant.currency}\n${target}`)
+    .digest('base64url')
+    .slice(0, 22);
+}
+
+const NO_BODY = plain(Buffer.alloc(0));
+
+/**
  * The onRequest hook of the API's routes, after access: sends the stored answer to this
  * request when there is one; otherwise the answers held to the turn's end leave before
  * the query starts (src/edge/turn-end.ts).
@@ -64,7 +81,7 @@ export function storedAnswers({ cache, send }: ResourceOptions) {
   return function sendStored(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
     const stored = request.tenant === null ? undefined : cache.get(request.tenant, request.url);
     if (stored !== undefined) {
-      send(reply, dataAnswer(stored, stored.contentType));
+      send(reply, dataAnswer(stored, stored.contentType, stored.validator));
       return;
     }
     flushHeldAnswers();
@@ -86,11 +103,18 @@ export function routeOf(spec: Endpoint, { reads, cache, send }: ResourceOptions)
   const missing = new Problem('not_found', spec.missing ?? 'No such object.');
   const handler: RouteHandlerMethod = async function answerRequest(request, reply) {
     const tenant = request.tenant!;
+    const validator = validatorOf(tenant, request.url);
+    // The client holds the current answer: no query. (`*` is left to the writer, once the
+    // call has shown the object exists.)
+    if (unchanged(request, validator)) {
+      send(reply, dataAnswer(NO_BODY, JSON_CONTENT_TYPE, validator));
+      return;
+    }
     const made = await spec.answer({ query: request.query, params: request.params, tenant, reads });
     if (made === null) throw missing;
     const bytes = typeof made === 'string' ? Buffer.from(made) : Buffer.isBuffer(made) ? made : Buffer.from(reply.serializeInput(made as Record<string, unknown>, '200', 'application/json') as string);
-    cache.set(tenant, request.url, bytes, JSON_CONTENT_TYPE);
-    send(reply, dataAnswer(plain(bytes), JSON_CONTENT_TYPE));
+    cache.set(tenant, request.url, bytes, JSON_CONTENT_TYPE, validator);
+    send(reply, dataAnswer(plain(bytes), JSON_CONTENT_TYPE, validator));
   };
   return { schema, handler };
 }
