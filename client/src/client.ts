@@ -5,7 +5,8 @@
 import https from 'node:https';
 import { ListRequest, type Page, type PageQuery } from './pagination.js';
 import { Throttle, type ThrottleOptions } from './throttle.js';
-import { Transport, type AttemptEvent, type RetryEvent } from './transport.js';
+import { ChangeFeed, type ChangesQuery } from './feed.js';
+import { AnswerCache, Transport, type AttemptEvent, type RetryEvent } from './transport.js';
 import { operations, type OperationId, type Operations } from './types.js';
 
 export interface ClientOptions {
@@ -29,6 +30,13 @@ export interface ClientOptions {
   retryMaxDelay?: number;
   /** Space requests by the RateLimit header so that long exports keep under the limit. Default false. */
   throttle?: boolean | ThrottleOptions;
+  /**
+   * Conditional requests: keep each URL's last answer with its ETag and send If-None-Match,
+   * so an unchanged answer comes back as a body-less 304 and is served from the kept copy.
+   * `true` keeps up to 1000 answers in memory. Each request still counts against the limit.
+   * Default false.
+   */
+  conditional?: boolean | { maxEntries?: number };
   /** Called after every attempt, for logs and metrics. */
   onResponse?: (event: AttemptEvent) => void;
   /** Called before the client waits to retry. */
@@ -91,6 +99,7 @@ export class SchoolDataClient {
       retryBaseDelayMs: positive('retryBaseDelay', options.retryBaseDelay, 500, 0),
       retryMaxDelayMs: positive('retryMaxDelay', options.retryMaxDelay, 30_000, 0),
       throttle,
+      conditional: options.conditional ? new AnswerCache(Math.floor(positive('conditional.maxEntries', options.conditional === true ? undefined : options.conditional.maxEntries, 1000, 1))) : null,
       onResponse: options.onResponse,
       onRetry: options.onRetry,
     });
@@ -192,6 +201,24 @@ export class SchoolDataClient {
      */
     financeSummary: (query: QueryOf<'getFinanceSummary'>): Promise<Operations['getFinanceSummary']['response']> =>
       this.transport.get(operations.getFinanceSummary.path, query),
+  };
+
+  readonly changes = {
+    /**
+     * What changed in the school's data since a saved cursor (from the beginning, a full copy):
+     * each record once, as its list serves it now, or a deletion (`change: 'delete'`,
+     * `record: null`). Save `feed.cursor` when the changes are applied; a cursor older than
+     * the deletions the service keeps throws CursorExpiredError: start again without `after`.
+     *
+     * @example
+     * const feed = client.changes.list({ after: await loadCursor() });
+     * for await (const change of feed) {
+     *   if (change.change === 'delete') remove(change.resource, change.id);
+     *   else upsert(change.resource, change.record);
+     * }
+     * await saveCursor(feed.cursor);
+     */
+    list: (query: ChangesQuery = {}) => new ChangeFeed((q) => this.transport.get<Operations['listChanges']['response']>(operations.listChanges.path, q), query),
   };
 
   /**

@@ -74,6 +74,10 @@ export class PlanRequiredError extends SchoolDataError {
 export class NotFoundError extends SchoolDataError {
   override name = 'NotFoundError';
 }
+/** 410 `cursor_expired`: the changes feed no longer holds what came after the cursor. Drop the copy and read the feed from the beginning. */
+export class CursorExpiredError extends SchoolDataError {
+  override name = 'CursorExpiredError';
+}
 /** 429 `rate_limited`, thrown once the retries are used up (or with `maxRetries: 0`). */
 export class RateLimitError extends SchoolDataError {
   override name = 'RateLimitError';
@@ -88,6 +92,7 @@ const byStatus: Record<number, typeof SchoolDataError> = {
   401: AuthenticationError,
   402: PlanRequiredError,
   404: NotFoundError,
+  410: CursorExpiredError,
   429: RateLimitError,
   503: ServiceUnavailableError,
 };

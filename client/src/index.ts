@@ -6,6 +6,7 @@
 export { SchoolDataClient, type ClientOptions } from './client.js';
 export {
   AuthenticationError,
+  CursorExpiredError,
   InvalidParameterError,
   NotFoundError,
   PlanRequiredError,
@@ -16,6 +17,7 @@ export {
   type ErrorCode,
   type InvalidParam,
 } from './errors.js';
+export { ChangeFeed, MAX_CHANGES_PAGE, type ChangesPage, type ChangesQuery } from './feed.js';
 export { ListRequest, MAX_PAGE_SIZE, type Page, type PageQuery } from './pagination.js';
 export type { ThrottleOptions } from './throttle.js';
 export { CLIENT_VERSION, type AttemptEvent, type RetryEvent } from './transport.js';

@@ -42,6 +42,8 @@ export interface TransportOptions {
   retryBaseDelayMs: number;
   retryMaxDelayMs: number;
   throttle: Throttle | null;
+  /** Answers kept with their ETag for conditional requests, or null when the mode is off. */
+  conditional: AnswerCache | null;
   onResponse?: (event: AttemptEvent) => void;
   onRetry?: (event: RetryEvent) => void;
 }
@@ -116,6 +118,32 @@ function errorFromAnswer(answer: RawAnswer): SchoolDataError {
   return errorFor({ status: answer.status, code: 'unexpected_response', detail: `HTTP ${answer.status}: ${answer.body.slice(0, 200)}`, requestId, retryAfter });
 }
 
+/**
+ * The answers of conditional-request mode: the last body and ETag per URL, at most
+ * `maxEntries` of them (the one used longest ago leaves first).
+ */
+export class AnswerCache {
+  private readonly entries = new Map<string, { etag: string; body: string }>();
+
+  constructor(private readonly maxEntries: number) {}
+
+  get(url: string): { etag: string; body: string } | undefined {
+    const entry = this.entries.get(url);
+    if (entry !== undefined) {
+      // Map keeps insertion order: moved to the end, it is the one used last.
+      this.entries.delete(url);
+      this.entries.set(url, entry);
+    }
+    return entry;
+  }
+
+  set(url: string, etag: string, body: string): void {
+    this.entries.delete(url);
+    this.entries.set(url, { etag, body });
+    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+  }
+}
+
 export class Transport {
   constructor(private readonly options: TransportOptions) {}
 
@@ -126,7 +154,8 @@ export class Transport {
     for (let attempt = 0; ; attempt++) {
       await throttle?.acquire();
       const started = Date.now();
-      const outcome = await this.send(url);
+      const kept = this.options.conditional?.get(url);
+      const outcome = await this.send(url, kept?.etag);
       const status = 'answer' in outcome ? outcome.answer.status : null;
       const event: AttemptEvent = {
         method: 'GET',
@@ -139,7 +168,9 @@ export class Transport {
       this.options.onResponse?.(event);
       if ('answer' in outcome) {
         throttle?.observe(outcome.answer.headers);
-        if (outcome.answer.status === 200) return this.parse<T>(outcome.answer, url);
+        if (outcome.answer.status === 200) return this.parse<T>(this.keep(url, outcome.answer), url);
+        // Unchanged since the answer kept for this URL: that answer is the answer.
+        if (outcome.answer.status === 304 && kept !== undefined) return this.parse<T>({ ...outcome.answer, status: 200, body: kept.body }, url);
       }
       const error = 'answer' in outcome ? errorFromAnswer(outcome.answer) : outcome.failure;
       const retry = this.retryPlan(outcome, attempt);
@@ -160,6 +191,13 @@ export class Transport {
     }
     const qs = search.toString();
     return `${this.options.origin}${path}${qs ? `?${qs}` : ''}`;
+  }
+
+  /** Keeps a 200's body and ETag in conditional-request mode. */
+  private keep(url: string, answer: RawAnswer): RawAnswer {
+    const etag = header(answer.headers, 'etag');
+    if (etag !== null) this.options.conditional?.set(url, etag, answer.body);
+    return answer;
   }
 
   /** How long to wait before retrying this outcome, or null when it must not be retried. */
@@ -195,7 +233,7 @@ export class Transport {
   }
 
   /** One attempt; never throws: no answer is a failure outcome. */
-  private send(url: string): Promise<Outcome> {
+  private send(url: string, ifNoneMatch: string | undefined): Promise<Outcome> {
     const { apiKey, agent, timeoutMs } = this.options;
     return new Promise((resolve) => {
       let settled = false;
@@ -216,6 +254,7 @@ export class Transport {
             accept: 'application/json, application/problem+json',
             'accept-encoding': 'br, gzip',
             'user-agent': `school-data-client/${CLIENT_VERSION} node/${process.version}`,
+            ...(ifNoneMatch === undefined ? {} : { 'if-none-match': ifNoneMatch }),
           },
         },
         (res) => {

@@ -39,7 +39,7 @@ export interface Problem {
   type: string;
   title: string;
   status: number;
-  code: 'invalid_parameter' | 'unauthorized' | 'plan_required' | 'not_found' | 'method_not_allowed' | 'request_timeout' | 'uri_too_long' | 'header_too_large' | 'rate_limited' | 'internal_error' | 'rate_limit_unavailable' | 'data_unavailable';
+  code: 'invalid_parameter' | 'unauthorized' | 'plan_required' | 'not_found' | 'method_not_allowed' | 'cursor_expired' | 'request_timeout' | 'uri_too_long' | 'header_too_large' | 'rate_limited' | 'internal_error' | 'rate_limit_unavailable' | 'data_unavailable';
   detail: string;
   invalid_params?: {
     name: string;
@@ -456,6 +456,34 @@ export interface FinanceSummary {
   };
 }
 
+export interface Change {
+  resource: 'students' | 'instructors' | 'vehicles' | 'lessons' | 'contracts' | 'payments' | 'leads';
+  id: string;
+  /** upsert: the record as it is now; delete: it is gone (record is null) */
+  change: 'upsert' | 'delete';
+  /**
+   * when the import that made the change committed (UTC, whole seconds)
+   * format: date-time
+   */
+  changed_at: string;
+  /** the record exactly as its list serves it, or null for a deletion */
+  record: Student | Instructor | Vehicle | Lesson | Contract | Payment | Lead | null;
+}
+
+export interface ChangeMeta {
+  /** the place after the last change of this page (the `after` given when there is none): save it and pass it as `after` */
+  next_cursor: string;
+  /** whether another page is waiting now */
+  has_more: boolean;
+  /** page size applied */
+  limit: number;
+}
+
+export interface ChangeList {
+  items: Change[];
+  meta: ChangeMeta;
+}
+
 /** Query parameters of List students (GET /api/public/v1/students). */
 export interface ListStudentsQuery {
   status?: 'enrolled' | 'learning_theory' | 'learning_practice' | 'internal_exam' | 'state_exam' | 'graduated' | 'expelled' | 'on_hold';
@@ -639,6 +667,26 @@ export interface GetFinanceSummaryQuery {
   period_to: string;
 }
 
+/** Query parameters of What changed in the school's data (GET /api/public/v1/changes). */
+export interface ListChangesQuery {
+  /**
+   * a cursor from an earlier answer's meta.next_cursor
+   * pattern: `^[A-Za-z0-9_-]{1,200}$`
+   */
+  after?: string;
+  /**
+   * changes per page
+   * from 1 to 1000
+   * @default 100
+   */
+  limit?: number;
+  /**
+   * a comma-separated list of students, instructors, vehicles, lessons, contracts, payments, leads (default: all of them)
+   * pattern: `^[a-z]+(,[a-z]+)*$`
+   */
+  resources?: string;
+}
+
 /** Every operation of the API by operationId: its parameters and its success body. */
 export interface Operations {
   /** List students: GET /api/public/v1/students */
@@ -690,6 +738,11 @@ export interface Operations {
     query: GetFinanceSummaryQuery;
     response: FinanceSummary;
   };
+  /** What changed in the school's data: GET /api/public/v1/changes */
+  listChanges: {
+    query: ListChangesQuery;
+    response: ChangeList;
+  };
 }
 
 /** The method and path template of every operation. */
@@ -703,6 +756,7 @@ export const operations = {
   listPayments: { method: 'GET', path: '/api/public/v1/payments' },
   listLeads: { method: 'GET', path: '/api/public/v1/leads' },
   getFinanceSummary: { method: 'GET', path: '/api/public/v1/reports/finance-summary' },
+  listChanges: { method: 'GET', path: '/api/public/v1/changes' },
 } as const;
 
 export type OperationId = keyof Operations;

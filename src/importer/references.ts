@@ -8,7 +8,6 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { ErrorList, ImportError } from './errors.js';
-import type { FileIntake } from './intake.js';
 import type { Sql } from './run.js';
 import { ARRAY_NAMES, type ArrayName, type RecordOf } from './schema.js';
 import { goneTable, stageTable } from './stage.js';
@@ -77,11 +76,17 @@ const byPlace = (a: ImportError, b: ImportError) => {
   return x[0] - y[0] || x[1] - y[1];
 };
 
+/** What the reading of a file left open: the ids each array's records referred to but the file did not hold. */
+export interface OpenReferences {
+  readonly unreadableArrays: ReadonlySet<ArrayName>;
+  readonly pending: Readonly<Record<ArrayName, ReadonlySet<string>>>;
+}
+
 /**
  * References the file left open (intake.pending): each must be stored for the school.
  * Those that are not are reported at every record of the file that holds them.
  */
-export async function checkOpenReferences(q: Sql, schoolId: string, intake: FileIntake, errors: ErrorList): Promise<void> {
+export async function checkOpenReferences(q: Sql, schoolId: string, intake: OpenReferences, errors: ErrorList): Promise<void> {
   const db = q.db as unknown as Untyped;
   const found: ImportError[] = [];
   for (const target of ARRAY_NAMES) {

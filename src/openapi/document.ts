@@ -51,6 +51,7 @@ const TAGS = [
   { name: 'payments', description: 'Payments and refunds by period.' },
   { name: 'leads', description: 'Applications for training.' },
   { name: 'reports', description: 'Finance summary.' },
+  { name: 'changes', description: 'What changed in the school\'s data since a saved cursor: upserts and deletions, for keeping a copy in sync.' },
 ];
 
 /** The options of @fastify/swagger, for the served app and the offline builder alike. */

@@ -10,6 +10,7 @@ export const problemTypes = {
   plan_required: { status: 402, title: 'Plan does not include API access' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
+  cursor_expired: { status: 410, title: 'Cursor expired' },
   request_timeout: { status: 408, title: 'Request timeout' },
   uri_too_long: { status: 414, title: 'URI too long' },
   header_too_large: { status: 431, title: 'Request header fields too large' },

@@ -5,6 +5,7 @@
  */
 import type { FastifyPluginCallback } from 'fastify';
 import { routeOf, storedAnswers, type Endpoint, type ResourceOptions } from './common/route.js';
+import { changeEndpoints } from './changes/routes.js';
 import { contractEndpoints } from './contracts/routes.js';
 import { financeEndpoints } from './finance/routes.js';
 import { instructorEndpoints } from './instructors/routes.js';
@@ -36,6 +37,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   ...paymentEndpoints,
   ...leadEndpoints,
   ...financeEndpoints,
+  ...changeEndpoints,
 ];
 
 export const publicApi: FastifyPluginCallback<ResourceOptions> = (app, options, done) => {

@@ -16,6 +16,8 @@ export const {
   NotFoundError,
   RateLimitError,
   ServiceUnavailableError,
+  CursorExpiredError,
+  ChangeFeed,
   ListRequest,
   CLIENT_VERSION,
 } = (await import(dist.href).catch((err: unknown) => {

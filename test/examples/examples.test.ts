@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
 import { generateSchoolData } from '../../src/demo/generate.js';
 import { importData } from '../../src/importer/index.js';
 import { createKey } from '../../src/management/keys.js';
@@ -30,6 +31,7 @@ interface Run {
 describe('examples', () => {
   let t: TestApp;
   let env: NodeJS.ProcessEnv;
+  let schoolId: string;
 
   before(async () => {
     t = await startTestApp();
@@ -38,6 +40,7 @@ describe('examples', () => {
     const data = generateSchoolData({ seed: 7, students: STUDENTS, now: new Date(), timezone: 'Europe/Moscow' });
     const imported = await importData(t.store.db, school.value.id, data);
     assert.ok(imported.ok, JSON.stringify(imported));
+    schoolId = school.value.id;
     const key = await createKey(t.store.db, school.value.id, 'examples');
     assert.ok(key.ok);
     env = { ...process.env, SCHOOL_DATA_KEY: key.value.key, SCHOOL_DATA_URL: t.origin, SCHOOL_DATA_CA: selfSignedPaths(t.store.dataDir).cert };
@@ -87,6 +90,48 @@ describe('examples', () => {
     assert.match(out.stdout, /^plate\s+vehicle\s+status\s+what\s+valid until/);
     const refused = await run('vehicles-expiring.mjs', ['soon']);
     assert.notEqual(refused.code, 0);
+  });
+
+  it('sync-to-sqlite: a full copy first, then only what changed, deletions included; equal to the lists', async () => {
+    const file = path.join(t.store.dataDir, `copy-${randomBytes(3).toString('hex')}.db`);
+    const first = await run('sync-to-sqlite.mjs', [file]);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /^\d+ records written, 0 deleted; the copy holds \d+ records\n$/);
+
+    // A student renamed, a payment and a lead deleted.
+    const first3 = async (resource: string) => ((await t.request(`/api/public/v1/${resource}?limit=3`, { key: env.SCHOOL_DATA_KEY! })).json() as { items: { id: string }[] }).items;
+    const [student] = await first3('students');
+    const [payment] = await first3('payments');
+    const [lead] = await first3('leads');
+    // The card's own fields are the importable ones; its contracts, lesson counts and balance are computed.
+    const card = (await t.request(`/api/public/v1/students/${student!.id}`, { key: env.SCHOOL_DATA_KEY! })).json() as Record<string, unknown>;
+    const fields = Object.fromEntries(Object.entries(card).filter(([name]) => !['contracts', 'lessons', 'balance'].includes(name)));
+    const changed = await importData(t.store.db, schoolId, {
+      students: [{ ...fields, full_name: 'Переименован' }],
+      deleted: { payments: [payment!.id], leads: [lead!.id] },
+    });
+    assert.ok(changed.ok, JSON.stringify(changed));
+    const second = await run('sync-to-sqlite.mjs', [file]);
+    assert.equal(second.code, 0, second.stderr);
+    assert.match(second.stdout, /^[1-9]\d* records written, 2 deleted;/);
+
+    const copy = new Database(file, { readonly: true });
+    try {
+      for (const resource of ['students', 'instructors', 'vehicles', 'lessons', 'contracts', 'payments', 'leads']) {
+        const listed: string[] = [];
+        for (let offset = 0; ; offset += 200) {
+          const page = (await t.request(`/api/public/v1/${resource}?limit=200&offset=${offset}`, { key: env.SCHOOL_DATA_KEY! })).json() as { items: unknown[]; meta: { total: number } };
+          listed.push(...page.items.map((item) => JSON.stringify(item)));
+          if (offset + 200 >= page.meta.total) break;
+        }
+        const held = (copy.prepare(`select record from ${resource} order by id`).all() as { record: string }[]).map((r) => r.record);
+        assert.deepEqual([...held].sort(), [...listed].sort(), resource);
+      }
+      const name = copy.prepare('select record from students where id = ?').get(student!.id) as { record: string };
+      assert.match(name.record, /Переименован/);
+    } finally {
+      copy.close();
+    }
   });
 
   for (const [file, args] of [

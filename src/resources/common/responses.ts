@@ -3,7 +3,9 @@ import { commonErrorStatuses, PROBLEM_CONTENT_TYPE, ProblemSchema } from '../../
 
 /** Every error status a route can answer: the common ones, and 414 for the server's URL limit. */
 const errorStatuses = [...commonErrorStatuses, 414] as const;
-type ErrorStatus = (typeof errorStatuses)[number];
+/** Statuses only some routes answer, each route naming its own. */
+type OwnStatus = 410;
+type ErrorStatus = (typeof errorStatuses)[number] | OwnStatus;
 
 /** What each status means to a caller; the OpenAPI document shows these texts. */
 const statusDescriptions: Record<200 | 304 | ErrorStatus, string> = {
@@ -14,6 +16,7 @@ const statusDescriptions: Record<200 | 304 | ErrorStatus, string> = {
   402: 'The school\'s plan has no API access (code plan_required); the Profi and VIP plans do.',
   404: 'No such object, or it belongs to another school (code not_found).',
   405: 'Only GET and HEAD exist (code method_not_allowed).',
+  410: 'The changes feed no longer holds what came after this cursor (code cursor_expired): drop the copy and read the feed again without after.',
   414: 'The URL is longer than the service allows (code uri_too_long).',
   429: 'The school\'s per-minute limit is used up (code rate_limited). Wait for Retry-After seconds, then retry.',
   500: 'An internal error (code internal_error); request_id identifies it in the service\'s logs.',
@@ -27,13 +30,13 @@ const statusDescriptions: Record<200 | 304 | ErrorStatus, string> = {
  * OpenAPI document is generated from the same objects. The headers of each status
  * are in `responseHeaders` below.
  */
-export function responses<S extends TSchema>(ok: S) {
+export function responses<S extends TSchema>(ok: S, own: readonly OwnStatus[] = []) {
   const out: Record<number, ResponseSpec<TSchema> | { description: string; type: 'null' }> = {
     200: { description: statusDescriptions[200], content: { 'application/json': { schema: ok } } },
     304: { description: statusDescriptions[304], type: 'null' },
   };
   const problemType = PROBLEM_CONTENT_TYPE.split(';')[0]!;
-  for (const status of errorStatuses) {
+  for (const status of [...errorStatuses, ...own]) {
     out[status] = { description: statusDescriptions[status], content: { [problemType]: { schema: ProblemSchema } } };
   }
   return out as { 200: ResponseSpec<S> } & Record<number, ResponseSpec<TSchema> | { description: string; type: 'null' }>;
@@ -96,6 +99,7 @@ export const responseHeaders: Record<200 | 304 | ErrorStatus, Record<string, Res
   402: { 'X-Request-Id': requestId },
   404: { 'X-Request-Id': requestId, ...rateLimitHeaders(false) },
   405: { 'X-Request-Id': requestId, Allow: { description: 'Always GET, HEAD.', schema: Type.String(), required: true } },
+  410: { 'X-Request-Id': requestId, ...rateLimitHeaders(true) },
   414: { 'X-Request-Id': requestId },
   429: { 'X-Request-Id': requestId, ...rateLimitHeaders(true), 'Retry-After': retryAfter('Seconds to wait before retrying: always 60.') },
   500: { 'X-Request-Id': requestId, ...rateLimitHeaders(false) },

@@ -47,6 +47,8 @@ export interface Endpoint<Q = unknown, P = unknown> {
   params?: TSchema;
   /** The 200 body's schema: it serializes objects and documents the answer. */
   response: TSchema;
+  /** Error statuses of this endpoint alone, besides those every endpoint answers. */
+  extraStatuses?: readonly 410[];
   answer(asking: Asking<Q, P>): Made | Promise<Made>;
   /** The 404's detail when `answer` gives null. */
   missing?: string;
@@ -98,7 +100,7 @@ export function routeOf(spec: Endpoint, { reads, cache, send }: ResourceOptions)
     tags: spec.tags,
     querystring: spec.querystring,
     ...(spec.params === undefined ? {} : { params: spec.params }),
-    response: responses(spec.response),
+    response: responses(spec.response, spec.extraStatuses),
   };
   const missing = new Problem('not_found', spec.missing ?? 'No such object.');
   const handler: RouteHandlerMethod = async function answerRequest(request, reply) {

@@ -1,0 +1,80 @@
+// @ts-check
+/**
+ * Keeping a copy in sync: a local SQLite file that holds every record of the school
+ * (students, instructors, vehicles, lessons, contracts, payments, leads) as the API serves
+ * it, brought up to date by the changes feed. The first run reads the whole feed (a full
+ * copy); every later run reads only what changed since the cursor it saved, deletions
+ * included. Each page of changes is applied in one transaction together with its cursor,
+ * so a run that is killed resumes where the last applied page ended. A cursor the service
+ * no longer honours (410) starts the copy over.
+ *
+ *   SCHOOL_DATA_KEY=service_pk_... node examples/sync-to-sqlite.mjs school.db
+ *   SCHOOL_DATA_KEY=service_pk_... node examples/sync-to-sqlite.mjs school.db --every 60   # again each minute
+ */
+import Database from 'better-sqlite3';
+import { CursorExpiredError } from '../client/dist/index.js';
+import { connect, run } from './connect.mjs';
+
+const RESOURCES = ['students', 'instructors', 'vehicles', 'lessons', 'contracts', 'payments', 'leads'];
+
+const [file, flag, seconds] = process.argv.slice(2);
+if (!file || (flag !== undefined && (flag !== '--every' || !/^[1-9]\d*$/.test(seconds ?? '')))) {
+  process.stderr.write('usage: node examples/sync-to-sqlite.mjs FILE.db [--every SECONDS]\n');
+  process.exit(2);
+}
+
+const db = new Database(file);
+db.pragma('journal_mode = WAL');
+db.exec(`create table if not exists sync_state (id integer primary key check (id = 1), cursor text)`);
+for (const r of RESOURCES) db.exec(`create table if not exists ${r} (id text primary key, record text not null)`);
+
+const upsert = Object.fromEntries(RESOURCES.map((r) => [r, db.prepare(`insert into ${r} (id, record) values (?, ?) on conflict (id) do update set record = excluded.record`)]));
+const remove = Object.fromEntries(RESOURCES.map((r) => [r, db.prepare(`delete from ${r} where id = ?`)]));
+const saveCursor = db.prepare('insert into sync_state (id, cursor) values (1, ?) on conflict (id) do update set cursor = excluded.cursor');
+const savedCursor = () => /** @type {{ cursor: string } | undefined} */ (db.prepare('select cursor from sync_state where id = 1').get())?.cursor;
+
+/** Applies one page of changes and its cursor, all or nothing. */
+const applyPage = db.transaction((/** @type {import('../client/dist/index.js').ChangesPage} */ page) => {
+  for (const change of page.changes) {
+    if (change.change === 'delete') remove[change.resource].run(change.id);
+    else upsert[change.resource].run(change.id, JSON.stringify(change.record));
+  }
+  saveCursor.run(page.cursor);
+});
+
+const startOver = db.transaction(() => {
+  for (const r of RESOURCES) db.exec(`delete from ${r}`);
+  db.exec('delete from sync_state');
+});
+
+async function syncOnce(client) {
+  let upserts = 0;
+  let deletions = 0;
+  try {
+    for await (const page of client.changes.list({ after: savedCursor() }).pages()) {
+      applyPage(page);
+      for (const change of page.changes) {
+        if (change.change === 'delete') deletions++;
+        else upserts++;
+      }
+    }
+  } catch (err) {
+    if (!(err instanceof CursorExpiredError)) throw err;
+    process.stderr.write('the saved cursor has expired: starting the copy over\n');
+    startOver();
+    return syncOnce(client);
+  }
+  const held = RESOURCES.map((r) => /** @type {{ n: number }} */ (db.prepare(`select count(*) as n from ${r}`).get()).n).reduce((a, b) => a + b, 0);
+  process.stdout.write(`${upserts} records written, ${deletions} deleted; the copy holds ${held} records\n`);
+}
+
+await run(async () => {
+  const client = connect({ throttle: true });
+  await syncOnce(client);
+  while (seconds) {
+    await new Promise((resolve) => setTimeout(resolve, Number(seconds) * 1000));
+    await syncOnce(client);
+  }
+  client.close();
+  db.close();
+});

@@ -1,0 +1,68 @@
+import { Problem } from '../../problems/index.js';
+import { endpoint } from '../common/route.js';
+import { LIST_TABLES, type ListTable } from '../items.js';
+import { decodeCursor, encodeCursor, END, START, type Place } from './cursor.js';
+import { changesAfterPlace, tombstonesDroppedThrough, type ChangeRow } from './repository.js';
+import { ChangeList, ChangesQuery } from './schema.js';
+
+const CURSOR_EXPIRED = new Problem(
+  'cursor_expired',
+  'This cursor is older than the deletions the feed still keeps (or from before the school\'s data was restored): drop your copy and read the feed again from the beginning, without "after".',
+);
+
+/** The resources a `resources` parameter names (all when left out); a bad list is a 400. */
+function resourcesOf(text: string | undefined): ListTable[] {
+  if (text === undefined) return [...LIST_TABLES];
+  const names = text.split(',');
+  const unknown = names.filter((n) => !(LIST_TABLES as readonly string[]).includes(n));
+  if (unknown.length > 0 || new Set(names).size !== names.length) {
+    throw Problem.invalid([{ name: 'resources', reason: `must be a comma-separated list of distinct names from: ${LIST_TABLES.join(', ')}` }]);
+  }
+  return names as ListTable[];
+}
+
+/** The place `after` names, checked against what the school's feed still holds. */
+async function placeOf(after: string | undefined, schoolId: string, dataVersion: number, dropped: () => Promise<number>): Promise<Place> {
+  if (after === undefined) return START;
+  const place = decodeCursor(schoolId, after);
+  if (place === 'malformed' || place === 'other_school') {
+    throw Problem.invalid([{ name: 'after', reason: place === 'malformed' ? 'is not a cursor of this feed' : 'is a cursor of another school\'s feed' }]);
+  }
+  const through = await dropped();
+  const missedTombstones = place.seq < through || (place.seq === through && place.resource !== END);
+  if ((through > 0 && missedTombstones) || place.seq > dataVersion) throw CURSOR_EXPIRED;
+  return place;
+}
+
+function changeJson(row: ChangeRow): string {
+  const head = `{"resource":"${row.resource}","id":${JSON.stringify(row.id)},"change":"${row.item === null ? 'delete' : 'upsert'}","changed_at":"${row.committed_at}"`;
+  return `${head},"record":${row.item ?? 'null'}}`;
+}
+
+export const changeEndpoints = [
+  endpoint<ChangesQuery>({
+    url: '/changes',
+    operationId: 'listChanges',
+    summary: 'What changed in the school\'s data',
+    description:
+      'Every change of the school\'s records, oldest first: each record once, at the place of its latest change, as its list serves it now, or as a deletion. Read from the beginning (no after) it is a full copy; read from a saved cursor, every change since. A cursor older than the deletions the feed keeps is 410 cursor_expired.',
+    tags: ['changes'],
+    querystring: ChangesQuery,
+    response: ChangeList,
+    extraStatuses: [410],
+    answer: async ({ reads, tenant, query }) => {
+      const resources = resourcesOf(query.resources);
+      const after = await placeOf(query.after, tenant.id, tenant.dataVersion, () => tombstonesDroppedThrough(reads, tenant.id));
+      const rows = await changesAfterPlace(reads, tenant.id, resources, after, query.limit + 1);
+      const hasMore = rows.length > query.limit;
+      const page = hasMore ? rows.slice(0, query.limit) : rows;
+      const last = page.at(-1);
+      // The whole feed read up to now: the place after every change so far, whichever resources were asked for.
+      const next =
+        hasMore && last ? encodeCursor(tenant.id, { seq: last.seq, resource: last.resource, id: last.id })
+        : last ? encodeCursor(tenant.id, { seq: Math.max(tenant.dataVersion, last.seq), resource: END, id: '' })
+        : (query.after ?? encodeCursor(tenant.id, { seq: tenant.dataVersion, resource: END, id: '' }));
+      return `{"items":[${page.map(changeJson).join(',')}],"meta":{"next_cursor":"${next}","has_more":${hasMore},"limit":${query.limit}}}`;
+    },
+  }),
+];

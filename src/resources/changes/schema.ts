@@ -1,0 +1,57 @@
+import { Type, type Static } from 'typebox';
+import { LIST_TABLES } from '../items.js';
+import { Contract } from '../contracts/schema.js';
+import { Instructor } from '../instructors/schema.js';
+import { Lead } from '../leads/schema.js';
+import { Lesson } from '../lessons/schema.js';
+import { Payment } from '../payments/schema.js';
+import { Timestamp } from '../common/responses.js';
+import { Student } from '../students/schema.js';
+import { Vehicle } from '../vehicles/schema.js';
+
+/** The most changes one page of the feed holds, and the default. */
+export const MAX_CHANGES = 1000;
+export const DEFAULT_CHANGES = 100;
+
+export const ChangesQuery = Type.Object(
+  {
+    after: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$', description: 'a cursor from an earlier answer\'s meta.next_cursor' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CHANGES, default: DEFAULT_CHANGES, description: 'changes per page' })),
+    resources: Type.Optional(
+      Type.String({
+        pattern: '^[a-z]+(,[a-z]+)*$',
+        description: `a comma-separated list of ${LIST_TABLES.join(', ')} (default: all of them)`,
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ChangesQuery = Static<typeof ChangesQuery> & { limit: number };
+
+export const Change = Type.Object(
+  {
+    resource: Type.Enum([...LIST_TABLES], { type: 'string' }),
+    id: Type.String(),
+    change: Type.Enum(['upsert', 'delete'], { type: 'string', description: 'upsert: the record as it is now; delete: it is gone (record is null)' }),
+    changed_at: { ...Timestamp, description: 'when the import that made the change committed (UTC, whole seconds)' },
+    record: Type.Union([Student, Instructor, Vehicle, Lesson, Contract, Payment, Lead, Type.Null()], {
+      description: 'the record exactly as its list serves it, or null for a deletion',
+    }),
+  },
+  { additionalProperties: false, title: 'Change' },
+);
+
+export const ChangeList = Type.Object(
+  {
+    items: Type.Array(Change),
+    meta: Type.Object(
+      {
+        next_cursor: Type.String({ description: 'the place after the last change of this page (the `after` given when there is none): save it and pass it as `after`' }),
+        has_more: Type.Boolean({ description: 'whether another page is waiting now' }),
+        limit: Type.Integer({ description: 'page size applied' }),
+      },
+      { additionalProperties: false, title: 'ChangeMeta' },
+    ),
+  },
+  { additionalProperties: false, title: 'ChangeList' },
+);

@@ -1,0 +1,208 @@
+/**
+ * The changes feed (GET /changes): read from the beginning it is a full copy of the
+ * school's lists, record for record; read from a saved cursor it gives every change since,
+ * deletions as tombstones, each record once at its latest place; a reader paging while
+ * imports commit ends with a copy equal to the lists; cursors are opaque, checked, and
+ * expire with the tombstones they would need; and the feed is an endpoint like the others.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { importData } from '../../src/importer/index.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { seedWorld, type World } from '../helpers/world.js';
+
+const RESOURCES = ['students', 'instructors', 'vehicles', 'lessons', 'contracts', 'payments', 'leads'] as const;
+type Resource = (typeof RESOURCES)[number];
+
+interface Change {
+  resource: Resource;
+  id: string;
+  change: 'upsert' | 'delete';
+  changed_at: string;
+  record: { id: string } | null;
+}
+interface Feed {
+  items: Change[];
+  meta: { next_cursor: string; has_more: boolean; limit: number };
+}
+
+/** resource -> id -> the record's JSON. */
+type Copy = Map<Resource, Map<string, string>>;
+
+const emptyCopy = (): Copy => new Map(RESOURCES.map((r) => [r, new Map<string, string>()]));
+
+function apply(copy: Copy, changes: Change[]): void {
+  for (const c of changes) {
+    if (c.change === 'delete') copy.get(c.resource)!.delete(c.id);
+    else copy.get(c.resource)!.set(c.id, JSON.stringify(c.record));
+  }
+}
+
+describe('the changes feed', () => {
+  let t: TestApp;
+  let w: World;
+
+  before(async () => {
+    t = await startTestApp({ config: { rateLimitVip: 100_000, rateLimitProfi: 100_000 } });
+    w = await seedWorld(t.store.db);
+  });
+  after(() => t.close());
+
+  async function page(key: string, query: string): Promise<Feed> {
+    const res = await t.request(`/api/public/v1/changes${query}`, { key });
+    assert.equal(res.status, 200, `${query}: ${res.text}`);
+    return res.json() as Feed;
+  }
+
+  /** Every page from `after` until the feed has no more; the changes and the cursor to save. */
+  async function readAll(key: string, from?: string, limit = 1000, between?: () => Promise<void>): Promise<{ changes: Change[]; cursor: string }> {
+    let cursor = from;
+    const changes: Change[] = [];
+    for (;;) {
+      const feed = await page(key, `?limit=${limit}${cursor === undefined ? '' : `&after=${cursor}`}`);
+      changes.push(...feed.items);
+      cursor = feed.meta.next_cursor;
+      if (!feed.meta.has_more) return { changes, cursor };
+      await between?.();
+    }
+  }
+
+  /** The school's lists, read through their endpoints, as a copy. */
+  async function lists(key: string): Promise<Copy> {
+    const copy = emptyCopy();
+    for (const r of RESOURCES) {
+      for (let offset = 0; ; offset += 200) {
+        const res = await t.request(`/api/public/v1/${r}?limit=200&offset=${offset}`, { key });
+        const body = res.json() as { items: { id: string }[]; meta: { total: number } };
+        for (const item of body.items) copy.get(r)!.set(item.id, JSON.stringify(item));
+        if (offset + 200 >= body.meta.total) break;
+      }
+    }
+    return copy;
+  }
+
+  const student = (id: string, name: string) => ({
+    id, full_name: name, phone: '+79990000001', email: `${id}@example.ru`, category: 'B', status: 'learning_theory', group_id: 'g1', branch_id: 'br1', created_at: '2026-01-10T09:00:00Z',
+  });
+
+  it('read from the beginning, is a full copy of the lists, each record once, in the change order', async () => {
+    const { changes } = await readAll(w.a.key);
+    assert.ok(changes.every((c) => c.change === 'upsert'));
+    const keys = changes.map((c) => `${c.resource}/${c.id}`);
+    assert.equal(new Set(keys).size, keys.length, 'a record twice');
+    const copy = emptyCopy();
+    apply(copy, changes);
+    assert.deepEqual(copy, await lists(w.a.key));
+    assert.match(changes[0]!.changed_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+    // Pages of any size give the same changes in the same order.
+    const paged = await readAll(w.a.key, undefined, 3);
+    assert.deepEqual(paged.changes, changes);
+  });
+
+  it('from a saved cursor, gives what changed since: upserts, deletions and contracts whose balance moved', async () => {
+    const start = await readAll(w.a.key);
+    const none = await page(w.a.key, `?after=${start.cursor}`);
+    assert.deepEqual(none.items, []);
+    assert.equal(none.meta.next_cursor, start.cursor, 'no change: the cursor given back');
+    assert.equal(none.meta.has_more, false);
+
+    // A delta: a student renamed twice (one change, at its latest place), a payment deleted
+    // (a tombstone, and its contract's paid and debt moved), a new lead.
+    for (const name of ['Первое имя', 'Второе имя']) {
+      const renamed = await importData(t.store.db, w.a.id, { students: [student('s2', name)] });
+      assert.ok(renamed.ok, JSON.stringify(renamed));
+    }
+    const delta = await importData(t.store.db, w.a.id, {
+      leads: [{ id: 'l-new', full_name: 'Новый', phone: '+79990000042', email: null, category: 'B', source: 'website', status: 'new', student_id: null, created_at: '2026-03-05T10:00:00Z' }],
+      deleted: { payments: ['p1'] },
+    });
+    assert.ok(delta.ok, JSON.stringify(delta));
+    const since = await readAll(w.a.key, start.cursor);
+    const seen = since.changes.map((c) => `${c.change} ${c.resource}/${c.id}`).sort();
+    assert.deepEqual(seen, ['delete payments/p1', 'upsert contracts/c1', 'upsert leads/l-new', 'upsert students/s2']);
+    const renamed = since.changes.find((c) => c.id === 's2')!;
+    assert.equal((renamed.record as unknown as { full_name: string }).full_name, 'Второе имя');
+    assert.equal(since.changes.find((c) => c.id === 'p1')!.record, null);
+
+    const copy = emptyCopy();
+    apply(copy, start.changes);
+    apply(copy, since.changes);
+    assert.deepEqual(copy, await lists(w.a.key));
+
+    // An import that changes nothing adds nothing.
+    const same = await importData(t.store.db, w.a.id, { students: [student('s2', 'Второе имя')] });
+    assert.ok(same.ok && same.seq === null, JSON.stringify(same));
+    const after = await page(w.a.key, `?after=${since.cursor}`);
+    assert.deepEqual(after.items, []);
+  });
+
+  it('a reader paging while imports commit never skips or repeats a change', async () => {
+    const copy = emptyCopy();
+    let round = 0;
+    // Between pages, an import changes records spread over the lists, and deletes one.
+    const landing = async () => {
+      // Six imports, then the reader catches up (each one adds more than a page of 2 holds).
+      if (round === 6) return;
+      round += 1;
+      const result = await importData(t.store.db, w.b.id, {
+        students: [student('s1', `Имя ${round}`), student(`s-extra-${round}`, `Новый ${round}`)],
+        deleted: round > 1 ? { students: [`s-extra-${round - 1}`] } : {},
+      });
+      assert.ok(result.ok, JSON.stringify(result));
+    };
+    const first = await readAll(w.b.key, undefined, 2, landing);
+    apply(copy, first.changes);
+    const rest = await readAll(w.b.key, first.cursor);
+    apply(copy, rest.changes);
+    assert.equal(round, 6, `only ${round} imports landed while the reader paged`);
+    assert.deepEqual(copy, await lists(w.b.key));
+  });
+
+  it('narrows to the resources asked for', async () => {
+    const { changes } = await readAll(w.a.key);
+    const feed = await page(w.a.key, '?resources=payments,students&limit=1000');
+    assert.deepEqual(feed.items, changes.filter((c) => c.resource === 'payments' || c.resource === 'students'));
+    for (const bad of ['payment', 'students,students', 'students,', 'finance', 'Students']) {
+      const res = await t.request(`/api/public/v1/changes?resources=${bad}`, { key: w.a.key });
+      assert.equal(res.status, 400, bad);
+      assert.deepEqual((res.json() as { invalid_params: { name: string }[] }).invalid_params.map((p) => p.name), ['resources'], bad);
+    }
+  });
+
+  it('refuses a cursor it did not give out, or another school\'s, as a bad parameter', async () => {
+    const { cursor } = await readAll(w.b.key);
+    for (const bad of ['nope', 'MS4xLjE', Buffer.from('2.x.1').toString('base64url'), cursor]) {
+      const res = await t.request(`/api/public/v1/changes?after=${bad}`, { key: w.a.key });
+      assert.equal(res.status, 400, bad);
+      assert.equal((res.json() as { invalid_params: { name: string }[] }).invalid_params[0]!.name, 'after');
+    }
+    for (const limit of ['0', '1001', 'x']) assert.equal((await t.request(`/api/public/v1/changes?limit=${limit}`, { key: w.a.key })).status, 400);
+  });
+
+  it('answers 410 to a cursor older than the deletions it still keeps, and to one from ahead of the school', async () => {
+    const saved = (await readAll(w.lone.key)).cursor;
+    const deleted = await importData(t.store.db, w.lone.id, { deleted: { students: ['only-here'] } });
+    assert.ok(deleted.ok && deleted.seq !== null);
+    // That deletion is from long ago now: the next import prunes its tombstone.
+    await sql`update change_batches set committed_at = '2000-01-01T00:00:00Z' where school_id = ${w.lone.id} and seq = ${deleted.seq}`.execute(t.store.db);
+    const later = await importData(t.store.db, w.lone.id, { students: [{ ...student('back', 'Снова'), group_id: 'g9', branch_id: null }] }, { tombstoneDays: 90 });
+    assert.ok(later.ok, JSON.stringify(later));
+    const res = await t.request(`/api/public/v1/changes?after=${saved}`, { key: w.lone.key });
+    assert.equal(res.status, 410, res.text);
+    assert.equal((res.json() as { code: string }).code, 'cursor_expired');
+    // Starting again from the beginning works, and gives what is there now.
+    const fresh = await readAll(w.lone.key);
+    assert.deepEqual(fresh.changes.map((c) => `${c.change} ${c.id}`), ['upsert back']);
+    const ahead = Buffer.from(`${Buffer.from(fresh.cursor, 'base64url').toString().split('.').slice(0, 2).join('.')}.999999`).toString('base64url');
+    assert.equal((await t.request(`/api/public/v1/changes?after=${ahead}`, { key: w.lone.key })).status, 410);
+  });
+
+  it('is an endpoint like the others: a key, an ETag, a 304', async () => {
+    assert.equal((await t.request('/api/public/v1/changes', { key: null })).status, 401);
+    assert.equal((await t.request('/api/public/v1/changes', { key: w.downgradedKey })).status, 402);
+    const first = await t.request('/api/public/v1/changes?limit=5', { key: w.a.key });
+    const tag = String(first.headers.etag);
+    assert.equal((await t.request('/api/public/v1/changes?limit=5', { key: w.a.key, headers: { 'if-none-match': tag } })).status, 304);
+  });
+});
