@@ -16,17 +16,9 @@ import { probe, serverCounts } from './probe.js';
 import { formatProfile, summariseProfile } from './profile.js';
 import { machine, markdownReport, summarise, writeReport, type Report, type ScenarioRun, type Settings } from './report.js';
 import { deepOffset, MIXED_SCENARIO, SCENARIOS, type Scenario } from './scenarios.js';
-import { cpuSeconds, freePort, PeakRss, ROOT, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
+import { cpuSeconds, freePort, PeakRss, ROOT, SERVER_NODE_OPTIONS, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
 import { Accumulator, checkWrk, runWrk } from './wrk.js';
 
-/**
- * The V8 settings docs/deployment.md gives for production: a cap on the old generation
- * (without one, V8 sizes the heap from the machine's 24 GB and lets garbage pile up before
- * collecting it) and a young generation of fixed size (V8's default grows it to 32 MB and
- * more; at 2 MB the objects of the requests in flight outlive the frequent scavenges and are
- * promoted, and the floods lost a quarter of their throughput). docs/performance.md, "Memory".
- */
-const SERVER_NODE_OPTIONS = '--max-old-space-size=96 --max-semi-space-size=8';
 
 const USAGE = `usage: npm run bench -- [options]
 

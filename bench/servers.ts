@@ -10,6 +10,16 @@ import path from 'node:path';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 
+/**
+ * The V8 settings docs/deployment.md gives for production: a cap on the old generation
+ * (without one, V8 sizes the heap from the machine's 24 GB and lets garbage pile up before
+ * collecting it) and a young generation of fixed size (V8's default grows it to 32 MB and
+ * more; at 2 MB the objects of the requests in flight outlive the frequent scavenges and are
+ * promoted, and the floods lost a quarter of their throughput). docs/performance.md, "Memory".
+ */
+export const SERVER_NODE_OPTIONS = '--max-old-space-size=96 --max-semi-space-size=8';
+
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -41,7 +51,8 @@ export interface ApiServer {
   servingPids(): number[];
   /** Empties the log file (the server appends, so it keeps writing at the new end). */
   truncateLog(): void;
-  stop(): Promise<void>;
+  /** SIGTERM, then SIGKILL after 20 s; resolves with the exit code (null: killed by a signal). */
+  stop(): Promise<number | null>;
 }
 
 /** Starts `node bin/school-data.js serve --json` and waits for its banner in the log file. */
@@ -79,8 +90,9 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await exited;
+      const code = await exited;
       clearTimeout(timer);
+      return code;
     },
   };
 }
