@@ -91,8 +91,8 @@ function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
-/** Rows per write to the COPY stream: large enough that a write is not per row. */
-const COPY_CHUNK_BYTES = 256 * 1024;
+/** Bytes per write to the COPY stream: many rows a write, yet small enough to stay in V8's young generation. */
+const COPY_CHUNK_BYTES = 32 * 1024;
 
 /** A COPY load; `ended` settles (never rejects) once its COPY is over, successful or not. */
 function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<void> } {
@@ -113,6 +113,8 @@ function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<v
   );
   // Reported by the next write or by end(), never as unhandled.
   finished.catch(() => undefined);
+  /** The stream is full until this resolves (one wait however many writes found it full). */
+  let draining: Promise<void> | null = null;
   /** Writes what is buffered; resolves when the stream can take more (at once unless it is full). */
   const flush = (): Promise<void> | undefined => {
     if (failure) return Promise.reject(failure);
@@ -120,12 +122,20 @@ function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<v
     if (!stream) return opened.then(() => flush());
     const chunk = buffer;
     buffer = '';
-    if (stream.write(chunk)) return undefined;
+    if (stream.write(chunk)) return draining ?? undefined;
     const s = stream;
-    return new Promise<void>((resolve, reject) => {
-      s.once('drain', resolve);
-      s.once('error', reject);
+    draining ??= new Promise<void>((resolve, reject) => {
+      const done = (err?: Error) => {
+        s.off('drain', done);
+        s.off('error', done);
+        draining = null;
+        if (err) reject(err);
+        else resolve();
+      };
+      s.on('drain', done);
+      s.on('error', done);
     });
+    return draining;
   };
   const end = async (): Promise<void> => {
     const s = await opened;

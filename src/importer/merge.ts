@@ -212,12 +212,15 @@ export class Merge {
    * Returns how many balances moved.
    */
   async recomputeBalances(): Promise<number> {
+    await this.q.run(sql`create temp table balances (id text primary key, paid bigint not null)`.compile(this.q.db));
     await this.q.run(
-      sql`create temp table balances as
-          select c.id, coalesce(sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end), 0) as paid
+      sql`insert into balances (id, paid)
+          select c.id, coalesce(sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end), 0)
             from touched_contracts c left join payments p on p.school_id = ${this.schoolId} and p.contract_id = c.id
            group by c.id`.compile(this.q.db),
     );
+    // PostgreSQL never analyzes temporary tables by itself.
+    if (onPostgres(this.q.db)) await this.q.run(sql`analyze balances`.compile(this.q.db));
     let after = '';
     let moved = 0;
     for (;;) {
