@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { TLS12_CIPHERS } from '../src/app.js';
+import { TLS12_CIPHERS } from '../src/edge/listener.js';
 
 const [certFile, keyFile] = process.argv.slice(2);
 if (!certFile || !keyFile || !process.send) throw new Error('usage: fork bare-server.ts CERT_FILE KEY_FILE (with an IPC channel)');

@@ -34,8 +34,16 @@ export function connect(options = {}) {
   }
 }
 
-/** Runs an example, turning the client's errors into one line on stderr and exit code 1. */
+/**
+ * Runs an example, turning the client's errors into one line on stderr and exit code 1.
+ * A reader that stops early (`node examples/export-students-csv.mjs | head`) is not an
+ * error: the example ends quietly, with exit code 0.
+ */
 export async function run(main) {
+  process.stdout.on('error', (err) => {
+    if (/** @type {NodeJS.ErrnoException} */ (err).code === 'EPIPE') process.exit(0);
+    throw err;
+  });
   try {
     await main();
   } catch (err) {

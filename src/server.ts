@@ -10,6 +10,7 @@ import { MemoryRateLimiter } from './access/ratelimit/memory.js';
 import { RedisRateLimiter } from './access/ratelimit/redis.js';
 import { UsageRecorder } from './access/usage.js';
 import { buildApp, type App } from './app.js';
+import { apiServerFactory } from './edge/listener.js';
 import { buildCabinetApp, type CabinetApp } from './cabinet/app.js';
 import type { Config } from './config/index.js';
 import { openStore } from './db/index.js';
@@ -54,7 +55,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   // still being reached. If it is down, serve anyway: requests fail closed until it is up.
   if (!(await limiter.ready(5000))) logger.error('rate-limit service not reachable at start; requests get 503 until it is');
   const usage = new UsageRecorder(store.db, logger, config.usageFlushMs);
-  const app = await buildApp({ config, store, limiter, usage, logger, tls });
+  const app = await buildApp({ config, store, limiter, usage, logger, serverFactory: apiServerFactory(config, tls) });
   const cabinet = await buildCabinetApp({ config, db: store.db, limiter, logger, tls });
   try {
     await app.listen({ host: config.host, port: config.port });

@@ -1,18 +1,11 @@
 /**
- * The one indexed lookup every API request makes: a key's hash to the key's state and
- * its school's plan, time zone, currency and data version. Nothing here outlives a turn
- * of the event loop: a key revoked, or a school moved to another plan, is seen by the
- * next turn's requests on every instance.
- *
- * On SQLite a lookup is a read of the process's own file, cheaper than anything that
- * would batch it; the reads of one turn share one snapshot (src/db/reader.ts), so a key
- * asked for again in the same turn (a flood of one key, a loader's many connections) is
- * the row already read, kept until the snapshot ends. On PostgreSQL it is a round trip
- * to a server process that shares the machine's cores, for every request, a refused one
- * included: there the lookups of the requests that arrive in one turn of the event loop
- * go out together, as one statement (`key_hash = any($1)`, still one index probe per
- * key), and each request gets its own row back. Under load that turns dozens of round trips into one; an idle server's
- * request waits only for the end of the turn it arrived in.
+ * The one indexed lookup every API request makes: a key's hash to the key's state and its
+ * school's plan, time zone, currency and data version. Nothing here outlives a turn of the
+ * event loop, so a key revoked or a plan changed is seen by the next turn's requests on
+ * every instance. On SQLite a lookup reads the process's own file, and a key asked for
+ * again in the same turn is the row already read in that turn's snapshot. On PostgreSQL
+ * the lookups of one turn go out together as one statement (`key_hash = any($1)`) and
+ * each request gets its own row back (docs/performance.md, "Where the time goes").
  */
 import { sql, type Kysely } from 'kysely';
 import { prepared, type Reader } from '../db/index.js';

@@ -1,17 +1,10 @@
 /**
- * buildCabinetApp assembles the director's cabinet: server-rendered pages over HTTPS
- * on a listener of its own, apart from the public API. It never listens, and it does
- * not own the stores it is given (the caller closes them after closing the app).
- *
- * Every response gets the security headers and, when it is an error, an HTML page.
- * The sign-in gate and the form checks live inside the pages' own plugins, so other
- * endpoints share the listener without them: the operator's /healthz, /readyz and
- * /metrics are registered here, and more can be registered on the returned app
- * before it listens:
- *
- *   const cabinet = await buildCabinetApp(deps);
- *   await cabinet.register(healthPlugin);
- *   await cabinet.listen({ host, port });
+ * buildCabinetApp assembles the director's cabinet: server-rendered pages over HTTPS on a
+ * listener of its own, apart from the public API. It never listens, and it does not own
+ * the stores it is given (the caller closes them after closing the app). Every response
+ * gets the security headers and, when it is an error, an HTML page. The sign-in gate and
+ * the form checks live inside the pages' own plugins, so the operator's /healthz, /readyz
+ * and /metrics share the listener without them.
  */
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
@@ -20,7 +13,7 @@ import Fastify, { LogController } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { RateLimiter } from '../access/ratelimit/index.js';
-import { limitServer, listenerOptions, type ListenerLimits } from '../app.js';
+import { limitServer, serverOptions, type ListenerLimits } from '../edge/listener.js';
 import { opsPlugin } from '../ops/health.js';
 import { ApiMetrics } from '../ops/metrics.js';
 import type { Config } from '../config/index.js';
@@ -50,10 +43,9 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   const { config, db, limiter, tls } = deps;
 
   // The same TLS settings, timeouts and connection limits as the API's listener.
-  const limits = listenerOptions(config, tls);
   const app = Fastify({
     loggerInstance: deps.logger.child({ listener: 'cabinet' }),
-    https: limits.https,
+    https: serverOptions(config, tls),
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),

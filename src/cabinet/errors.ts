@@ -7,6 +7,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isStoreUnavailable } from '../db/index.js';
 import type { SafeHtml } from './html.js';
+import type { FormRefusal } from './security.js';
 import { errorPage } from './views/pages.js';
 
 export class CabinetError extends Error {
@@ -23,8 +24,24 @@ export class CabinetError extends Error {
 /** Another school's key, a malformed id and a key that never was look exactly alike. */
 export const notFound = () => new CabinetError(404, 'Not found', 'There is no such page or key in your cabinet.');
 
-export const formRefused = () =>
-  new CabinetError(403, 'Form not accepted', 'This form was not sent from a page of this cabinet, or the page was too old. Nothing was changed. Open the page again and retry.');
+/** The forms a refusal can be about: the sign-in form (its token lives in a cookie of an hour), or a signed-in page's. */
+export type FormKind = 'sign-in' | 'page';
+
+const REFUSALS: Record<Exclude<FormRefusal, 'expired_page'>, string> & Record<'expired_page', Record<FormKind, string>> = {
+  other_origin:
+    'The browser said this form was sent from another site or address, not from a page of this cabinet. Nothing was changed. Open the cabinet at its own address and send the form from its page; if you did, a browser extension or a proxy may be changing your requests.',
+  missing_token: 'The form arrived without its security token, which every cabinet form carries. Nothing was changed. Open the page again and send the form from there.',
+  wrong_token: 'The form\'s security token was not one this cabinet gave out: it was changed on the way. Nothing was changed. Open the page again and send the form from there.',
+  expired_page: {
+    'sign-in':
+      'This sign-in page is out of date: it was open for more than an hour, or the browser did not keep the cabinet\'s cookie. Nothing was changed. Open the sign-in page again and retry; if this happens again, allow cookies for this site.',
+    page: 'This page is out of date: it was opened before your latest sign-in, so its form is no longer valid. Nothing was changed. Open the page again and retry.',
+  },
+};
+
+/** The 403 page of a refused form: which check failed and what to do. */
+export const formRefused = (reason: FormRefusal, form: FormKind) =>
+  new CabinetError(403, 'Form not accepted', reason === 'expired_page' ? REFUSALS.expired_page[form] : REFUSALS[reason]);
 
 export function sendPage(reply: FastifyReply, status: number, page: SafeHtml): FastifyReply {
   return reply.code(status).type('text/html; charset=utf-8').send(page.value);

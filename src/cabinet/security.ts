@@ -1,7 +1,9 @@
 /**
  * What protects every cabinet page: response headers, and the two checks every form
  * submission passes before it may change anything - the request comes from a cabinet
- * page of this very origin, and it carries the form's secret token.
+ * page of this very origin, and it carries the form's secret token. A refusal names
+ * the check that failed, so the director knows what to do; that tells a forger nothing
+ * (the tokens are random, and a cross-site page cannot read the answer anyway).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
@@ -59,4 +61,22 @@ export function fromSameOrigin(request: FastifyRequest): boolean {
   const referer = request.headers.referer;
   if (referer !== undefined && originOf(referer) !== expected) return false;
   return true;
+}
+
+/** Which check a refused form failed. */
+export type FormRefusal = 'other_origin' | 'missing_token' | 'wrong_token' | 'expired_page';
+
+/**
+ * Why a form must be refused, or null when it passes both checks. `given` is the form's
+ * token field (null when absent or repeated); `expected` the token the form must carry,
+ * undefined when the browser no longer holds one (the sign-in page's cookie ran out).
+ * A well-formed token that is not the expected one comes from a page of an earlier
+ * session or sign-in page: an out-of-date page. A malformed one was altered on the way.
+ */
+export function formRefusal(request: FastifyRequest, given: string | null, expected: string | undefined): FormRefusal | null {
+  if (!fromSameOrigin(request)) return 'other_origin';
+  if (given === null || given === '') return 'missing_token';
+  if (!TOKEN_FORMAT.test(given)) return 'wrong_token';
+  if (expected === undefined || !tokensMatch(given, expected)) return 'expired_page';
+  return null;
 }

@@ -5,6 +5,12 @@
 import { loadConfig, type Config, type ConfigOverrides } from '../config/index.js';
 import { openStore, type Store } from '../db/index.js';
 
+/**
+ * How a hint the program prints names a command: from the repository root, `npx` finds
+ * the package's own bin (a bare `school-data` is not on the PATH after `npm ci`).
+ */
+export const RUN = 'npx school-data';
+
 export class CliError extends Error {
   override name = 'CliError';
   constructor(

@@ -1,19 +1,22 @@
 /**
  * The operator command line: commander wiring only. Each command lives in
- * commands/ and returns an exit code; errors end as one line on stderr.
+ * commands/ and returns an exit code; errors end as one line on stderr, and a
+ * usage error (unknown command or option, missing argument) names the --help to read.
  * Commands are imported when run, so a quick command does not load the server.
  */
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from '../config/index.js';
 import { isStoreUnavailable } from '../db/index.js';
 import { PLANS } from '../domain/enums.js';
-import { CliError, contextFor, createOutput } from './context.js';
+import { packageVersion } from '../version.js';
+import { CliError, contextFor, createOutput, RUN } from './context.js';
 
 type Run = (code: number) => void;
 
 function buildProgram(done: Run): Command {
   const program = new Command('school-data')
     .description('Read-only public data API of a driving-school platform: server and operator commands')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError(false)
     .exitOverride()
     .configureOutput({ writeErr: () => undefined, outputError: () => undefined });
@@ -97,6 +100,31 @@ function buildProgram(done: Run): Command {
   return program;
 }
 
+/** The command that `args` name (`key create`), as deep as they go: whose --help to suggest. */
+function commandAt(program: Command, args: string[]): Command {
+  let current = program;
+  for (const arg of args) {
+    const next = current.commands.find((c) => c.name() === arg || c.aliases().includes(arg));
+    if (!next) break;
+    current = next;
+  }
+  return current;
+}
+
+/** One line for a usage error, ending with the help that lists what the command takes. */
+function usageError(program: Command, args: string[], err: CommanderError): string {
+  const command = commandAt(program, args);
+  const path: string[] = [];
+  for (let c: Command | null = command; c && c !== program; c = c.parent) path.unshift(c.name());
+  const help = [RUN, ...path, '--help'].join(' ');
+  if (err.code === 'commander.help') {
+    // A command that only groups others (`school-data key`), or no command at all.
+    const names = command.commands.map((c) => c.name()).filter((n) => n !== 'help');
+    return `${path.length > 0 ? `${path.join(' ')} needs` : 'give'} a command: ${names.join(', ')} (see ${help})`;
+  }
+  return `${err.message.replace(/^error: /, '')} (see ${help})`;
+}
+
 function describe(err: unknown): string {
   if (err instanceof CliError || err instanceof ConfigError) return err.message;
   if (isStoreUnavailable(err)) return `the data store is unavailable: ${(err as Error).message}`;
@@ -117,7 +145,7 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof CommanderError) {
       // --help and --version end here too, with exit code 0.
       if (err.exitCode === 0) return 0;
-      process.stderr.write(`school-data: ${err.message.replace(/^error: /, '')}\n`);
+      process.stderr.write(`school-data: ${usageError(program, argv.slice(2), err)}\n`);
       return 2;
     }
     process.stderr.write(`school-data: ${describe(err).split('\n')[0]}\n`);

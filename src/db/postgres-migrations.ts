@@ -1,17 +1,8 @@
 /**
- * How migrations reach PostgreSQL: on a connection of their own, scoped to the
- * service's schema.
- *
- * Kysely's Migrator, on its own PostgreSQL dialect, takes one advisory lock for the
- * whole database and looks for its bookkeeping tables by listing every table of every
- * schema (checking each schema's privileges by name). So services migrating different
- * schemas of one database wait for each other, and one of them dropping its schema
- * mid-listing fails another's migration with `schema "..." does not exist`. Both are
- * scoped here to `current_schema()`, which is all the migrations touch.
- *
- * The connection has no statement timeout: a migration that rebuilds the read model of
- * a large database, or waits for another instance to finish migrating, takes as long as
- * it takes, where a request's query is bounded by SCHOOL_DATA_DB_TIMEOUT_MS.
+ * How migrations reach PostgreSQL: on a connection of their own, with no statement
+ * timeout (a migration takes as long as it takes), and with Kysely's advisory lock and
+ * table listing scoped to `current_schema()`, so services migrating different schemas
+ * of one database neither wait for nor break each other (docs/decisions.md, "Migrations").
  */
 import { Kysely, PostgresAdapter, PostgresDialect, PostgresIntrospector, sql, type DatabaseIntrospector, type DatabaseMetadataOptions, type TableMetadata } from 'kysely';
 import type pg from 'pg';

@@ -1,16 +1,10 @@
 /**
- * The API's read path. Kysely builds and compiles every query (see `prepared`), but the
- * compiled statement runs straight on the driver: Kysely's executor (connection
- * provider, plugin chain, a promise per step) costs more than the small indexed reads
- * the API makes, and a request makes one to three of them (docs/performance.md).
- *
- * - SQLite: a connection of its own, opened read-only on first use, so that nothing the
- *   public API runs can write, and no read ever runs inside a transaction of the
- *   process's writing connection (usage counts, the cabinet's key changes). Each query
- *   text is prepared once and the statement reused. The reads of one turn of the event
- *   loop share one read transaction (see SqliteReader.run).
- * - PostgreSQL: the store's pool, with each query text as a named prepared statement, so
- *   the server parses it once per connection.
+ * The API's read path: Kysely builds and compiles every query (`prepared`), and the
+ * compiled statement runs straight on the driver, without Kysely's executor (it costs more
+ * than the API's small indexed reads: docs/performance.md).
+ * - SQLite: a read-only connection of its own, opened on first use; each query text is
+ *   prepared once; the reads of one turn of the event loop share one read transaction.
+ * - PostgreSQL: the store's pool, each query text a named prepared statement.
  */
 import SQLite from 'better-sqlite3';
 import type { Kysely, SqliteStatement } from 'kysely';
@@ -24,7 +18,7 @@ export interface Reader {
   /**
    * Runs a compiled query. SQLite's driver is synchronous and answers at once (a failure
    * is thrown); PostgreSQL answers with a promise. `await` takes either; the access check
-   * uses the first to decide a request without a promise (src/access/index.ts).
+   * uses the first to decide a request without a promise (src/access/decide.ts).
    */
   run<R>(sql: string, parameters: readonly unknown[]): R[] | Promise<R[]>;
   close(): Promise<void>;

@@ -1,5 +1,5 @@
 /**
- * The enumerations of contract section 8. They feed the query validators, the
+ * The enumerations of docs/api/resources.md ("Enumerations"). They feed the query validators, the
  * response schemas, the OpenAPI document and the importer alike.
  */
 export const PLANS = ['Free', 'Standart', 'Profi', 'VIP'] as const;

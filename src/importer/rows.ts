@@ -17,7 +17,7 @@ const utc = (timestamp: string): string => normaliseTimestamp(timestamp)!;
 /** A left-out nullable field is stored as null. */
 const orNull = <T>(value: T | null | undefined): T | null => value ?? null;
 
-/** Floor, as the contract says "whole minutes"; ends_at > starts_at is already checked. */
+/** Floor: "whole minutes, rounded down" (docs/api/resources.md, "Lesson"); ends_at > starts_at is already checked. */
 function durationMinutes(startsAt: string, endsAt: string): number {
   return Math.floor((parseDateTime(endsAt)! - parseDateTime(startsAt)!) / 60_000);
 }

@@ -1,5 +1,5 @@
 /**
- * The import file (contract section 9), one TypeBox schema per array. These schemas are
+ * The import file (docs/import-format.md), one TypeBox schema per array. These schemas are
  * the single source of the per-record rules: the importer validates with them, the demo
  * generator is typed by them (`ImportFile`), and each field's `description` is the text
  * of the error an operator reads ("must be <description>"), so rule and message cannot
@@ -89,7 +89,7 @@ const Categories = Type.Array(OneOf(CATEGORIES), {
 
 const Flag = Type.Boolean({ description: 'true or false' });
 
-/** A field shown as `x|null` in contract section 8: it may be null or left out (stored as null). */
+/** A field shown as "or null" in docs/api/resources.md: it may be null or left out (stored as null). */
 const Nullable = <T extends TSchema>(type: T) =>
   Type.Optional(Type.Union([type, Type.Null()], { description: `${describe(type)} or null` }));
 
@@ -101,7 +101,7 @@ export function describe(schema: TSchema): string {
 const record = <P extends Record<string, TSchema>>(properties: P) =>
   Type.Object(properties, { additionalProperties: false });
 
-// Records, with the API field names of contract section 8.
+// Records, with the API field names of docs/api/resources.md.
 
 export const BranchRecord = record({ id: Id, name: Text(200) });
 

@@ -5,17 +5,17 @@
  * status) and names the schemas that carry a title, so the document has one
  * `Student`, one `Problem`, ... in components instead of a copy per route.
  */
-import fs from 'node:fs';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import swagger from '@fastify/swagger';
 import Fastify from 'fastify';
 import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely';
-import { API_PREFIX } from '../access/index.js';
+import { API_PREFIX } from '../edge/paths.js';
 import type { Reader } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { responseHeaders } from '../resources/common/responses.js';
 import { ResponseCache } from '../resources/cache.js';
 import { publicApi } from '../resources/index.js';
+import { packageVersion } from '../version.js';
 import type { JsonSchema, OpenApiDocument, Operation } from './types.js';
 
 export const OPENAPI_PATH = `${API_PREFIX}openapi.json`;
@@ -41,12 +41,6 @@ are inclusive. **Money** is a string with two decimals plus \`currency\`. **Erro
 problem details (\`application/problem+json\`) with a \`code\` and the \`request_id\` of \`X-Request-Id\`.
 
 A guide for API users is in docs/guide.md of the service's repository.`;
-
-function packageVersion(): string {
-  // src/openapi and dist/openapi both sit two levels below the package root.
-  const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
 
 const TAGS = [
   { name: 'students', description: 'Students and their cards (contracts, lesson counts, balance).' },
@@ -134,10 +128,6 @@ function hoistTitled(node: unknown, schemas: Record<string, JsonSchema>): unknow
   return { $ref: `#/components/schemas/${name}` };
 }
 
-/**
- * A Kysely that compiles queries but never runs one: the offline document builder
- * registers the real routes, whose handlers are never called.
- */
 /** A reader that can compile queries but never runs one: the document's app answers no request. */
 function offlineReader(): Reader {
   const db = new Kysely<Database>({
@@ -166,7 +156,7 @@ export async function buildOpenApiDocument(): Promise<OpenApiDocument> {
   // This instance never validates a request; the served app installs the real validators.
   app.setValidatorCompiler(() => () => true);
   await app.register(swagger, swaggerOptions());
-  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: offlineReader(), cache: new ResponseCache(0) });
+  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: offlineReader(), cache: new ResponseCache(0), send: () => undefined });
   await app.ready();
   try {
     return app.swagger() as unknown as OpenApiDocument;

@@ -4,10 +4,13 @@
  * it. Every asset of the page is served from this process (no CDN, no online
  * validator), so it works on a closed network.
  */
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerBase } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { notFoundHandler } from '../problems/handlers.js';
+import { dataAnswer, plain, type SendAnswer } from '../edge/answer.js';
+import { notFoundHandler } from '../edge/errors.js';
+import type { KeptBody } from '../edge/encoding.js';
+import { pathOf } from '../edge/paths.js';
 import { DOCS_PATH, OPENAPI_PATH, swaggerOptions } from './document.js';
 
 export { buildOpenApiDocument, DOCS_PATH, OPENAPI_PATH } from './document.js';
@@ -34,23 +37,28 @@ const LOGO = `<svg xmlns="http://www.w3.org/2000/svg" width="220" height="40" vi
 // Swagger UI's own copies of the document; the page is pointed at the canonical one instead.
 const UI_DOCUMENT_ALIASES = new Set([`${DOCS_PATH}/json`, `${DOCS_PATH}/yaml`]);
 
-function onlyThePage(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
-  const queryAt = request.url.indexOf('?');
-  const path = queryAt === -1 ? request.url : request.url.slice(0, queryAt);
-  if (UI_DOCUMENT_ALIASES.has(path)) notFoundHandler(request, reply);
-  else done();
-}
 
 /**
  * Registers the OpenAPI generator, the document route and the docs page. Call it
  * before the API routes are registered: the generator collects routes as they are added.
  */
-export async function registerOpenApi<S extends RawServerBase, L extends FastifyBaseLogger>(
-  app: FastifyInstance<S, RawRequestDefaultExpression<S>, RawReplyDefaultExpression<S>, L>,
+export async function registerOpenApi(
+  app: FastifyInstance,
+  send: SendAnswer,
 ): Promise<void> {
+  const notFound = notFoundHandler(send);
+  const onlyThePage = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
+    if (UI_DOCUMENT_ALIASES.has(pathOf(request.url))) notFound(request, reply);
+    else done();
+  };
   await app.register(swagger, swaggerOptions());
 
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, (_request, reply) => reply.type('application/json; charset=utf-8').send(app.swagger()));
+  // Made once, on the first request: the routes are all known by then.
+  let document: KeptBody | undefined;
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, (_request, reply) => {
+    document ??= plain(JSON.stringify(app.swagger()));
+    send(reply, dataAnswer(document, 'application/json; charset=utf-8'));
+  });
 
   await app.register(swaggerUi, {
     routePrefix: DOCS_PATH,

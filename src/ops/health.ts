@@ -12,15 +12,19 @@
  */
 import type { FastifyPluginCallback } from 'fastify';
 import { sql, type Kysely } from 'kysely';
-import type { RateLimiter } from '../access/ratelimit/index.js';
 import type { Database } from '../db/schema.js';
 import { ClusterMetricsUnavailable, type ApiMetrics } from './metrics.js';
+
+/** A store that can say whether it answers now (the rate limiter is one). */
+export interface Pingable {
+  ping(): Promise<boolean>;
+}
 
 export interface OpsOptions {
   /** The metrics the API app records into (the same instance passed to buildApp). */
   metrics: ApiMetrics;
   db: Kysely<Database>;
-  limiter: RateLimiter;
+  limiter: Pingable;
   /** Each readiness check gives up after this long (use SCHOOL_DATA_DB_TIMEOUT_MS). */
   checkTimeoutMs: number;
 }

@@ -7,7 +7,6 @@
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry, type Metric } from 'prom-client';
-import type { ClientErrorKind } from '../problems/handlers.js';
 
 /** The route label of requests that matched no route (404s, undecodable paths). */
 export const UNMATCHED_ROUTE = 'unmatched';
@@ -18,6 +17,9 @@ interface StoredAnswerCounts {
   misses: number;
   bytes: number;
 }
+
+/** How a connection-level failure is counted: one the app never saw as a request. */
+export type ClientErrorKind = 'tls' | 'header_overflow' | 'timeout' | 'malformed';
 
 /** Records one answered request: its status and its time in milliseconds. */
 export type ResponseRecorder = (status: number, elapsedMs: number) => void;
@@ -185,39 +187,6 @@ export class ApiMetrics {
   }
 
   readonly contentType = this.registry.contentType;
-}
-
-/**
- * The recorder of the route pattern a path matches, for answers given before the router
- * ran (the access gate's refusals): they are counted under the same `route` label as
- * the app's answers on that route. Patterns are the API's (static segments and `:param`
- * segments); a path that matches none is counted as unmatched, as the router would.
- */
-export class RouteRecorders {
-  private readonly exact = new Map<string, ResponseRecorder>();
-  /** Patterns with parameters: their segments, null where a parameter stands. */
-  private readonly withParams: { pattern: string; segments: (string | null)[]; record: ResponseRecorder }[] = [];
-
-  /** `unmatched`: the recorder of answers on no route. */
-  constructor(private readonly unmatched: ResponseRecorder) {}
-
-  /** Once per pattern: Fastify adds each GET route's HEAD twin with the same pattern. */
-  add(pattern: string, record: ResponseRecorder): void {
-    if (!pattern.includes(':')) this.exact.set(pattern, record);
-    else if (!this.withParams.some((p) => p.pattern === pattern)) {
-      this.withParams.push({ pattern, segments: pattern.split('/').map((s) => (s.startsWith(':') ? null : s)), record });
-    }
-  }
-
-  recorderFor(path: string): ResponseRecorder {
-    const exact = this.exact.get(path);
-    if (exact !== undefined) return exact;
-    const segments = path.split('/');
-    for (const p of this.withParams) {
-      if (p.segments.length === segments.length && p.segments.every((s, i) => (s === null ? segments[i] !== '' : s === segments[i]))) return p.record;
-    }
-    return this.unmatched;
-  }
 }
 
 const METRICS_REQUEST = 'school-data:metrics-request';

@@ -4,8 +4,6 @@
  * (`?api_key=service_pk_...`), and the URL is logged with every request: anything
  * shaped like a key is masked there before it reaches a log line.
  */
-import type { FastifyRequest } from 'fastify';
-
 // Also matches a percent-encoded or upper-cased prefix and a truncated value: whatever
 // follows the prefix up to the next delimiter is masked.
 const KEY_IN_TEXT = /service(?:_|%5f)pk(?:_|%5f)[^&/?#\s"]*/gi;
@@ -28,21 +26,10 @@ function loggedRequest(method: string, url: string, remoteAddress: string | unde
   return { method, url: redactKeys(url), remoteAddress, remotePort };
 }
 
-/** The `req` serializer of the API's logger (replaces Fastify's, which logs the raw URL). */
-export function requestForLog(request: FastifyRequest): LoggedRequest {
-  return loggedRequest(request.method, request.url, request.ip, request.socket?.remotePort);
-}
-
-/** The key a request was made with and its school, once the key is known (access/index.ts). */
+/** The key a request was made with and its school, once the key is known (src/access/decide.ts). */
 export interface Caller {
   keyId: string;
   schoolId: string;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    caller: Caller | null;
-  }
 }
 
 /** The key and school fields of a request's log lines: none until the key is known. */
@@ -70,7 +57,7 @@ const PID = `,"pid":${process.pid}`;
  * A request's access line: the `request completed` line of docs/operations.md, as pino
  * would write it (level, time, pid, request id, key and school, the request, the status,
  * the time). It is formatted here and written straight to the logger's destination by
- * both places that answer requests (the access gate and the app): one line per request,
+ * the one writer of answers (src/edge/answer.ts): one line per request,
  * where pino's child logger, serializers and redaction (for a line that never holds a
  * header) would cost more than all the rest of a refused request's logging.
  */

@@ -1,71 +1,19 @@
 /**
- * Stored API responses: the body of a 200 answer, kept in this process's memory and
- * served again for the same request to the same school while the school's data has not
- * changed. Dashboards that poll the same pages, a loader's retries and several tools
- * reading the same school get an answer without the database work.
- *
- * Correctness rests on the key:
- * - the school's data version (schools.data_version, raised by every import in its
- *   transaction) is read with the key on every request (src/access/lookup.ts), so once
- *   an import has committed no instance serves an answer stored before it;
- * - the school's time zone and currency (periods and money depend on them) and the
- *   request target as sent (path and query, byte for byte: a differently spelled query
- *   is another entry, never a wrong one).
- * Access is decided before any stored answer is looked at, so a revoked key, a plan
- * change or a used-up limit are answered as always; usage is counted as always.
- *
- * Memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB). An answer is stored as it is sent.
- * When room is needed, the answer stored longest ago of those the app would compress
- * (from COMPRESS_FROM_BYTES, src/resources/encoding.ts; all are JSON) and not yet gzipped
- * is gzipped; when none is left, the larger of two entries picked at random is removed.
- * - Gzipped first: JSON lists shrink five- to ninefold at zlib's fastest level (a month of
- *   lessons, 14 KB, to 2 KB), so the same memory holds several times the answers. Sending
- *   one costs more than a plain one, so answers are compressed only as room is needed:
- *   a client that would get gzip gets the stored bytes as they are, any other has them
- *   unzipped (15-18 us for 12 KB, against 100-400 us for the query) or, for br and deflate,
- *   unzipped and compressed by the app as always. On the benchmark's lessons and mixed
- *   workloads, 32 MiB then holds all of their answers instead of about half, and on
- *   PostgreSQL their p99 went from 41 and 49 ms to 22 and 21 at most (docs/performance.md,
- *   "Machine F", with what it costs the scenarios that fitted before). Gzipping every
- *   answer as it is stored did as well there, but also the answers that fit as sent: an
- *   answer asked for again and again (the deep offset) went out at half the rate.
- * - At random, because unlike least-recently-used that keeps serving hits to a client that
- *   walks a loop of pages larger than the store (a nightly export, the benchmark's request
- *   lists): LRU evicts each page just before its turn comes again and never hits at all.
- * - The larger of two, because a stored answer's worth is the requests it answers, and a
- *   small one (a student's card) answers as many as a large one (a page of 200) for a
- *   twentieth of the memory. On the benchmark's mixed workload this answered 40 % of the
- *   requests from 32 MiB where a plain random choice answered 29 % (before the admission below).
- * Entries of old data versions are never asked for again and leave the same way.
- *
- * Once full (what gzipping the entries not yet gzipped would free counted as room), a new
- * answer is stored with probability ADMIT_WHEN_FULL (one in eight). A
- * workload of more distinct answers than fit (the benchmark's mixed one: 12,000 answers)
- * otherwise replaces a stored answer on every miss, and each lives just long enough for
- * V8 to move it to the old generation before it dies: 2-3 full collections a second where
- * the same workload without stored answers has 0.3-0.6. Admitting one in eight: 0.8 a
- * second, and 72 % of its requests answered from the store instead of 56 %, since what
- * is stored stays long enough to be asked for again (docs/performance.md). The store
- * still turns over: a client's new pages and a school's new data version get stored
- * after a few misses each, and the entries they replace leave as they come in.
+ * Stored answers: the body of a 200 answer, kept in this process's memory and sent again
+ * for the same request target of the same school while its data is unchanged. Rules
+ * (docs/operations.md, "Request path and stored answers", gives the reasons):
+ * - an entry is keyed by school, data version, time zone, currency and the target byte
+ *   for byte, so an import that commits makes every older entry unreachable on every instance;
+ * - memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB); answers are kept as sent while they
+ *   fit, then the oldest compressible one is gzipped; when none is left, the larger of two
+ *   entries picked at random is removed;
+ * - once full, a new answer is stored with probability ADMIT_WHEN_FULL.
  */
-import type { IncomingMessage } from 'node:http';
-import { constants, gunzipSync, gzipSync } from 'node:zlib';
-import type { Tenant } from '../access/index.js';
+import type { Tenant } from '../domain/tenant.js';
+import { gzip, type KeptBody } from '../edge/encoding.js';
 
-export interface StoredResponse {
-  /** The body as stored: gzipped when `gzipped`, else as sent (see plainBody). */
-  body: Buffer;
-  gzipped: boolean;
-  /** The length of the body as sent without compression. */
-  plainLength: number;
+export interface StoredResponse extends KeptBody {
   contentType: string;
-}
-
-/** The body of a stored answer as sent without compression. */
-export function plainBody(stored: StoredResponse): Buffer {
-  // Sized to the body, zlib makes it in one buffer instead of 16 KiB pieces joined.
-  return stored.gzipped ? gunzipSync(stored.body, { chunkSize: stored.plainLength + 64 }) : stored.body;
 }
 
 interface Entry extends StoredResponse {
@@ -77,14 +25,10 @@ interface Entry extends StoredResponse {
 
 /**
  * Bytes an entry costs besides its body and key: its objects and map slot on V8's heap,
- * and the allocator's records of its body. Measured (heap used per stored answer, with
- * V8's collector run before and after): about 650 bytes with a key of 70 characters, the
- * same for a body of 461 bytes or of 12 KB, plus about 100 bytes outside the heap. It
- * was 160 here before, which let answers of a few hundred bytes (cards, finance
- * summaries) take half as much memory again as the configured size.
+ * and the allocator's records of its body (measured: docs/performance.md, "Memory").
  */
 const ENTRY_OVERHEAD = 600;
-/** When full, a new answer is stored with this probability (see above). */
+/** When full, a new answer is stored with this probability: a workload of more answers than fit keeps a stable share. */
 const ADMIT_WHEN_FULL = 1 / 8;
 /** Bodies larger than this are not stored: the largest API answer (200 list items) is far smaller. */
 const MAX_BODY_BYTES = 512 * 1024;
@@ -106,22 +50,6 @@ export interface ResponseCacheOptions {
   plainBytes?: number;
   /** Picks the entries that make room, and the answers admitted when full (tests seed it). */
   random?: () => number;
-}
-
-const LOOKED_UP = Symbol('school-data.stored-lookup');
-type Noted = IncomingMessage & { [LOOKED_UP]?: StoredResponse | null };
-
-/**
- * Leaves the access gate's lookup of a request (what it found, or null) for the app,
- * which then does not look again: a request is one lookup, and one hit or miss.
- */
-export function noteLookup(raw: IncomingMessage, found: StoredResponse | undefined): void {
-  (raw as Noted)[LOOKED_UP] = found ?? null;
-}
-
-/** The gate's lookup of this request: what it found, null for nothing, undefined if it did not look. */
-export function notedLookup(raw: IncomingMessage): StoredResponse | null | undefined {
-  return (raw as Noted)[LOOKED_UP];
 }
 
 /**
@@ -227,7 +155,7 @@ export class ResponseCache {
       this.toCompressHead = 0;
     }
     this.compressibleBytes -= entry.body.length;
-    const gzipped = gzipSync(entry.body, { level: constants.Z_BEST_SPEED });
+    const gzipped = gzip(entry.body);
     if (gzipped.length > entry.body.length * WORTH_COMPRESSING) return;
     const saved = entry.body.length - gzipped.length;
     entry.body = ownMemory(gzipped);
@@ -243,7 +171,7 @@ export class ResponseCache {
 
   /**
    * Lookups that found a stored answer and that did not, since the start (the metrics):
-   * one per request that passed the access check (see noteLookup).
+   * one per request that passed the access check to a route of the API.
    */
   get lookups(): { hits: number; misses: number } {
     return { hits: this.hits, misses: this.misses };

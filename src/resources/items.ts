@@ -1,15 +1,10 @@
 /**
- * The lists' read model. Every row of a list's table carries two columns besides its data
- * (migration 0003), written by the importer in the same transaction as the row:
- *
- * - `item`: the row's list item as JSON text, exactly what the list endpoint serves for it,
- *   serialized here by the item's response schema (fast-json-stringify, as Fastify would
- *   serialize it). A page is then its rows' items joined by the database, with no
- *   per-field work per request: turning a page's values into JavaScript strings and back
- *   into JSON cost more than reading them (docs/performance.md).
+ * The lists' read model: columns every row of a list's table carries besides its data,
+ * written by the importer in the same transaction as the row (docs/data-model.md):
+ * - `item`: the row's list item as JSON text, exactly what its list serves, serialized
+ *   here by the item's response schema; a page is its rows' items joined by the database;
  * - `pos`: the row's place (0, 1, 2 ...) in its list's order (`order`, then id) within its
- *   school. A page at any offset is then a seek, and the length of the list (or of a
- *   period of it) is a difference of two positions, not a count.
+ *   school; a page at any offset is a seek, a list's length a difference of two positions.
  */
 import fastJson from 'fast-json-stringify';
 import type { TSchema } from 'typebox';

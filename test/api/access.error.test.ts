@@ -1,6 +1,6 @@
 /**
- * Error answers and their precedence (contract section 3), and the problem+json body
- * of every error status (contract section 5).
+ * Error answers and their precedence (docs/api/errors.md, "Which error wins"), and the problem+json body
+ * of every error status (docs/api/errors.md, "Codes").
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

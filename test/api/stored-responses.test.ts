@@ -1,7 +1,7 @@
 /**
  * Stored responses (src/resources/cache.ts): an answer is served again for the same
  * request of the same school until an import changes the school's data, on every
- * instance; it is the same answer whether the access gate or the app sends it; and it
+ * instance; it is the same answer however the path is written; and it
  * changes nothing about access (keys, plans, limits, usage counts).
  */
 import assert from 'node:assert/strict';
@@ -11,8 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import { importData } from '../../src/importer/index.js';
 import { revokeKey } from '../../src/management/keys.js';
 import { ApiMetrics } from '../../src/ops/metrics.js';
-import { plainBody, ResponseCache } from '../../src/resources/cache.js';
-import { COMPRESS_FROM_BYTES } from '../../src/resources/encoding.js';
+import { COMPRESS_FROM_BYTES, plainBody } from '../../src/edge/encoding.js';
+import { ResponseCache } from '../../src/resources/cache.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { stableHeaders, type TestResponse } from '../helpers/http.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -130,7 +130,7 @@ describe('stored responses', () => {
     ];
 
     // Answers stored as sent (one's), and gzipped (small's: as they are once room is needed);
-    // sent by the access gate, or, for a percent-encoded path, by the app.
+    // for a plain path and for a percent-encoded one.
     const small = await startTestApp({ store, cache: new ResponseCache(1 << 20, { compressFrom: COMPRESS_FROM_BYTES, plainBytes: 0 }), config: { rateLimitVip: 100_000 } });
     try {
       for (const [app, resource] of [[one, 'lessons'], [small, 'lessons'], [small, '%6cessons']] as const) {

@@ -48,11 +48,20 @@ describe('cabinet security', () => {
   const revokedAt = async (id: string) => (await store.db.selectFrom('api_keys').select('revoked_at').where('id', '=', id).executeTakeFirstOrThrow()).revoked_at;
   const keyCount = async () => (await store.db.selectFrom('api_keys').select('id').where('school_id', '=', schoolA).execute()).length;
 
-  function refused(res: Page, why: string): void {
+  /** Which failed check each refusal names (see src/cabinet/errors.ts). */
+  const REASONS = {
+    other_origin: /sent from another site or address, not from a page of this cabinet/,
+    missing_token: /arrived without its security token/,
+    wrong_token: /not one this cabinet gave out/,
+    expired_page: /This page is out of date: it was opened before your latest sign-in/,
+  };
+
+  function refused(res: Page, why: string, reason?: keyof typeof REASONS): void {
     assert.equal(res.status, 403, `${why}: ${res.status}`);
     assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
     assert.match(res.text, /<h1>Form not accepted<\/h1>/, why);
-    assert.match(res.text, /Nothing was changed/);
+    assert.match(res.text, /Nothing was changed\. Open the (cabinet|page)/);
+    if (reason !== undefined) assert.match(res.text, REASONS[reason], why);
   }
 
   it('refuses a create-key form without the right token (403) and creates nothing', async () => {
@@ -63,14 +72,15 @@ describe('cabinet security', () => {
     const d = await seedDirector(store.db, 'VIP');
     await other.login(d.email, d.password);
     const otherToken = formFields((await other.get('/settings/api')).text, '/settings/api/keys').csrf!;
-    const forms: [string, Record<string, string>][] = [
-      ['no token', { nonce: form.nonce!, name: 'forged' }],
-      ['empty token', { ...form, csrf: '', name: 'forged' }],
-      ['wrong token', { ...form, csrf: randomBytes(32).toString('base64url'), name: 'forged' }],
-      ["another session's token", { ...form, csrf: otherToken, name: 'forged' }],
+    const forms: [string, Record<string, string>, keyof typeof REASONS][] = [
+      ['no token', { nonce: form.nonce!, name: 'forged' }, 'missing_token'],
+      ['empty token', { ...form, csrf: '', name: 'forged' }, 'missing_token'],
+      ['malformed token', { ...form, csrf: `${form.csrf!.slice(0, -1)}!`, name: 'forged' }, 'wrong_token'],
+      ['wrong token', { ...form, csrf: randomBytes(32).toString('base64url'), name: 'forged' }, 'expired_page'],
+      ["another session's token", { ...form, csrf: otherToken, name: 'forged' }, 'expired_page'],
     ];
-    for (const [why, fields] of forms) refused(await a.post('/settings/api/keys', fields), why);
-    refused(await a.post('/settings/api/keys', {}, { body: `csrf=${form.csrf}&csrf=${form.csrf}&nonce=${form.nonce}&name=twice` }), 'token sent twice');
+    for (const [why, fields, reason] of forms) refused(await a.post('/settings/api/keys', fields), why, reason);
+    refused(await a.post('/settings/api/keys', {}, { body: `csrf=${form.csrf}&csrf=${form.csrf}&nonce=${form.nonce}&name=twice` }), 'token sent twice', 'missing_token');
     assert.equal(await keyCount(), before);
     assert.ok(t.logs.some((l) => l.includes('"event":"cabinet_form_refused"')));
   });
@@ -87,7 +97,7 @@ describe('cabinet security', () => {
     ];
     for (const [why, options] of attempts) {
       const form = formFields((await a.get('/settings/api')).text, '/settings/api/keys');
-      refused(await a.post('/settings/api/keys', { ...form, name: 'forged' }, options), why);
+      refused(await a.post('/settings/api/keys', { ...form, name: 'forged' }, options), why, 'other_origin');
     }
     assert.equal(await keyCount(), before);
     // Origin "null" is what browsers send under Referrer-Policy: no-referrer; the token decides.
@@ -100,13 +110,27 @@ describe('cabinet security', () => {
     const path = `/settings/api/keys/${keyA.id}/revoke`;
     const confirm = await a.get(path);
     const fields = formFields(confirm.text, path);
-    refused(await a.post(path, {}), 'revoke without token');
-    refused(await a.post(path, { csrf: 'x'.repeat(43) }), 'revoke with a wrong token');
-    refused(await a.post(path, fields, { origin: 'https://evil.example' }), 'revoke from another origin');
+    refused(await a.post(path, {}), 'revoke without token', 'missing_token');
+    refused(await a.post(path, { csrf: 'x'.repeat(43) }), 'revoke with a wrong token', 'expired_page');
+    refused(await a.post(path, fields, { origin: 'https://evil.example' }), 'revoke from another origin', 'other_origin');
     assert.equal(await revokedAt(keyA.id), null);
     assert.equal((await api.request(STUDENTS, { key: keyA.key })).status, 200);
-    refused(await a.post('/logout', {}), 'sign-out without token');
+    refused(await a.post('/logout', {}), 'sign-out without token', 'missing_token');
     assert.equal((await a.get('/settings/api')).status, 200, 'still signed in');
+  });
+
+  it('refuses a form of a page opened before the latest sign-in as out of date (403), and the page opened again works', async () => {
+    const d = await seedDirector(store.db, 'VIP');
+    const b = t.browser();
+    await b.login(d.email, d.password);
+    const old = formFields((await b.get('/settings/api')).text, '/settings/api/keys');
+    // Signed out and in again (another tab, say): the old page's form belongs to the ended session.
+    await b.submit('/settings/api', '/logout');
+    await b.login(d.email, d.password);
+    const before = (await store.db.selectFrom('api_keys').select('id').where('school_id', '=', d.schoolId).execute()).length;
+    refused(await b.post('/settings/api/keys', { ...old, name: 'from the old tab' }), 'old page', 'expired_page');
+    assert.equal((await store.db.selectFrom('api_keys').select('id').where('school_id', '=', d.schoolId).execute()).length, before);
+    assert.equal((await b.submit('/settings/api', '/settings/api/keys', { name: 'page opened again' })).status, 200);
   });
 
   it("answers 404 for another school's key, exactly as for a key that does not exist, and changes nothing", async () => {

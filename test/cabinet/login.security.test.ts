@@ -136,24 +136,41 @@ describe('cabinet sign-in', () => {
     assert.equal((await t.browser().login(fresh.email, fresh.password)).status, 303);
   });
 
-  it('refuses a sign-in form without its token, with a wrong one, or from another origin (403)', async () => {
+  it('refuses a sign-in form without its token, with a wrong one, or from another origin (403), saying which and what to do', async () => {
     const b = t.browser();
     const fields = { ...formFields((await b.get('/login')).text, '/login'), email: d.email, password: d.password };
-    const refused = (res: Page, why: string) => {
+    const refused = (res: Page, why: string, says: RegExp) => {
       assert.equal(res.status, 403, why);
       assert.match(res.text, /Form not accepted/);
+      assert.match(errorNotice(res) ?? '', says, why);
+      assert.match(errorNotice(res) ?? '', /Nothing was changed\. Open the (cabinet|sign-in page|page)/, `${why}: what to do`);
       assert.ok(!b.cookies.has(SESSION), `${why}: signed in`);
     };
-    refused(await b.post('/login', { email: d.email, password: d.password }), 'no token');
-    refused(await b.post('/login', { ...fields, csrf: randomBytes(32).toString('base64url') }), 'wrong token');
-    refused(await b.post('/login', fields, { origin: 'https://evil.example' }), 'cross-origin Origin');
-    refused(await b.post('/login', fields, { headers: { 'sec-fetch-site': 'cross-site' } }), 'cross-site fetch metadata');
-    refused(await b.post('/login', fields, { origin: null, headers: { referer: 'https://evil.example/page' } }), 'cross-origin Referer');
+    const otherOrigin = /sent from another site or address/;
+    refused(await b.post('/login', { email: d.email, password: d.password }), 'no token', /arrived without its security token/);
+    refused(await b.post('/login', { ...fields, csrf: '' }), 'empty token', /arrived without its security token/);
+    refused(await b.post('/login', { ...fields, csrf: '<script>' }), 'malformed token', /not one this cabinet gave out/);
+    refused(await b.post('/login', { ...fields, csrf: randomBytes(32).toString('base64url') }), 'wrong token', /sign-in page is out of date/);
+    refused(await b.post('/login', fields, { origin: 'https://evil.example' }), 'cross-origin Origin', otherOrigin);
+    refused(await b.post('/login', fields, { headers: { 'sec-fetch-site': 'cross-site' } }), 'cross-site fetch metadata', otherOrigin);
+    refused(await b.post('/login', fields, { origin: null, headers: { referer: 'https://evil.example/page' } }), 'cross-origin Referer', otherOrigin);
+    // The origin is checked first: a forged form learns nothing about its token.
+    refused(await b.post('/login', { ...fields, csrf: '' }, { origin: 'https://evil.example' }), 'cross-origin, no token', otherOrigin);
     const token = b.cookies.get(LOGIN);
     b.cookies.delete(LOGIN);
-    refused(await b.post('/login', fields), 'no form cookie');
+    refused(await b.post('/login', fields), 'no form cookie (the page was open over an hour)', /sign-in page is out of date.*allow cookies/);
     b.cookies.set(LOGIN, token!);
     assert.equal((await b.post('/login', fields)).status, 303, 'the untouched form still works');
+    const reasons = t.logs.filter((l) => l.includes('"event":"cabinet_form_refused"')).map((l) => (JSON.parse(l) as { reason: string }).reason);
+    for (const reason of ['other_origin', 'missing_token', 'wrong_token', 'expired_page']) assert.ok(reasons.includes(reason), `${reason} not logged`);
+  });
+
+  it('tells a visitor without an account how a director account is made', async () => {
+    const page = await t.browser().get('/login');
+    assert.equal(page.status, 200);
+    assert.match(page.text, /No account yet\?/);
+    assert.match(page.text, /<code>npx school-data director add --school SCHOOL_ID --email EMAIL<\/code>/);
+    assert.match(page.text, /<code>npx school-data demo<\/code>/);
   });
 
   it('ends a session after its idle time or its absolute lifetime: back to sign-in, row gone', async () => {

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { schoolData } from '../helpers/fixtures.js';
@@ -61,6 +62,17 @@ describe('school-data CLI', () => {
     const hint = out.split('\n').filter((line) => line.includes('no schools yet'));
     assert.equal(hint.length, 1, out);
     assert.match(hint[0]!, /npx school-data demo/);
+  });
+
+  it('serve on a port another program holds says so, and how to choose another, in one line', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+    try {
+      fails(await runCli(['serve'], { ...env, PORT: String(port), SCHOOL_DATA_CABINET_PORT: '0' }), new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: another program uses it.*PORT and SCHOOL_DATA_CABINET_PORT`));
+    } finally {
+      holder.close();
+    }
   });
 
   it('creates, lists and re-plans schools', async () => {
@@ -153,5 +165,40 @@ describe('school-data CLI', () => {
     fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: 'mysql://x' }), /DATABASE_URL/);
     fails(await cli('frobnicate'), /unknown command/);
     fails(await cli('key', 'create', '--school', 'x'), /--name/);
+  });
+
+  it('prints its version, and points every usage error to the --help that lists what it takes', async () => {
+    const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const r = await cli(flag);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, `${pkg.version}\n`);
+      assert.equal(r.stderr, '');
+    }
+    fails(await cli('frobnicate'), /^school-data: unknown command 'frobnicate' \(see npx school-data --help\)$/m);
+    fails(await cli('key', 'frob'), /unknown command 'frob' \(see npx school-data key --help\)/);
+    fails(await cli('key'), /key needs a command: create, list, revoke \(see npx school-data key --help\)/);
+    fails(await cli(), /give a command: serve, migrate, .* \(see npx school-data --help\)/);
+    fails(await cli('school', 'create', '--plan', 'VIP'), /--name.*\(see npx school-data school create --help\)/);
+    fails(await cli('key', 'list', '--school', 'x', '--bogus'), /unknown option '--bogus' \(see npx school-data key list --help\)/);
+    const help = await cli('--help');
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /-V, --version/);
+  });
+
+  it('says in one line that it is not built yet, rather than a module-not-found stack', async () => {
+    const bin = path.join(store.dataDir, 'unbuilt', 'bin', 'school-data.js');
+    fs.mkdirSync(path.dirname(bin), { recursive: true });
+    fs.copyFileSync(BIN, bin);
+    const r = await new Promise<CliResult>((resolve, reject) => {
+      const child = spawn(process.execPath, [bin, '--help'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    });
+    fails(r, /not built yet; run "npm run build"/);
   });
 });

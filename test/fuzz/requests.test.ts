@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { API_PREFIX } from '../../src/access/index.js';
+import { API_PREFIX } from '../../src/edge/paths.js';
 import { OPENAPI_PATH } from '../../src/openapi/index.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import {

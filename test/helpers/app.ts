@@ -9,6 +9,7 @@ import { MemoryRateLimiter } from '../../src/access/ratelimit/memory.js';
 import type { RateLimiter } from '../../src/access/ratelimit/index.js';
 import { UsageRecorder } from '../../src/access/usage.js';
 import { buildApp, type App } from '../../src/app.js';
+import { apiServerFactory } from '../../src/edge/listener.js';
 import { loadConfig, type Config, type ConfigOverrides } from '../../src/config/index.js';
 import { createLogger } from '../../src/logger.js';
 import type { ApiMetrics } from '../../src/ops/metrics.js';
@@ -78,7 +79,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const limiter = options.limiter ?? (config.redisUrl ? createLimiter(config) : new MemoryRateLimiter());
   await limiter.ready(5000);
   const usage = new UsageRecorder(store.db, logger, config.usageFlushMs);
-  const app = await buildApp({ config, store: { ...store, close: () => Promise.resolve() }, limiter, usage, logger, tls, metrics: options.metrics, cache: options.cache });
+  const app = await buildApp({ config, store: { ...store, close: () => Promise.resolve() }, limiter, usage, logger, serverFactory: apiServerFactory(config, tls), metrics: options.metrics, cache: options.cache });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

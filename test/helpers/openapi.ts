@@ -73,7 +73,7 @@ export class DocumentContract {
   /** Throws a ContractViolation when a response to a documented operation breaks the document. */
   check(method: string, url: string, res: ResponseToCheck): void {
     const path = url.split('?')[0]!;
-    // HEAD is GET without a body (contract section 3).
+    // HEAD is GET without a body (docs/api/basics.md, "Methods").
     const asMethod = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase();
     const route = this.routes.find((r) => r.method === asMethod && r.pattern.test(path));
     if (!route) return;

@@ -1,8 +1,8 @@
 /**
- * Answers leave at the end of the turn of the event loop (src/turn-end.ts), or before a
+ * Answers leave at the end of the turn of the event loop (src/edge/turn-end.ts), or before a
  * query starts: each is written once, in order, and none is lost; on one connection a
  * client still gets its pipelined answers in the order it asked, whoever made them (the
- * gate's refusals and stored answers, the app's queried answers and errors). A request
+ * refusals and stored answers, the queried answers and errors). A request
  * that is not a read is answered at once: Node closes the connection after the turn that
  * read a PRI request. Held answers leave before Node ends a connection in that turn (bytes
  * that are not HTTP after a request, a client that closed its side).
@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
-import { atTurnEnd, writeWaiting } from '../../src/turn-end.js';
+import { flushHeldAnswers, holdUntilTurnEnd } from '../../src/edge/turn-end.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { rawExchange } from '../helpers/fuzz.js';
 import { seedWorld, type World } from '../helpers/world.js';
@@ -20,7 +20,7 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 describe('answers at the end of the turn', () => {
   it('writes nothing at once, then everything once, in the order queued', async () => {
     const written: number[] = [];
-    for (let i = 0; i < 5; i++) atTurnEnd(() => written.push(i));
+    for (let i = 0; i < 5; i++) holdUntilTurnEnd(() => written.push(i));
     assert.deepEqual(written, []);
     await nextTurn();
     assert.deepEqual(written, [0, 1, 2, 3, 4]);
@@ -30,14 +30,14 @@ describe('answers at the end of the turn', () => {
 
   it('writes what waits at once before a query, and the turn end writes only what came after', async () => {
     const written: string[] = [];
-    atTurnEnd(() => written.push('a'));
-    atTurnEnd(() => written.push('b'));
-    writeWaiting();
+    holdUntilTurnEnd(() => written.push('a'));
+    holdUntilTurnEnd(() => written.push('b'));
+    flushHeldAnswers();
     assert.deepEqual(written, ['a', 'b']);
-    atTurnEnd(() => written.push('c'));
-    writeWaiting();
-    writeWaiting();
-    atTurnEnd(() => written.push('d'));
+    holdUntilTurnEnd(() => written.push('c'));
+    flushHeldAnswers();
+    flushHeldAnswers();
+    holdUntilTurnEnd(() => written.push('d'));
     assert.deepEqual(written, ['a', 'b', 'c']);
     await nextTurn();
     assert.deepEqual(written, ['a', 'b', 'c', 'd']);
@@ -47,14 +47,14 @@ describe('answers at the end of the turn', () => {
 describe('a write that throws', () => {
   it('does not keep the others from being written, and its error is thrown after them', () => {
     const written: string[] = [];
-    atTurnEnd(() => written.push('a'));
-    atTurnEnd(() => {
+    holdUntilTurnEnd(() => written.push('a'));
+    holdUntilTurnEnd(() => {
       throw new Error('broken write');
     });
-    atTurnEnd(() => written.push('c'));
-    assert.throws(() => writeWaiting(), /broken write/);
+    holdUntilTurnEnd(() => written.push('c'));
+    assert.throws(() => flushHeldAnswers(), /broken write/);
     assert.deepEqual(written, ['a', 'c']);
-    writeWaiting();
+    flushHeldAnswers();
     assert.deepEqual(written, ['a', 'c'], 'nothing is written twice');
   });
 });
@@ -68,7 +68,7 @@ describe('pipelined requests on one connection', () => {
   before(async () => {
     t = await startTestApp({ config: { rateLimitProfi: 10_000_000, rateLimitVip: 10_000_000 } });
     w = await seedWorld(t.store.db);
-    // The stored answer the second request below is given by the gate.
+    // The second request below is given the stored answer.
     assert.equal((await t.request('/api/public/v1/vehicles', { key: w.a.key })).status, 200);
   });
   after(() => t.close());
@@ -97,8 +97,8 @@ describe('pipelined requests on one connection', () => {
   it('are answered in the order asked, refusals, stored and queried answers mixed', async () => {
     const asked: [string, string, number][] = [
       ['/api/public/v1/students?limit=2', w.a.key, 200], // queried by the app
-      ['/api/public/v1/vehicles', w.a.key, 200], // stored, sent by the gate
-      ['/api/public/v1/students', unknown, 401], // refused by the gate
+      ['/api/public/v1/vehicles', w.a.key, 200], // a stored answer
+      ['/api/public/v1/students', unknown, 401], // refused before its route
       ['/api/public/v1/nothing', w.a.key, 404], // the app's error
       ['/api/public/v1/students?limit=1', unknown, 401],
       ['/api/public/v1/instructors', w.b.key, 200],

@@ -6,11 +6,11 @@
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimiterUnavailable } from '../../access/ratelimit/index.js';
 import { verifyDirector } from '../../management/directors.js';
-import { formRefused, sendPage } from '../errors.js';
+import { sendPage } from '../errors.js';
 import { formField } from '../form.js';
-import { signedIn } from '../guard.js';
+import { checkForm, signedIn } from '../guard.js';
 import type { CabinetContext } from '../context.js';
-import { fromSameOrigin, randomToken, tokensMatch, TOKEN_FORMAT } from '../security.js';
+import { randomToken, TOKEN_FORMAT } from '../security.js';
 import { COOKIE_OPTIONS, endSession, endSessionByToken, findSession, LOGIN_COOKIE, SESSION_COOKIE, startSession } from '../session.js';
 import { accountTag, countLoginAttempt } from '../throttle.js';
 import { loginPage, type Notice } from '../views/pages.js';
@@ -42,7 +42,7 @@ export const loginRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, li
 
   app.post('/login', async (request, reply) => {
     const formToken = request.cookies[LOGIN_COOKIE];
-    if (!fromSameOrigin(request) || formToken === undefined || !tokensMatch(formField(request.body, 'csrf'), formToken)) throw formRefused();
+    checkForm(request, formToken, 'sign-in');
 
     const email = formField(request.body, 'email')?.trim() ?? '';
     const password = formField(request.body, 'password') ?? '';

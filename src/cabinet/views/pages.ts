@@ -42,7 +42,14 @@ export function loginPage(model: LoginModel): SafeHtml {
         <input type="password" id="password" name="password" autocomplete="current-password" required maxlength="256">
       </div>
       <button type="submit">Sign in</button>
-    </form>`,
+    </form>
+    <section class="narrow" id="no-account">
+      <h2>No account yet?</h2>
+      <p class="hint">A director's account is made by whoever runs this service, in the service's folder on its server:
+        <code>npx school-data director add --school SCHOOL_ID --email EMAIL</code> prints a password once
+        (<code>npx school-data school list</code> shows the school ids). The demo, <code>npx school-data demo</code>,
+        makes a director for each demo school and prints their sign-in beside the keys.</p>
+    </section>`,
   );
 }
 

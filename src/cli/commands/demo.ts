@@ -1,15 +1,19 @@
 /**
  * Demo data: three schools (VIP, Profi, Standart) with a year of realistic data,
- * loaded through the importer like any other data, and one fresh key for each
- * school whose plan has API access. Prints the keys (shown once) and a curl line.
+ * loaded through the importer like any other data, one fresh key for each school
+ * whose plan has API access, and a director for each school with a fresh password.
+ * Prints the keys and the directors' sign-in (both shown once) and a curl line.
  */
 import path from 'node:path';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
 import { generateSchoolData } from '../../demo/generate.js';
 import { importData } from '../../importer/index.js';
+import { addDirector, generatePassword, listDirectors, setDirectorPassword } from '../../management/directors.js';
 import { createKey } from '../../management/keys.js';
 import { createSchool, findSchool } from '../../management/schools.js';
 import { loadTls } from '../../tls.js';
-import { CliError, table, withStore, type CommandContext } from '../context.js';
+import { CliError, RUN, table, withStore, type CommandContext } from '../context.js';
 
 export const DEMO_SCHOOLS = [
   { id: 'demo-vip', name: 'Автошкола «Магистраль»', plan: 'VIP', timezone: 'Europe/Moscow', students: 320, seed: 1 },
@@ -25,6 +29,35 @@ interface DemoSchoolResult {
   students: number;
   key: string | null;
   key_id: string | null;
+  /** The school's director's sign-in to the cabinet; the password is shown once. */
+  director: { email: string; password: string };
+}
+
+/** The sign-in name of a demo school's director (`.example` is a domain reserved for examples). */
+export const demoDirectorEmail = (schoolId: string) => `director@${schoolId}.example`;
+
+/**
+ * The demo school's director with a new password: added on the first run, given a new
+ * password (and signed out) on a later one, as each run also makes a new key.
+ */
+async function demoDirector(db: Kysely<Database>, schoolId: string): Promise<{ email: string; password: string }> {
+  const email = demoDirectorEmail(schoolId);
+  const password = generatePassword();
+  const exists = (await listDirectors(db, schoolId)).some((d) => d.email === email);
+  const outcome = exists ? await setDirectorPassword(db, email, password) : await addDirector(db, { schoolId, email, password });
+  if (!outcome.ok) throw new CliError(`the director of ${schoolId}: ${outcome.reason}`);
+  return { email, password };
+}
+
+/** What the skipped demo says to do instead: commands for the demo school if it is there. */
+async function skippedHint(db: Kysely<Database>): Promise<string> {
+  const id = DEMO_SCHOOLS[0].id;
+  if (!(await findSchool(db, id))) return `Create a key with: ${RUN} key create --school ID --name NAME`;
+  const email = demoDirectorEmail(id);
+  const director = (await listDirectors(db, id)).some((d) => d.email === email)
+    ? `${RUN} director set-password --email ${email}`
+    : `${RUN} director add --school ${id} --email ${email}`;
+  return `Create a key with: ${RUN} key create --school ${id} --name try\nSign in to the cabinet with a new password: ${director}`;
 }
 
 export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean }): Promise<number> {
@@ -33,7 +66,7 @@ export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean
   const results = await withStore(config, async (store) => {
     if (opts.ifEmpty) {
       const any = await store.db.selectFrom('schools').select('id').limit(1).executeTakeFirst();
-      if (any) return null;
+      if (any) return { skipped: await skippedHint(store.db) };
     }
     const loaded: DemoSchoolResult[] = [];
     for (const spec of DEMO_SCHOOLS) {
@@ -50,13 +83,14 @@ export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean
         if (!created.ok) throw new CliError(created.reason);
         key = created.value;
       }
-      loaded.push({ id: spec.id, name: spec.name, plan: spec.plan, timezone: spec.timezone, students: spec.students, key: key?.key ?? null, key_id: key?.id ?? null });
+      const director = await demoDirector(store.db, spec.id);
+      loaded.push({ id: spec.id, name: spec.name, plan: spec.plan, timezone: spec.timezone, students: spec.students, key: key?.key ?? null, key_id: key?.id ?? null, director });
     }
     return loaded;
   });
 
-  if (results === null) {
-    out.result({ skipped: true, reason: 'the database already has schools' }, 'Demo skipped: the database already has schools. Create a key with: school-data key create --school demo-vip --name try');
+  if (!Array.isArray(results)) {
+    out.result({ skipped: true, reason: 'the database already has schools' }, `Demo skipped: the database already has schools.\n${results.skipped}`);
     return 0;
   }
 
@@ -67,7 +101,8 @@ export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean
   const base = `https://${host}:${config.port}/api/public/v1/`;
   const demoKey = results.find((r) => r.key)?.key ?? '';
   const curl = `curl --cacert ${cert} -H "Authorization: Bearer ${demoKey}" "${base}students?limit=2"`;
-  out.result({ base_url: base, cert: tls.certPath, schools: results, curl }, () =>
+  const cabinet = `https://${host}:${config.cabinetPort}/`;
+  out.result({ base_url: base, cabinet_url: cabinet, cert: tls.certPath, schools: results, curl }, () =>
     [
       'Demo data loaded:',
       table(
@@ -75,9 +110,15 @@ export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean
         results.map((r) => [r.id, r.plan, r.timezone, r.students, r.key ?? '(no API access on this plan)']),
       ),
       '',
+      `Director's cabinet: ${cabinet} (sign in as a school's director to see its keys and make more)`,
+      table(
+        ['SCHOOL', 'EMAIL', 'PASSWORD (shown once)'],
+        results.map((r) => [r.id, r.director.email, r.director.password]),
+      ),
+      '',
       `Base URL: ${base}`,
       `Demo key: ${demoKey}`,
-      'Try it once the server is up:',
+      `Once the server is up (${RUN} serve; npm start starts it for you), try:`,
       `  ${curl}`,
     ].join('\n'),
   );

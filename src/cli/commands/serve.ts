@@ -9,10 +9,10 @@ import { createLogger } from '../../logger.js';
 import { ApiMetrics, serveClusterMetrics } from '../../ops/metrics.js';
 import { closeOnSignal, startServer } from '../../server.js';
 import { loadTls } from '../../tls.js';
-import { CliError, upgradeStore, type CommandContext } from '../context.js';
+import { CliError, RUN, upgradeStore, type CommandContext } from '../context.js';
 
 /** The start banner's line for a database with no school yet. */
-const NO_SCHOOLS = 'no schools yet: load the demo with "npx school-data demo", or add one with "npx school-data school create" and "npx school-data import" (README, "Command line")';
+const NO_SCHOOLS = `no schools yet: load the demo with "${RUN} demo", or add one with "${RUN} school create" and "${RUN} import" (README, "Command line")`;
 
 export async function serveCommand(ctx: CommandContext, opts: { workers?: string } = {}): Promise<number> {
   const workers = opts.workers === undefined ? 1 : Number(opts.workers);
@@ -24,10 +24,24 @@ export async function serveCommand(ctx: CommandContext, opts: { workers?: string
   return runServer(ctx, cluster.isWorker);
 }
 
+/** A port another program holds: say which, and how to choose others, rather than "unexpected error". */
+function portInUse(err: unknown): CliError | null {
+  const e = err as (NodeJS.ErrnoException & { address?: string; port?: number }) | null;
+  if (e?.code !== 'EADDRINUSE') return null;
+  return new CliError(
+    `cannot listen on ${e.address ?? 'the address'}:${e.port ?? '?'}: another program uses it (another school-data serve?); stop it, or choose other ports with PORT and SCHOOL_DATA_CABINET_PORT (or --port and --cabinet-port)`,
+  );
+}
+
 async function runServer({ config, out }: CommandContext, isWorker: boolean): Promise<number> {
   const logger = createLogger(config);
   if (isWorker) ApiMetrics.forProcess().shareWithCluster();
-  const server = await startServer(config, logger);
+  let server;
+  try {
+    server = await startServer(config, logger);
+  } catch (err) {
+    throw portInUse(err) ?? err;
+  }
   const base = `${server.origin}/api/public/v1/`;
   const cabinet = `${server.cabinetOrigin}/`;
   if (!isWorker) {

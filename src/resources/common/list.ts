@@ -1,16 +1,11 @@
 /**
- * The query behind every list: one statement per request answers both the page (its rows'
- * stored items, joined by the database in the list's order) and `meta.total`. See
- * src/resources/items.ts for the read model it reads.
- *
- * Two shapes, chosen by the filter:
- * - Narrowed by nothing but the school and, on lessons, payments and leads, a period: the
- *   rows are a run of consecutive positions (a period is a range of the list's order), so
- *   the page is a seek to a position and the total the difference of two. Neither grows
- *   with the offset or with the size of the list.
- * - Narrowed by other parameters (status, category, ids, is_active): the page is read
- *   through the filter's index in the list's order, and the total counts that index's
- *   entries, so both grow with the filter's matches, not with the list.
+ * The query behind every list: one statement answers both the page (its rows' stored
+ * items, joined by the database in the list's order: src/resources/items.ts) and
+ * `meta.total`. Two shapes, chosen by the filter:
+ * - by the school alone, or a period: the rows are a run of consecutive positions, so the
+ *   page is a seek and the total the difference of two positions (`positioned`);
+ * - by other parameters: the page is read through the filter's index in the list's order
+ *   and the total counts that index's entries (`filtered`, and `filteredDeep` past DEEP_OFFSET).
  */
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import { asBytes, onPostgres, prepared, type Reader } from '../../db/index.js';
@@ -59,56 +54,59 @@ type UntypedEb = ExpressionBuilder<any, any>;
  */
 const boundLimit = (value: number) => sql<number>`${value} + 0`;
 
-/** Positions and items of a list, compiled once per combination of filters. */
-export function pagedList<T extends ListTable, F extends ListFilter>(spec: ListSpec<T, F>) {
-  const { table } = spec;
-  // Built untyped: the table differs per list (each resource types its own filter).
-  const name: string = table;
-  const order: string = LIST_MODELS[table].order;
-  type Window = F & { limit: number; offset: number };
-  const filters: readonly string[] = spec.filters ?? [];
-  const narrowed = (filter: F): boolean => {
-    for (const column of filters) if ((filter as Record<string, unknown>)[column] !== undefined) return true;
-    return false;
-  };
+/** A list's table, order column and filter columns, untyped: the table differs per list. */
+interface Shape {
+  name: string;
+  order: string;
+  filters: readonly string[];
+}
 
-  const inSchool = (db: Untyped, q: ListFilter) => db.selectFrom(name).where('school_id', '=', q.schoolId);
-  /**
-   * The items of `page` (a subquery of item and pos, in the list's order) joined with commas,
-   * in that order. PostgreSQL is told the order in the aggregate, as its documentation asks.
-   * SQLite would sort the page through a temporary B-tree for that (a third of the cost of
-   * a page); it keeps a FROM-subquery's ORDER BY for an aggregate such as this one (see
-   * "omit ORDER BY" in its select.c) and reads the rows in it, so the order holds as it is.
-   */
-  const joined = (db: Untyped, page: ReturnType<typeof inSchool>) => {
-    const items = (eb: UntypedEb) => eb.fn.agg<string>('string_agg', ['item', sql.lit(',')]);
-    const postgres = onPostgres(db);
-    return db.selectFrom(page.as('page')).select((eb: UntypedEb) => (postgres ? items(eb).orderBy('pos') : items(eb)).as('items'));
-  };
-  /**
-   * The body: the joined items (none: null) and the meta, `limit` and `offset` echoed. Each
-   * part is parenthesised: SQLite's `||` binds tighter than `-`, so a bare `end - first`
-   * there would subtract two concatenations. `limit` and `offset` are cast: better-sqlite3
-   * binds every JavaScript number as a REAL, which SQLite writes as text as `50.0`.
-   */
-  const body = (db: Untyped, total: unknown, items: unknown, q: Window) =>
-    asBytes(
-      db as Kysely<Database>,
-      sql<string>`'{"items":[' || coalesce((${items}), '') || '],"meta":{"total":' || (${total}) || ',"limit":' || cast(${q.limit} as integer) || ',"offset":' || cast(${q.offset} as integer) || '}}'`,
-    ).as('body');
+/** A list filter with its page: every query below is given one. */
+type Window = ListFilter & Record<string, unknown> & { limit: number; offset: number };
 
-  const positioned = prepared((kdb, q: Window) => {
+const inSchool = (db: Untyped, shape: Shape, q: ListFilter) => db.selectFrom(shape.name).where('school_id', '=', q.schoolId);
+
+/**
+ * The items of `page` (a subquery of item and pos, in the list's order) joined with commas,
+ * in that order. PostgreSQL is told the order in the aggregate, as its documentation asks.
+ * SQLite would sort the page through a temporary B-tree for that (a third of the cost of a
+ * page); it keeps a FROM-subquery's ORDER BY for an aggregate such as this one (see "omit
+ * ORDER BY" in its select.c) and reads the rows in it, so the order holds as it is.
+ */
+function joinedItems(db: Untyped, page: ReturnType<typeof inSchool>) {
+  const items = (eb: UntypedEb) => eb.fn.agg<string>('string_agg', ['item', sql.lit(',')]);
+  const postgres = onPostgres(db);
+  return db.selectFrom(page.as('page')).select((eb: UntypedEb) => (postgres ? items(eb).orderBy('pos') : items(eb)).as('items'));
+}
+
+/**
+ * The body: the joined items (none: null) and the meta, `limit` and `offset` echoed. Each
+ * part is parenthesised: SQLite's `||` binds tighter than `-`, so a bare `end - first`
+ * there would subtract two concatenations. `limit` and `offset` are cast: better-sqlite3
+ * binds every JavaScript number as a REAL, which SQLite writes as text as `50.0`.
+ */
+function listBody(db: Untyped, total: unknown, items: unknown, q: Window) {
+  return asBytes(
+    db as Kysely<Database>,
+    sql<string>`'{"items":[' || coalesce((${items}), '') || '],"meta":{"total":' || (${total}) || ',"limit":' || cast(${q.limit} as integer) || ',"offset":' || cast(${q.offset} as integer) || '}}'`,
+  ).as('body');
+}
+
+/**
+ * The page of a list narrowed by nothing but the school and a period: a run of positions
+ * from the period's first row to its end, both found by a seek.
+ */
+function positionedQuery(shape: Shape) {
+  return prepared((kdb, q: Window) => {
     const db = kdb as unknown as Untyped;
     // The list's length: one past the last position (the min/max optimisation of both
     // engines reads it from the end of the (school_id, pos) index).
-    const length = (eb: UntypedEb) => eb(eb.fn.coalesce(inSchool(db, q).select((e: UntypedEb) => e.fn.max('pos').as('m')), sql.lit(-1)), '+', sql.lit(1));
+    const length = (eb: UntypedEb) => eb(eb.fn.coalesce(inSchool(db, shape, q).select((e: UntypedEb) => e.fn.max('pos').as('m')), sql.lit(-1)), '+', sql.lit(1));
     // The position of the first row at or after `at` in the list's order; the length when none is.
     const firstAt = (eb: UntypedEb, at: string) =>
-      eb.fn.coalesce(inSchool(db, q).select('pos').where(order, '>=', at).orderBy(order).orderBy('id').limit(sql.lit(1)), length(eb));
+      eb.fn.coalesce(inSchool(db, shape, q).select('pos').where(shape.order, '>=', at).orderBy(shape.order).orderBy('id').limit(sql.lit(1)), length(eb));
     // On PostgreSQL the bounds are materialized, so that each is computed once: inlined,
-    // every reference to them is planned as a copy of its subqueries, and each copy runs:
-    // five index seeks where two do (pgbench: a quarter more lessons pages a second).
-    // SQLite is as fast either way, and is left to inline them.
+    // every reference to them is planned as a copy of its subqueries (docs/performance.md).
     const postgres = onPostgres(kdb);
     return db
       .with((cte) => (postgres ? cte('bounds').materialized() : cte('bounds')), (w) =>
@@ -119,45 +117,62 @@ export function pagedList<T extends ListTable, F extends ListFilter>(spec: ListS
       )
       .selectFrom('bounds')
       .select((eb) => {
-        const page = inSchool(db, q)
+        const page = inSchool(db, shape, q)
           .select(['item', 'pos'])
           .where('pos', '>=', eb(eb.ref('bounds.first'), '+', q.offset))
           .where('pos', '<', eb(eb(eb.ref('bounds.first'), '+', q.offset), '+', q.limit))
           .where('pos', '<', eb.ref('bounds.end'))
           .orderBy('pos');
-        return [body(db, eb('bounds.end', '-', eb.ref('bounds.first')), joined(db, page), q)];
+        return [listBody(db, eb('bounds.end', '-', eb.ref('bounds.first')), joinedItems(db, page), q)];
       });
   });
+}
 
-  const matching = (db: Untyped, q: F) => {
-    let query = inSchool(db, q);
-    for (const column of filters) {
-      const value = (q as Record<string, unknown>)[column];
-      if (value !== undefined) query = query.where(column, '=', value);
-    }
-    if (q.from !== undefined) query = query.where(order, '>=', q.from);
-    if (q.until !== undefined) query = query.where(order, '<', q.until);
-    return query;
-  };
+/** The rows of the school that match the filter's given parameters and period. */
+function matching(db: Untyped, shape: Shape, q: Window) {
+  let query = inSchool(db, shape, q);
+  for (const column of shape.filters) {
+    const value = q[column];
+    if (value !== undefined) query = query.where(column, '=', value);
+  }
+  if (q.from !== undefined) query = query.where(shape.order, '>=', q.from);
+  if (q.until !== undefined) query = query.where(shape.order, '<', q.until);
+  return query;
+}
 
-  const filtered = prepared((kdb, q: Window) => {
+/** The page of a filtered list: read through the filter's index in the list's order. */
+function filteredQuery(shape: Shape) {
+  return prepared((kdb, q: Window) => {
     const db = kdb as unknown as Untyped;
-    const page = matching(db, q).select(['item', 'pos']).orderBy(order).orderBy('id').limit(boundLimit(q.limit)).offset(q.offset);
-    return db.selectNoFrom(() => [body(db, matching(db, q).select((e: UntypedEb) => e.fn.countAll().as('n')), joined(db, page), q)]);
+    const page = matching(db, shape, q).select(['item', 'pos']).orderBy(shape.order).orderBy('id').limit(boundLimit(q.limit)).offset(q.offset);
+    return db.selectNoFrom(() => [listBody(db, matching(db, shape, q).select((e: UntypedEb) => e.fn.countAll().as('n')), joinedItems(db, page), q)]);
   });
+}
 
-  // Past DEEP_OFFSET, the rows to skip are walked in the filter's index alone (ids only),
-  // and only the page's rows are read: PostgreSQL would read every skipped row otherwise.
-  const filteredDeep = prepared((kdb, q: Window) => {
+/**
+ * Past DEEP_OFFSET: the rows to skip are walked in the filter's index alone (ids only), and
+ * only the page's rows are read; PostgreSQL would read every skipped row otherwise.
+ */
+function filteredDeepQuery(shape: Shape) {
+  return prepared((kdb, q: Window) => {
     const db = kdb as unknown as Untyped;
-    const ids = matching(db, q).select('id').orderBy(order).orderBy('id').limit(boundLimit(q.limit)).offset(q.offset);
-    const page = inSchool(db, q).where('id', 'in', ids).select(['item', 'pos']).orderBy('pos');
-    return db.selectNoFrom(() => [body(db, matching(db, q).select((e: UntypedEb) => e.fn.countAll().as('n')), joined(db, page), q)]);
+    const ids = matching(db, shape, q).select('id').orderBy(shape.order).orderBy('id').limit(boundLimit(q.limit)).offset(q.offset);
+    const page = inSchool(db, shape, q).where('id', 'in', ids).select(['item', 'pos']).orderBy('pos');
+    return db.selectNoFrom(() => [listBody(db, matching(db, shape, q).select((e: UntypedEb) => e.fn.countAll().as('n')), joinedItems(db, page), q)]);
   });
+}
+
+/** A list's page query, compiled once per combination of filters, as a function of the filter and the page. */
+export function pagedList<T extends ListTable, F extends ListFilter>(spec: ListSpec<T, F>) {
+  const shape: Shape = { name: spec.table, order: LIST_MODELS[spec.table].order, filters: spec.filters ?? [] };
+  const positioned = positionedQuery(shape);
+  const filtered = filteredQuery(shape);
+  const filteredDeep = filteredDeepQuery(shape);
+  const narrowed = (filter: Record<string, unknown>): boolean => shape.filters.some((column) => filter[column] !== undefined);
 
   return async (reads: Reader, filter: F, limit: number, offset: number): Promise<ListBody> => {
     const window = { ...filter, limit, offset } as Window;
-    const query = narrowed(filter) ? (offset >= DEEP_OFFSET ? filteredDeep : filtered) : positioned;
+    const query = narrowed(window) ? (offset >= DEEP_OFFSET ? filteredDeep : filtered) : positioned;
     const [row] = await query(reads, window);
     return (row as { body: ListBody }).body;
   };

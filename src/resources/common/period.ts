@@ -4,6 +4,7 @@
  * range of UTC timestamps [from, until) that compares directly with stored text.
  */
 import { formatTimestamp, parseDate, parseDateTime, startOfLocalDay } from '../../domain/time.js';
+import type { Tenant } from '../../domain/tenant.js';
 import { Problem, type InvalidParam } from '../../problems/index.js';
 
 export interface UtcRange {
@@ -72,4 +73,9 @@ export interface PeriodBounds {
 
 export function periodBounds({ from, until }: UtcRange): PeriodBounds {
   return { from: from ?? undefined, until: until ?? undefined };
+}
+
+/** The period a query's `period_from` and `period_to` name, in the school's time zone. */
+export function periodOf(query: { period_from?: string | undefined; period_to?: string | undefined }, tenant: Tenant): UtcRange {
+  return resolvePeriod(query.period_from, query.period_to, tenant.timezone);
 }

@@ -8,7 +8,7 @@
  * is a few hundred total rows.
  */
 import { sql, type Compilable, type Kysely } from 'kysely';
-import type { Tenant } from '../../access/index.js';
+import type { Tenant } from '../../domain/tenant.js';
 import { prepared, type Reader } from '../../db/index.js';
 import { EXPENSE_CATEGORIES, PAYMENT_METHODS } from '../../domain/enums.js';
 import { formatMoney } from '../../domain/money.js';

@@ -3,7 +3,7 @@
  * index that leads with school_id (migrations 0001 and 0003).
  */
 import { sql, type ExpressionBuilder } from 'kysely';
-import type { Tenant } from '../../access/index.js';
+import type { Tenant } from '../../domain/tenant.js';
 import { prepared, type Reader } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { formatMoney } from '../../domain/money.js';

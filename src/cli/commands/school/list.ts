@@ -1,11 +1,11 @@
 import { listSchools } from '../../../management/schools.js';
-import { table, withStore, type CommandContext } from '../../context.js';
+import { RUN, table, withStore, type CommandContext } from '../../context.js';
 
 export async function schoolList(ctx: CommandContext): Promise<number> {
   const schools = await withStore(ctx.config, (store) => listSchools(store.db));
   ctx.out.result(schools, () =>
     schools.length === 0
-      ? 'No schools yet (school-data school create --name NAME --plan PLAN)'
+      ? `No schools yet (${RUN} school create --name NAME --plan PLAN)`
       : table(
           ['ID', 'NAME', 'PLAN', 'TIME ZONE', 'CURRENCY', 'ACTIVE KEYS', 'CREATED'],
           schools.map((s) => [s.id, s.name, s.plan, s.timezone, s.currency, s.active_keys, s.created_at]),

@@ -1,8 +1,7 @@
 /**
- * The access gate (src/access/gate.ts) answers refusals in front of the app; the app's
- * access hook answers the same refusals for what reaches an API route another way. A
- * client must not be able to tell them apart: same status, headers and body (but for the
- * request id), the same access line and the same metrics. And under concurrency every
+ * Refusals (src/access/hook.ts) are the same whether a path is written plainly or reaches
+ * its route through the router's percent-decoding: same status, headers and body (but for
+ * the request id), the same access line and the same metrics. And under concurrency every
  * request gets its own key's answer (the PostgreSQL lookups of one turn go out together).
  */
 import assert from 'node:assert/strict';
@@ -22,7 +21,7 @@ function comparable(res: TestResponse) {
   return { status: res.status, headers, body };
 }
 
-describe('the access gate and the app answer refusals alike', () => {
+describe('refusals are the same however the path is written', () => {
   let t: TestApp;
   let w: World;
   let limited: string;
@@ -37,8 +36,7 @@ describe('the access gate and the app answer refusals alike', () => {
   });
   after(() => t.close());
 
-  // The first path is the gate's; the second reaches the same route through the router's
-  // percent-decoding, which the gate leaves to the app.
+  // The second path reaches the same route as the first through the router's percent-decoding.
   const pairs = [
     ['/api/public/v1/students?limit=5', '/api/public/v1/%73tudents?limit=5'],
     ['/api/public/v1/students/s1', '/api/public/v1/students/%731'],
@@ -58,16 +56,16 @@ describe('the access gate and the app answer refusals alike', () => {
 
   for (const [name, opts] of cases) {
     it(name, async () => {
-      for (const [gated, routed] of pairs) {
-        const a = await t.request(gated, opts());
+      for (const [plain, routed] of pairs) {
+        const a = await t.request(plain, opts());
         const b = await t.request(routed, opts());
-        assert.ok(a.status >= 400, `${gated}: ${a.status}`);
-        assert.deepEqual(comparable(a), comparable(b), `${gated} vs ${routed}`);
+        assert.ok(a.status >= 400, `${plain}: ${a.status}`);
+        assert.deepEqual(comparable(a), comparable(b), `${plain} vs ${routed}`);
       }
     });
   }
 
-  it('logs the gate\'s refusals like the app\'s, key and school included once the key is known', async () => {
+  it('logs refusals, key and school included once the key is known', async () => {
     const res = await t.request('/api/public/v1/leads', { key: limited });
     assert.equal(res.status, 429);
     const id = res.headers['x-request-id'];
@@ -80,7 +78,7 @@ describe('the access gate and the app answer refusals alike', () => {
     assert.deepEqual(line.res, { statusCode: 429 });
   });
 
-  it('counts the gate\'s refusals under the route pattern the path matches', async () => {
+  it('counts refusals under the route pattern the path matches', async () => {
     await t.request('/api/public/v1/students/s2', { key: null });
     await t.request('/api/public/v1/reports/finance-summary', { key: null });
     await t.request('/api/public/v1/nothing/here', { key: null });

@@ -1,50 +1,18 @@
 /**
- * Access to the public API, in the contract's order: method -> key -> plan -> rate
- * limit. `accessCheck` decides it as a value; two places act on the decision:
- *
- * - the access gate (gate.ts), in front of the app, for every request whose target
- *   starts with the API prefix: it answers refusals itself and hands the rest on;
- * - the app's access hook (below), for what reaches a route of the API another way
- *   (an absolute-form target, percent-encoded letters in the path): the router accepts
- *   those too, and a request it routes to an API handler must never skip the check.
- *
- * Both run before routing decides whether the path exists, so an unknown path with a
- * bad key is 401.
+ * Deciding access to the public API, in the documented order (docs/decisions.md, "Public API"): method ->
+ * key -> plan -> rate limit. The decision is a value (`Access`); the access hook (hook.ts)
+ * acts on it. Usage is counted for every request with an active key, whatever the answer.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config/index.js';
 import type { Reader } from '../db/index.js';
-import { callerFields, type Caller } from '../ops/request-log.js';
-import { Problem } from '../problems/index.js';
+import type { Tenant } from '../domain/tenant.js';
+import type { Caller } from '../ops/request-log.js';
+import { methodNotAllowed, Problem } from '../problems/index.js';
 import { bearerKey, hashKey } from './keys.js';
 import { KeyFinder, type KeyRow } from './lookup.js';
 import { planLimit } from './plans.js';
 import { RateLimiterUnavailable, WINDOW_SECONDS, type RateLimitDecision, type RateLimiter } from './ratelimit/index.js';
 import type { UsageRecorder } from './usage.js';
-
-export const API_PREFIX = '/api/public/v1/';
-
-/** A request target's path: what comes before its query. */
-export function pathOf(target: string): string {
-  const queryAt = target.indexOf('?');
-  return queryAt === -1 ? target : target.slice(0, queryAt);
-}
-
-/** The school a request acts for, fixed by its key. Every query is scoped by it. */
-export interface Tenant {
-  id: string;
-  timezone: string;
-  currency: string;
-  /** The school's data version, read with the key: it keys stored responses (src/resources/cache.ts). */
-  dataVersion: number;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    tenant: Tenant | null;
-  }
-}
 
 export interface AccessDeps {
   config: Pick<Config, 'rateLimitProfi' | 'rateLimitVip'>;
@@ -60,8 +28,8 @@ export type Access =
   | { allowed: true; tenant: null; caller: null; rateLimit: null }
   | { allowed: false; problem: Problem; caller: Caller | null; rateLimit: RateLimitHeaders | null; error?: unknown };
 
-/** The IETF draft headers every answer to a rate-limited school carries. */
-type RateLimitHeaders = Record<'RateLimit-Policy' | 'RateLimit', string>;
+/** The IETF draft headers every answer to a rate-limited school carries: RateLimit-Policy, value, RateLimit, value. */
+type RateLimitHeaders = readonly string[];
 
 // The refusals a flood repeats are made once (a Problem is never changed after it is
 // made), so each refused request does not pay for a new error and its stack trace.
@@ -96,16 +64,13 @@ function textsFor(limit: number): LimitTexts {
   return texts;
 }
 
-/** Per method (Node's parser knows a few dozen): the 405 refusal, made once. */
-const notAllowed = new Map<string, Access & { allowed: false }>();
+/** Per method: the 405 refusal, made once. */
+const notAllowed = new Map<string, Access>();
 
-export function methodNotAllowed(method: string): Access & { allowed: false } {
+function refusedMethod(method: string): Access {
   let refused = notAllowed.get(method);
   if (refused === undefined) {
-    const problem = new Problem('method_not_allowed', `${method} is not supported: this API is read-only (GET and HEAD).`, {
-      headers: { Allow: 'GET, HEAD' },
-    });
-    refused = { allowed: false, problem, caller: null, rateLimit: null };
+    refused = { allowed: false, problem: methodNotAllowed(method), caller: null, rateLimit: null };
     notAllowed.set(method, refused);
   }
   return refused;
@@ -134,7 +99,7 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
 
   function limited(found: KeyRow, caller: Caller, limit: number, decision: RateLimitDecision): Access {
     const texts = textsFor(limit);
-    const rateLimit = { 'RateLimit-Policy': texts.policy, RateLimit: `"default";r=${decision.remaining};t=${decision.resetSeconds}` };
+    const rateLimit = ['RateLimit-Policy', texts.policy, 'RateLimit', `"default";r=${decision.remaining};t=${decision.resetSeconds}`];
     if (!decision.allowed) return { allowed: false, problem: texts.rateLimited, caller, rateLimit };
     return { allowed: true, tenant: { id: found.schoolId, timezone: found.timezone, currency: found.currency, dataVersion: found.dataVersion }, caller, rateLimit };
   }
@@ -163,55 +128,11 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
 
   return function check(method, authorization, isPublic) {
     // Before the public-path exemption: the OpenAPI document is read-only like the rest.
-    if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(method);
+    if (method !== 'GET' && method !== 'HEAD') return refusedMethod(method);
     if (isPublic) return PUBLIC;
     const key = bearerKey(authorization);
     if (key === null) return REFUSED_NO_KEY;
     const found = keys.find(hashKey(key));
     return found instanceof Promise ? found.then(withKey) : withKey(found);
-  };
-}
-
-/** Where the gate leaves its decision for the app (on the Node request): the decision, or the error deciding threw. */
-const DECIDED = Symbol('school-data.access');
-type Passed = { access: Access } | { failure: unknown };
-
-export function passAccess(raw: IncomingMessage, passed: Passed): void {
-  (raw as IncomingMessage & { [DECIDED]?: Passed })[DECIDED] = passed;
-}
-
-function passedAccess(raw: IncomingMessage): Passed | undefined {
-  return (raw as IncomingMessage & { [DECIDED]?: Passed })[DECIDED];
-}
-
-/**
- * The app's access hook: applies the gate's decision to the request, or, for a request
- * the gate did not decide that the router took to an API route, decides it here. A
- * refusal is thrown as its Problem (the error handler answers it).
- */
-export function accessHook(check: AccessCheck, publicPaths: ReadonlySet<string>) {
-  return async function access(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const passed = passedAccess(request.raw);
-    let decided: Access;
-    if (passed === undefined) {
-      const url = request.url;
-      const route = request.routeOptions.url;
-      if (!url.startsWith(API_PREFIX) && !route?.startsWith(API_PREFIX)) return;
-      const isPublic = publicPaths.has(route ?? pathOf(url));
-      decided = await check(request.method, request.headers.authorization, isPublic);
-    } else if ('failure' in passed) {
-      // The gate could not decide (the data store did not answer): the error handler says so.
-      throw passed.failure;
-    } else {
-      decided = passed.access;
-    }
-    // The access line and the request's error lines carry them (src/ops/request-log.ts).
-    request.caller = decided.caller;
-    if (decided.rateLimit !== null) reply.headers(decided.rateLimit);
-    if (!decided.allowed) {
-      if (decided.error !== undefined) request.log.error({ err: decided.error, ...callerFields(decided.caller) }, 'rate-limit service unavailable');
-      throw decided.problem;
-    }
-    request.tenant = decided.tenant;
   };
 }

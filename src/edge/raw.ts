@@ -1,57 +1,16 @@
 /**
- * The one error handler and the one not-found handler. Expected failures arrive as
- * Problem; data-store outages become 503; anything else is a bug: 500 with a generic
- * body, and the detail only in the log line that carries the same request id.
+ * Answers written straight onto a socket, for what never became a request the app could
+ * answer: bytes Node's parser refused, headers over the limit, a client too slow to send
+ * its request. They are problem+json like every other error, and close the connection.
  */
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isStoreUnavailable } from '../db/index.js';
-import { callerFields } from '../ops/request-log.js';
-import { writeWaiting } from '../turn-end.js';
-import { Problem, PROBLEM_CONTENT_TYPE } from './index.js';
-
-export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem): FastifyReply {
-  reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).header('X-Request-Id', request.id);
-  if (problem.options.headers) reply.headers(problem.options.headers);
-  return reply.send(problem.body(request.id));
-}
-
-/** Framework errors that are the client's fault, by Fastify error code. */
-function clientProblem(error: FastifyError): Problem | null {
-  const status = error.statusCode ?? 500;
-  if (status >= 500) return null;
-  if (status === 404 || error.code === 'FST_ERR_BAD_URL') return new Problem('not_found', 'No resource at this path.');
-  if (status === 414) return new Problem('uri_too_long', 'The request URI is too long.');
-  if (status === 431) return new Problem('header_too_large', 'The request headers are too large.');
-  if (status === 405) return new Problem('method_not_allowed', 'This method is not supported.', { headers: { Allow: 'GET, HEAD' } });
-  return new Problem('invalid_parameter', 'The request is malformed.');
-}
-
-export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (error instanceof Problem) {
-    if (error.status >= 500) request.log.warn({ code: error.code, ...callerFields(request.caller) }, error.detail);
-    return sendProblem(request, reply, error);
-  }
-  if (isStoreUnavailable(error)) {
-    request.log.error({ err: error, ...callerFields(request.caller) }, 'data store unavailable');
-    return sendProblem(request, reply, new Problem('data_unavailable', 'The data store is unavailable; try again shortly.', { headers: { 'Retry-After': '5' } }));
-  }
-  const client = clientProblem(error);
-  if (client) return sendProblem(request, reply, client);
-  request.log.error({ err: error, ...callerFields(request.caller) }, 'unhandled error');
-  return sendProblem(request, reply, new Problem('internal_error', 'An internal error occurred; the request id identifies it in our logs.'));
-}
-
-export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return sendProblem(request, reply, new Problem('not_found', 'No resource at this path.'));
-}
+import type { ClientErrorKind } from '../ops/metrics.js';
+import { Problem, PROBLEM_CONTENT_TYPE } from '../problems/index.js';
+import { flushHeldAnswers } from './turn-end.js';
 
 const REQUEST_TIMEOUT = new Problem('request_timeout', 'The request line and headers did not arrive within the time allowed; the connection is closed.');
-
-/** How a connection-level failure is counted (see ops/metrics.ts). */
-export type ClientErrorKind = 'tls' | 'header_overflow' | 'timeout' | 'malformed';
 
 /**
  * Writes an answer straight onto a socket that Fastify never got a request from, and
@@ -97,8 +56,8 @@ function wasHead(error: Error): boolean {
  */
 export function clientErrorHandler(headers: Record<string, string>, observe: (kind: ClientErrorKind) => void) {
   return function onClientError(error: Error & { code?: string }, socket: Duplex): void {
-    // The answers to the requests read before the bad bytes go first (src/turn-end.ts).
-    writeWaiting();
+    // The answers to the requests read before the bad bytes go first (turn-end.ts).
+    flushHeldAnswers();
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
     if (error.code?.startsWith('ERR_TLS_') || error.code?.startsWith('ERR_SSL_')) {
       // No TLS session (a handshake that failed or never finished): nothing can be written.

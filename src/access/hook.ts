@@ -1,0 +1,60 @@
+/**
+ * The access hook: for every request under the API prefix (and every request the router
+ * took to an API route another way: an absolute-form target, a percent-encoded path),
+ * decides access before the route runs, so an unknown path with a bad key is 401. A
+ * refusal is answered here; an allowed request goes on with its tenant. A decision that
+ * could not be made (the data store did not answer) goes to the error handler.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Tenant } from '../domain/tenant.js';
+import { problemAnswer, type SendAnswer } from '../edge/answer.js';
+import { API_PREFIX, pathOf } from '../edge/paths.js';
+import { callerFields } from '../ops/request-log.js';
+import type { Access, AccessCheck } from './decide.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The school the request acts for, once access is decided (null on public paths). */
+    tenant: Tenant | null;
+  }
+}
+
+export interface AccessHookOptions {
+  check: AccessCheck;
+  /** Paths under the prefix that need no key (the OpenAPI document). */
+  publicPaths: ReadonlySet<string>;
+  logger: Logger;
+  send: SendAnswer;
+}
+
+export function accessHook({ check, publicPaths, logger, send }: AccessHookOptions) {
+  function apply(request: FastifyRequest, reply: FastifyReply, decided: Access, done: (err?: Error) => void): void {
+    request.caller = decided.caller;
+    request.rateLimitHeaders = decided.rateLimit;
+    if (decided.allowed) {
+      request.tenant = decided.tenant;
+      done();
+      return;
+    }
+    if (decided.error !== undefined) logger.error({ err: decided.error, requestId: request.id, ...callerFields(decided.caller) }, 'rate-limit service unavailable');
+    send(reply, problemAnswer(decided.problem, request.id));
+  }
+
+  return function access(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
+    const route = request.route;
+    if (!request.url.startsWith(API_PREFIX) && !route?.startsWith(API_PREFIX)) {
+      done();
+      return;
+    }
+    let decided: Access | Promise<Access>;
+    try {
+      decided = check(request.method, request.headers.authorization, publicPaths.has(route ?? pathOf(request.url)));
+    } catch (failure) {
+      done(failure as Error);
+      return;
+    }
+    if (decided instanceof Promise) decided.then((d) => apply(request, reply, d, done), (failure: unknown) => done(failure as Error));
+    else apply(request, reply, decided, done);
+  };
+}

@@ -1,0 +1,29 @@
+/**
+ * The edge's first hook, run for every request of the API app before anything else:
+ * notes its arrival (answer.ts) and refuses what the HTTP layer must refuse before any
+ * key is looked at: a target over SCHOOL_DATA_MAX_URL_BYTES (414), an HTTP/1.1 request
+ * without Host (400) and a target with a '#' (400: a fragment is never sent).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ResponseRecorder } from '../ops/metrics.js';
+import { Problem } from '../problems/index.js';
+import { noteArrival, problemAnswer, type SendAnswer } from './answer.js';
+
+const NO_HOST = new Problem('invalid_parameter', 'An HTTP/1.1 request needs a Host header.');
+const FRAGMENT = new Problem('invalid_parameter', 'The request target contains "#": a URL\'s fragment is not sent to the server. Leave it out, or write "#" inside a value as %23.');
+
+export function edgeChecks(options: { maxUrlBytes: number; unmatched: ResponseRecorder; send: SendAnswer }) {
+  const { maxUrlBytes, unmatched, send } = options;
+  const uriTooLong = new Problem('uri_too_long', `The request URI is over ${maxUrlBytes} bytes.`);
+  return function checkRequest(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+    noteArrival(request, unmatched);
+    const url = request.raw.url ?? '';
+    const problem =
+      url.length > maxUrlBytes ? uriTooLong
+      : request.headers.host === undefined && request.raw.httpVersion === '1.1' ? NO_HOST
+      : url.includes('#') ? FRAGMENT
+      : null;
+    if (problem === null) done();
+    else send(reply, problemAnswer(problem, request.id));
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * Response compression for every API answer. Rules:
+ * - only bodies of COMPRESS_FROM_BYTES or more, only to GET (HEAD tells the plain length);
+ * - the encoding is negotiated from Accept-Encoding (`*` and `x-gzip` read as gzip, none
+ *   with `x-no-compression`), br first, then gzip, then deflate;
+ * - the same body always compresses to the same bytes (zlib's fastest level for gzip and
+ *   deflate, brotli quality 4), whether it was just made or stored gzipped, so one
+ *   representation is one byte string (docs/decisions.md, "Compression").
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { brotliCompressSync, constants, deflateSync, gunzipSync, gzipSync } from 'node:zlib';
+import negotiate from '@fastify/accept-negotiator';
+
+/** Bodies from this size on are compressed when the client accepts it (smaller ones gain nothing). */
+export const COMPRESS_FROM_BYTES = 1024;
+
+export type Encoding = 'br' | 'gzip' | 'deflate';
+
+/** The encodings offered, in the server's order of preference. */
+const ENCODINGS: Encoding[] = ['br', 'gzip', 'deflate'];
+
+const GZIP_ALIASES = /\*|x-gzip/gu;
+
+/** The encoding a GET's answer gets, or undefined for none. */
+export function chosenEncoding(method: string | undefined, headers: IncomingHttpHeaders): Encoding | undefined {
+  const accepted = headers['accept-encoding'];
+  if (method !== 'GET' || accepted === undefined || headers['x-no-compression'] !== undefined) return undefined;
+  return negotiate<Encoding>(accepted.toLowerCase().replace(GZIP_ALIASES, 'gzip'), ENCODINGS) ?? undefined;
+}
+
+/** A body as the stored answers keep it: as sent, or gzipped when room was needed. */
+export interface KeptBody {
+  body: Buffer;
+  gzipped: boolean;
+  /** The length of the body as sent without compression. */
+  plainLength: number;
+}
+
+/** gzip at zlib's fastest level: what the stored answers and fresh answers both use. */
+export function gzip(plain: Buffer): Buffer {
+  return gzipSync(plain, { level: constants.Z_BEST_SPEED });
+}
+
+/** The body as sent without compression. */
+export function plainBody(kept: KeptBody): Buffer {
+  // Sized to the body, zlib makes it in one buffer instead of 16 KiB pieces joined.
+  return kept.gzipped ? gunzipSync(kept.body, { chunkSize: kept.plainLength + 64 }) : kept.body;
+}
+
+/** The bytes to send for a body in `encoding` (none: the plain body). */
+export function encoded(kept: KeptBody, encoding: Encoding | undefined): Buffer {
+  if (encoding === 'gzip' && kept.gzipped) return kept.body;
+  const plain = plainBody(kept);
+  if (encoding === undefined) return plain;
+  if (encoding === 'gzip') return gzip(plain);
+  if (encoding === 'br') return brotliCompressSync(plain, { params: { [constants.BROTLI_PARAM_QUALITY]: 4, [constants.BROTLI_PARAM_SIZE_HINT]: plain.length } });
+  return deflateSync(plain, { level: constants.Z_BEST_SPEED });
+}

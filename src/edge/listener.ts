@@ -1,0 +1,80 @@
+/**
+ * The HTTPS listeners of the service: TLS settings, the server's limits (docs/operations.md,
+ * "Server limits"), and the API's server with what Node would otherwise answer itself
+ * (CONNECT, unknown expectations) answered the API's way. Shared by the API and the
+ * director's cabinet.
+ */
+import https from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Config } from '../config/index.js';
+import { methodNotAllowed } from '../problems/index.js';
+import type { TlsMaterial } from '../tls.js';
+import { SECURITY_HEADERS } from './answer.js';
+import { writeRawProblem } from './raw.js';
+import { flushHeldAnswers } from './turn-end.js';
+
+/** TLS 1.2 is allowed with forward-secret AEAD suites only; TLS 1.3 suites are all strong. */
+export const TLS12_CIPHERS = [
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+export type ListenerLimits = Pick<
+  Config,
+  'tlsHandshakeTimeoutMs' | 'maxHeaderBytes' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'
+>;
+
+/** The TLS settings and the limits Node takes when the server is made. */
+export function serverOptions(config: ListenerLimits, tls: TlsMaterial): https.ServerOptions {
+  return {
+    key: tls.key,
+    cert: tls.cert,
+    minVersion: 'TLSv1.2',
+    ciphers: TLS12_CIPHERS,
+    honorCipherOrder: true,
+    handshakeTimeout: config.tlsHandshakeTimeoutMs,
+    maxHeaderSize: config.maxHeaderBytes,
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    // How often Node looks for requests past those two timeouts (its default is 30 s,
+    // which would let a slowloris client hold a connection for that much longer).
+    connectionsCheckingInterval: 1000,
+  };
+}
+
+/**
+ * The limits set on a server once it exists: the one place for the keep-alive, request and
+ * idle timeouts of both listeners, and the cap on open connections (a new one past it is
+ * closed before its TLS handshake).
+ */
+export function limitServer(server: https.Server, config: ListenerLimits): void {
+  server.headersTimeout = config.headersTimeoutMs;
+  server.requestTimeout = config.requestTimeoutMs;
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  server.setTimeout(config.idleTimeoutMs);
+  server.maxConnections = config.maxConnections;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** A Fastify serverFactory for the API's listener. */
+export function apiServerFactory(config: ListenerLimits, tls: TlsMaterial) {
+  return (handler: Handler): https.Server => {
+    // A missing Host is answered by the app (src/edge/checks.ts) as problem+json, not by Node's bare 400.
+    const server = https.createServer({ ...serverOptions(config, tls), requireHostHeader: false }, handler);
+    limitServer(server, config);
+    // A client that closes its side after its request has the connection ended by Node in
+    // the turn that read it: the answers held to the turn's end go first (turn-end.ts).
+    server.on('secureConnection', (socket: Duplex) => socket.prependListener('end', flushHeldAnswers));
+    // An unknown expectation is ignored (RFC 9110 allows it) and the request served;
+    // CONNECT, which only a proxy supports, gets the API's 405.
+    server.on('checkExpectation', (req, res) => server.emit('request', req, res));
+    server.on('connect', (_req, socket: Duplex) => writeRawProblem(socket, 405, methodNotAllowed('CONNECT'), SECURITY_HEADERS));
+    return server;
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * Answers made in the turn of the event loop that read their requests are written
+ * together at its end (setImmediate), so a busy server's answers leave in one burst
+ * instead of waking each client in turn (docs/performance.md, "Answers leave at the end
+ * of the turn"). Rules:
+ * - only answers to reads (GET, HEAD) wait; any other method is written at once (Node
+ *   closes a connection right after the turn that read a PRI request);
+ * - an answer made in a later turn (after a PostgreSQL query came back) is written at once;
+ * - what waits is written before a query starts and before Node ends a connection in the
+ *   turn (a parse error after a request, a client that closed its side).
+ * The queue is the process's, like its event loop.
+ */
+let held: (() => void)[] = [];
+
+/**
+ * Writes every held answer now, in the order held. A write that throws does not keep the
+ * others from being written; its error is thrown after them.
+ */
+export function flushHeldAnswers(): void {
+  if (held.length === 0) return;
+  const all = held;
+  held = [];
+  let failure: { error: unknown } | undefined;
+  for (const write of all) {
+    try {
+      write();
+    } catch (error) {
+      failure ??= { error };
+    }
+  }
+  if (failure !== undefined) throw failure.error;
+}
+
+/** Runs `write` at the end of this turn of the event loop, after the writes held before it. */
+export function holdUntilTurnEnd(write: () => void): void {
+  if (held.push(write) === 1) setImmediate(flushHeldAnswers);
+}
+
+/** Whether the answer to a request with this method may wait for the turn's end: only a read's. */
+export function isRead(method: string | undefined): boolean {
+  return method === 'GET' || method === 'HEAD';
+}
+
+let turn = 0;
+let turnEnding = false;
+
+/**
+ * A number that stays the same for the rest of this turn of the event loop and differs in
+ * the next: an answer made in the turn its request arrived in has the same number.
+ */
+export function currentTurn(): number {
+  if (!turnEnding) {
+    turnEnding = true;
+    setImmediate(nextTurn);
+  }
+  return turn;
+}
+
+function nextTurn(): void {
+  turn += 1;
+  turnEnding = false;
+}

@@ -1,0 +1,96 @@
+/**
+ * How an endpoint of the API is declared and answered. A resource declares each endpoint
+ * once (`endpoint`): its documentation, its query and response schemas, and the call
+ * that makes its body. Every endpoint is then answered the same way: a stored answer when
+ * there is one (`storedAnswers`), else the body made by the call (JSON made by the
+ * database, or an object serialized by the 200 schema), stored and written by the one
+ * writer (src/edge/answer.ts).
+ */
+import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import type { TSchema } from 'typebox';
+import type { Reader } from '../../db/index.js';
+import type { Tenant } from '../../domain/tenant.js';
+import { dataAnswer, plain, type SendAnswer } from '../../edge/answer.js';
+import { flushHeldAnswers } from '../../edge/turn-end.js';
+import { Problem } from '../../problems/index.js';
+import type { ResponseCache } from '../cache.js';
+import { JSON_CONTENT_TYPE, type ListBody } from './list.js';
+import { responses } from './responses.js';
+
+/** What the routes of every resource are given. */
+export interface ResourceOptions {
+  reads: Reader;
+  cache: ResponseCache;
+  send: SendAnswer;
+}
+
+/** What an endpoint's call is given: the decoded query and path parameters, the school, the reads. */
+export interface Asking<Q, P> {
+  query: Q;
+  params: P;
+  tenant: Tenant;
+  reads: Reader;
+}
+
+/** A body made by the database (JSON text or bytes), an object for the 200 schema, or null: not found. */
+export type Made = ListBody | object | null;
+
+export interface Endpoint<Q = unknown, P = unknown> {
+  url: string;
+  operationId: string;
+  summary: string;
+  description: string;
+  tags: readonly string[];
+  querystring: TSchema;
+  params?: TSchema;
+  /** The 200 body's schema: it serializes objects and documents the answer. */
+  response: TSchema;
+  answer(asking: Asking<Q, P>): Made | Promise<Made>;
+  /** The 404's detail when `answer` gives null. */
+  missing?: string;
+}
+
+/** Declares an endpoint (typed by its query and path parameters). */
+export function endpoint<Q, P = Record<string, never>>(spec: Endpoint<Q, P>): Endpoint {
+  return spec;
+}
+
+/**
+ * The onRequest hook of the API's routes, after access: sends the stored answer to this
+ * request when there is one; otherwise the answers held to the turn's end leave before
+ * the query starts (src/edge/turn-end.ts).
+ */
+export function storedAnswers({ cache, send }: ResourceOptions) {
+  return function sendStored(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+    const stored = request.tenant === null ? undefined : cache.get(request.tenant, request.url);
+    if (stored !== undefined) {
+      send(reply, dataAnswer(stored, stored.contentType));
+      return;
+    }
+    flushHeldAnswers();
+    done();
+  };
+}
+
+/** The route options and handler Fastify takes for an endpoint. */
+export function routeOf(spec: Endpoint, { reads, cache, send }: ResourceOptions) {
+  const schema = {
+    operationId: spec.operationId,
+    summary: spec.summary,
+    description: spec.description,
+    tags: spec.tags,
+    querystring: spec.querystring,
+    ...(spec.params === undefined ? {} : { params: spec.params }),
+    response: responses(spec.response),
+  };
+  const missing = new Problem('not_found', spec.missing ?? 'No such object.');
+  const handler: RouteHandlerMethod = async function answerRequest(request, reply) {
+    const tenant = request.tenant!;
+    const made = await spec.answer({ query: request.query, params: request.params, tenant, reads });
+    if (made === null) throw missing;
+    const bytes = typeof made === 'string' ? Buffer.from(made) : Buffer.isBuffer(made) ? made : Buffer.from(reply.serializeInput(made as Record<string, unknown>, '200', 'application/json') as string);
+    cache.set(tenant, request.url, bytes, JSON_CONTENT_TYPE);
+    send(reply, dataAnswer(plain(bytes), JSON_CONTENT_TYPE));
+  };
+  return { schema, handler };
+}

@@ -1,0 +1,104 @@
+/**
+ * `school-data demo`, run as a real process against the real store: the demo schools
+ * with their keys and, beside the keys, a director for each school whose printed
+ * sign-in works in the real cabinet; a second run gives new ones; a skipped demo says
+ * how to get a key and a sign-in with commands that run as printed.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { startTestCabinet, type TestCabinet } from '../helpers/cabinet.js';
+import { runCli } from '../helpers/processes.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+
+interface DemoSchool {
+  id: string;
+  plan: string;
+  key: string | null;
+  director: { email: string; password: string };
+}
+
+describe('school-data demo', () => {
+  let store: TestStore;
+  let env: NodeJS.ProcessEnv;
+  let cabinet: TestCabinet;
+  let api: TestApp;
+  let first: DemoSchool[];
+
+  const demo = async (...args: string[]) => {
+    const r = await runCli(['demo', ...args], env);
+    assert.equal(r.code, 0, r.stderr);
+    return r;
+  };
+  const signsIn = async (email: string, password: string) => (await cabinet.browser().login(email, password)).status === 303;
+
+  before(async () => {
+    store = await createTestStore();
+    env = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, DATABASE_URL: store.url ?? '', SCHOOL_DATA_LOG_LEVEL: 'warn' };
+    cabinet = await startTestCabinet({ store });
+    api = await startTestApp({ store });
+    const out = JSON.parse((await demo('--json')).stdout) as { cabinet_url: string; schools: DemoSchool[] };
+    first = out.schools;
+    assert.match(out.cabinet_url, /^https:\/\/127\.0\.0\.1:\d+\/$/);
+  });
+  after(async () => {
+    await cabinet.close();
+    await api.close();
+    await store.close();
+  });
+
+  it('makes a director for every demo school, whose printed sign-in opens its cabinet', async () => {
+    assert.deepEqual(
+      first.map((s) => [s.id, s.plan, s.director.email]),
+      [
+        ['demo-vip', 'VIP', 'director@demo-vip.example'],
+        ['demo-profi', 'Profi', 'director@demo-profi.example'],
+        ['demo-standart', 'Standart', 'director@demo-standart.example'],
+      ],
+    );
+    for (const school of first) {
+      assert.match(school.director.password, /^[A-Za-z0-9_-]{24}$/);
+      const b = cabinet.browser();
+      assert.equal((await b.login(school.director.email, school.director.password)).status, 303, school.id);
+      const page = await b.get('/settings/api');
+      assert.equal(page.status, 200);
+      assert.match(page.text, new RegExp(`<dd id="plan">${school.plan}</dd>`));
+    }
+    // The keys printed beside them work too.
+    const key = first[0]!.key!;
+    assert.equal((await api.request('/api/public/v1/students?limit=1', { key })).status, 200);
+  });
+
+  it('run again, prints new sign-ins beside the new keys; the old passwords stop working', async () => {
+    const r = await demo();
+    assert.match(r.stdout, /Director's cabinet: https:\/\/127\.0\.0\.1:\d+\//);
+    const rows = [...r.stdout.matchAll(/^(demo-\w+)\s+(director@\S+)\s+([A-Za-z0-9_-]{24})$/gm)].map((m) => ({ id: m[1]!, email: m[2]!, password: m[3]! }));
+    assert.deepEqual(
+      rows.map((row) => row.id),
+      ['demo-vip', 'demo-profi', 'demo-standart'],
+    );
+    assert.match(r.stdout, /PASSWORD \(shown once\)/);
+    assert.match(r.stdout, /Once the server is up \(npx school-data serve; npm start starts it for you\), try:/);
+    for (const row of rows) {
+      const before = first.find((s) => s.id === row.id)!;
+      assert.equal(row.email, before.director.email);
+      assert.notEqual(row.password, before.director.password);
+      assert.ok(await signsIn(row.email, row.password), `${row.id}: the new password`);
+      assert.ok(!(await signsIn(before.director.email, before.director.password)), `${row.id}: the old password still works`);
+    }
+    assert.equal((await store.db.selectFrom('directors').select('id').execute()).length, 3, 'one director per school, not one per run');
+  });
+
+  it('skipped on a database with schools, says how to get a key and a sign-in with commands that run as printed', async () => {
+    const r = await demo('--if-empty');
+    assert.match(r.stdout, /^Demo skipped: the database already has schools\.$/m);
+    assert.match(r.stdout, /Create a key with: npx school-data key create --school demo-vip --name try$/m);
+    assert.match(r.stdout, /Sign in to the cabinet with a new password: npx school-data director set-password --email director@demo-vip\.example$/m);
+    const key = await runCli(['key', 'create', '--school', 'demo-vip', '--name', 'try'], env);
+    assert.equal(key.code, 0, key.stderr);
+    const password = await runCli(['director', 'set-password', '--email', 'director@demo-vip.example', '--json'], env);
+    assert.equal(password.code, 0, password.stderr);
+    const { email, password: generated } = JSON.parse(password.stdout) as { email: string; password: string };
+    assert.ok(await signsIn(email, generated));
+  });
+});
