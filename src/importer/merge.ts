@@ -225,9 +225,10 @@ export class Merge {
     let moved = 0;
     for (;;) {
       const { rows } = await this.q.run(
-        sql`select c.*, b.paid from contracts c join balances b on b.id = c.id
-             where c.school_id = ${this.schoolId} and c.id > ${after} and (c.paid_minor <> b.paid or c.change_seq = ${this.seq})
-             order by c.id limit ${BALANCE_BATCH}`.compile(this.q.db),
+        // Walked in the order of the touched contracts, each looked up by its key.
+        sql`select c.*, b.paid from balances b join contracts c on c.school_id = ${this.schoolId} and c.id = b.id
+             where b.id > ${after} and (c.paid_minor <> b.paid or c.change_seq = ${this.seq})
+             order by b.id limit ${BALANCE_BATCH}`.compile(this.q.db),
       );
       if (rows.length === 0) return moved;
       const values = rows.map((row) => {

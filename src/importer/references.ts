@@ -8,7 +8,6 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { ErrorList, ImportError } from './errors.js';
-import type { FileIntake } from './intake.js';
 import type { Sql } from './run.js';
 import { ARRAY_NAMES, type ArrayName, type RecordOf } from './schema.js';
 import { goneTable, stageTable } from './stage.js';
@@ -81,7 +80,13 @@ const byPlace = (a: ImportError, b: ImportError) => {
  * References the file left open (intake.pending): each must be stored for the school.
  * Those that are not are reported at every record of the file that holds them.
  */
-export async function checkOpenReferences(q: Sql, schoolId: string, intake: FileIntake, errors: ErrorList): Promise<void> {
+/** What the intake (intake.ts) leaves open after reading the file. */
+export interface OpenReferences {
+  pending: Record<ArrayName, Set<string>>;
+  unreadableArrays: Set<ArrayName>;
+}
+
+export async function checkOpenReferences(q: Sql, schoolId: string, intake: OpenReferences, errors: ErrorList): Promise<void> {
   const db = q.db as unknown as Untyped;
   const found: ImportError[] = [];
   for (const target of ARRAY_NAMES) {
