@@ -25,7 +25,7 @@ const MAY_IMPORT = {
   management: ['config', 'db', 'domain', 'access'],
   demo: ['config', 'db', 'domain', 'importer', 'management'],
   cabinet: ['config', 'db', 'domain', 'problems', 'ops', 'edge', 'access', 'management', 'tls', 'logger'],
-  server: ['config', 'db', 'domain', 'ops', 'edge', 'access', 'app', 'cabinet', 'management', 'importer', 'logger', 'tls'],
+  server: ['config', 'db', 'domain', 'ops', 'edge', 'access', 'app', 'cabinet', 'management', 'logger', 'tls'],
   cli: ['config', 'db', 'domain', 'ops', 'importer', 'management', 'demo', 'openapi', 'server', 'logger', 'tls', 'version'],
 };
 

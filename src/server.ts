@@ -13,8 +13,7 @@ import { buildApp, type App } from './app.js';
 import { apiServerFactory } from './edge/listener.js';
 import { buildCabinetApp, type CabinetApp } from './cabinet/app.js';
 import type { Config } from './config/index.js';
-import { openStore } from './db/index.js';
-import { rebuildStale } from './importer/rebuild.js';
+import { openStore, type Store } from './db/index.js';
 import { hasSchools } from './management/schools.js';
 import { createLogger } from './logger.js';
 import { loadTls } from './tls.js';
@@ -40,12 +39,15 @@ export function createLimiter(config: Pick<Config, 'redisUrl' | 'redisTimeoutMs'
   return config.redisUrl ? new RedisRateLimiter(config.redisUrl, config.redisTimeoutMs) : new MemoryRateLimiter();
 }
 
-export async function startServer(config: Config, logger: Logger = createLogger(config)): Promise<RunningServer> {
+/**
+ * `upgrade` brings the store up to date before anything is served; by default the
+ * schema's migrations (the CLI's serve adds the read-model rebuild).
+ */
+export async function startServer(config: Config, logger: Logger = createLogger(config), upgrade: (store: Store) => Promise<unknown> = (store) => store.migrate()): Promise<RunningServer> {
   const tls = await loadTls(config);
   const store = openStore(config);
   try {
-    await store.migrate();
-    await rebuildStale(store.db);
+    await upgrade(store);
   } catch (err) {
     await store.close();
     throw err;

@@ -91,17 +91,47 @@ function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
-/** Rows per write to the COPY stream: large enough that a write is not per row. */
-const COPY_CHUNK_BYTES = 256 * 1024;
+/** Bytes per write to the COPY stream: many rows a write, yet small enough to stay in V8's young generation. */
+const COPY_CHUNK_BYTES = 32 * 1024;
 
-/** A COPY load; `ended` settles (never rejects) once its COPY is over, successful or not. */
+/** COPY writes not yet taken by the connection, at most, before a writer is asked to wait. */
+const MAX_WRITES_IN_FLIGHT = 8;
+
+/**
+ * A COPY load; `ended` settles (never rejects) once its COPY is over, successful or not.
+ * Rows are joined into chunks; back-pressure counts the chunks the connection has not yet
+ * taken (their write callbacks), which holds before the COPY has even started.
+ */
 function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<void> } {
   let stream: Writable | null = null;
   let failure: Error | null = null;
   let buffer = '';
+  let inFlight = 0;
+  let waiters: (() => void)[] = [];
+  const waiting: string[] = [];
+  const taken = (err?: Error | null) => {
+    inFlight -= 1;
+    if (err) failure = err;
+    if (inFlight <= MAX_WRITES_IN_FLIGHT / 2 || failure) {
+      const wake = waiters;
+      waiters = [];
+      for (const w of wake) w();
+    }
+  };
+  const send = (chunk: string) => {
+    inFlight += 1;
+    if (stream) stream.write(chunk, taken);
+    else waiting.push(chunk);
+  };
   const opened = starting.then((s) => {
     stream = s;
-    s.on('error', (err: Error) => (failure = err));
+    s.on('error', (err: Error) => {
+      failure = err;
+      const wake = waiters;
+      waiters = [];
+      for (const w of wake) w();
+    });
+    for (const chunk of waiting.splice(0)) s.write(chunk, taken);
     return s;
   });
   const finished = opened.then(
@@ -113,19 +143,16 @@ function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<v
   );
   // Reported by the next write or by end(), never as unhandled.
   finished.catch(() => undefined);
-  /** Writes what is buffered; resolves when the stream can take more (at once unless it is full). */
+  opened.catch(() => undefined);
+  /** Sends what is buffered; resolves when the connection has taken enough (at once unless it lags). */
   const flush = (): Promise<void> | undefined => {
     if (failure) return Promise.reject(failure);
-    if (buffer === '') return undefined;
-    if (!stream) return opened.then(() => flush());
-    const chunk = buffer;
-    buffer = '';
-    if (stream.write(chunk)) return undefined;
-    const s = stream;
-    return new Promise<void>((resolve, reject) => {
-      s.once('drain', resolve);
-      s.once('error', reject);
-    });
+    if (buffer !== '') {
+      send(buffer);
+      buffer = '';
+    }
+    if (inFlight <= MAX_WRITES_IN_FLIGHT) return undefined;
+    return new Promise<void>((resolve, reject) => waiters.push(() => (failure ? reject(failure) : resolve())));
   };
   const end = async (): Promise<void> => {
     const s = await opened;

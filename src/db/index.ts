@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteDialect, type Compilable, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteDialect, type Compilable, type CompiledQuery, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
 import type { Config } from '../config/index.js';
@@ -267,16 +267,17 @@ async function runMigrations(db: Kysely<Database>, to: string | undefined): Prom
 
 /**
  * Refreshes the planner's statistics after a bulk write, so that each filter picks
- * the index made for it rather than the one that only matches the order.
+ * the index made for it rather than the one that only matches the order. `run` runs
+ * the statements (default: on `db` itself; an import runs them on its own connection).
  */
-export async function refreshStatistics(db: Kysely<Database>): Promise<void> {
+export async function refreshStatistics(db: Kysely<Database>, run: (query: CompiledQuery) => Promise<{ rows: unknown[] }> = (q) => db.executeQuery(q)): Promise<void> {
   if (onPostgres(db)) {
     // Only this service's tables: a bare ANALYZE reads every table of every schema in the
     // database, which can outlast statement_timeout and fail an import already committed.
-    const tables = await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(db);
-    if (tables.rows.length > 0) await sql`analyze ${sql.join(tables.rows.map((t) => sql.id(t.name)))}`.execute(db);
+    const tables = (await run(sql`select tablename as name from pg_tables where schemaname = current_schema()`.compile(db))).rows as { name: string }[];
+    if (tables.length > 0) await run(sql`analyze ${sql.join(tables.map((t) => sql.id(t.name)))}`.compile(db));
   } else {
-    await sql`pragma optimize`.execute(db);
+    await run(sql`pragma optimize`.compile(db));
   }
 }
 

@@ -141,7 +141,8 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
     committed = true;
     summary.seq = seq;
     summary.deleted = perArray((a) => work.deletedCounts[a]);
-    if (changes >= STATISTICS_AFTER) await refreshStatistics(conn.db);
+    // On the import's connection: the pool's statement timeout would cut a long ANALYZE short.
+    if (changes >= STATISTICS_AFTER) await refreshStatistics(conn.db, (q) => conn.run(q));
     return summary;
   } finally {
     if (!committed) await conn.run(CompiledQuery.raw('rollback')).catch(() => undefined);

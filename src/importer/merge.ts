@@ -212,19 +212,23 @@ export class Merge {
    * Returns how many balances moved.
    */
   async recomputeBalances(): Promise<number> {
+    await this.q.run(sql`create temp table balances (id text primary key, paid bigint not null)`.compile(this.q.db));
     await this.q.run(
-      sql`create temp table balances as
-          select c.id, coalesce(sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end), 0) as paid
+      sql`insert into balances (id, paid)
+          select c.id, coalesce(sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end), 0)
             from touched_contracts c left join payments p on p.school_id = ${this.schoolId} and p.contract_id = c.id
            group by c.id`.compile(this.q.db),
     );
+    // PostgreSQL never analyzes temporary tables by itself.
+    if (onPostgres(this.q.db)) await this.q.run(sql`analyze balances`.compile(this.q.db));
     let after = '';
     let moved = 0;
     for (;;) {
       const { rows } = await this.q.run(
-        sql`select c.*, b.paid from contracts c join balances b on b.id = c.id
-             where c.school_id = ${this.schoolId} and c.id > ${after} and (c.paid_minor <> b.paid or c.change_seq = ${this.seq})
-             order by c.id limit ${BALANCE_BATCH}`.compile(this.q.db),
+        // Walked in the order of the touched contracts, each looked up by its key.
+        sql`select c.*, b.paid from balances b join contracts c on c.school_id = ${this.schoolId} and c.id = b.id
+             where b.id > ${after} and (c.paid_minor <> b.paid or c.change_seq = ${this.seq})
+             order by b.id limit ${BALANCE_BATCH}`.compile(this.q.db),
       );
       if (rows.length === 0) return moved;
       const values = rows.map((row) => {

@@ -31,7 +31,7 @@ export interface ListKey {
 
 /** Rows read and positions written per statement. */
 const BATCH = 500;
-const READ_BATCH = 5000;
+const READ_BATCH = 50_000;
 
 /**
  * Numbers the rows of one school's list in its order (`order`, then id) from `from` on

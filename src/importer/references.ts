@@ -76,16 +76,16 @@ const byPlace = (a: ImportError, b: ImportError) => {
   return x[0] - y[0] || x[1] - y[1];
 };
 
-/** What the reading of a file left open: the ids each array's records referred to but the file did not hold. */
-export interface OpenReferences {
-  readonly unreadableArrays: ReadonlySet<ArrayName>;
-  readonly pending: Readonly<Record<ArrayName, ReadonlySet<string>>>;
-}
-
 /**
  * References the file left open (intake.pending): each must be stored for the school.
  * Those that are not are reported at every record of the file that holds them.
  */
+/** What the intake (intake.ts) leaves open after reading the file. */
+export interface OpenReferences {
+  pending: Record<ArrayName, Set<string>>;
+  unreadableArrays: Set<ArrayName>;
+}
+
 export async function checkOpenReferences(q: Sql, schoolId: string, intake: OpenReferences, errors: ErrorList): Promise<void> {
   const db = q.db as unknown as Untyped;
   const found: ImportError[] = [];

@@ -165,23 +165,17 @@ class Lines {
   }
 }
 
+const PUNCTUATION: Partial<Record<TokenType, string>> = {
+  [TokenType.LEFT_BRACE]: '"{"',
+  [TokenType.RIGHT_BRACE]: '"}"',
+  [TokenType.LEFT_BRACKET]: '"["',
+  [TokenType.RIGHT_BRACKET]: '"]"',
+  [TokenType.COLON]: '":"',
+  [TokenType.COMMA]: '","',
+};
+
 function describeToken(info: ParsedTokenInfo): string {
-  switch (info.token) {
-    case TokenType.LEFT_BRACE:
-      return '"{"';
-    case TokenType.RIGHT_BRACE:
-      return '"}"';
-    case TokenType.LEFT_BRACKET:
-      return '"["';
-    case TokenType.RIGHT_BRACKET:
-      return '"]"';
-    case TokenType.COLON:
-      return '":"';
-    case TokenType.COMMA:
-      return '","';
-    default:
-      return JSON.stringify(info.value);
-  }
+  return PUNCTUATION[info.token] ?? JSON.stringify(info.value);
 }
 
 /** The character the tokenizer stopped at, from its message (`Unexpected "x" at ...`). */

@@ -83,8 +83,9 @@ export class Stage {
              where s.idx > f.first order by s.idx limit ${errors.room}`.compile(this.conn.db),
       );
       for (const row of rows) errors.add({ array, index: Number(row.idx), field: 'id', reason: `repeats the id "${row.id as string}" of ${array}[${Number(row.first)}]` });
-      // PostgreSQL never analyzes temporary tables by itself: without statistics, it would plan the merge's joins blind.
-      if (this.conn.dialect === 'postgres') await this.conn.run(sql`analyze ${sql.table(stageTable(array))}`.compile(this.conn.db));
+      // Neither store analyzes temporary tables by itself: without statistics, the merge's
+      // joins would be planned blind (SQLite walked a whole list to meet a few staged rows).
+      await this.conn.run(sql`analyze ${sql.table(stageTable(array))}`.compile(this.conn.db));
     }
   }
 

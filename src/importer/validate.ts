@@ -19,7 +19,7 @@ function matchesSchema<K extends ArrayName>(array: K, value: unknown): value is 
 
 /**
  * Checks one record of `array` on its own: its schema, then the rules that relate its
- * fields. `valid` is true when it may be written (no problem found).
+ * fields. `record` is the record, typed, when it may be written (no problem found).
  */
 export function checkRecord<K extends ArrayName>(array: K, value: unknown, currency: string): { record: RecordOf<K> | null; problems: Problem[] } {
   if (!matchesSchema(array, value)) return { record: null, problems: schemaProblems(array, value) };

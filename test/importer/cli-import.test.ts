@@ -6,7 +6,7 @@
  * exactly as before.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -89,10 +89,10 @@ describe('school-data import (the CLI)', () => {
   });
 
   /**
-   * Starts an import of the large file and kills it with SIGKILL once `when` has been seen
-   * on its progress line (and `delayMs` more); resolves once it is gone.
+   * Starts an import of the large file and, once `when` has been seen on its output (and
+   * `delayMs` more), does `act` to it (kill it, cut its connection); resolves when it exits.
    */
-  function killImport(school: string, when: RegExp, delayMs: number, extraEnv: NodeJS.ProcessEnv = {}): Promise<{ killed: boolean; output: string }> {
+  function importUntil(school: string, when: RegExp, delayMs: number, act: (child: ChildProcess) => void, extraEnv: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; signal: string | null; output: string }> {
     return new Promise((resolve, reject) => {
       const child = spawn(process.execPath, [BIN, 'import', '--school', school, '--progress', big], { env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
       let output = '';
@@ -101,13 +101,13 @@ describe('school-data import (the CLI)', () => {
         output += c.toString();
         if (!armed && when.test(output)) {
           armed = true;
-          setTimeout(() => child.kill('SIGKILL'), delayMs);
+          setTimeout(() => act(child), delayMs);
         }
       };
       child.stdout.on('data', onData);
       child.stderr.on('data', onData);
       child.on('error', reject);
-      child.on('exit', (code, signal) => resolve({ killed: signal === 'SIGKILL', output: `${output} (exit ${String(code ?? signal)})` }));
+      child.on('exit', (code, signal) => resolve({ code, signal, output }));
     });
   }
 
@@ -124,8 +124,8 @@ describe('school-data import (the CLI)', () => {
     ];
     let killed = 0;
     for (const [moment, when, delay] of moments) {
-      const run = await killImport(school, when, delay);
-      if (run.killed) killed += 1;
+      const run = await importUntil(school, when, delay, (child) => child.kill('SIGKILL'));
+      if (run.signal === 'SIGKILL') killed += 1;
       assert.deepEqual(await state(school), before, `killed ${moment}: ${run.output.slice(-300)}`);
     }
     assert.ok(killed >= 4, `the import was killed ${killed} times of ${moments.length}`);
@@ -152,21 +152,7 @@ describe('school-data import (the CLI)', () => {
       const schema = new URL(store.url).searchParams.get('options')!.replace('-c search_path=', '');
       const url = urlWithSchema(through.toString(), schema);
       for (const when of [/\b[2-6]\d % of the file/, /writing them/]) {
-        const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
-          const child = spawn(process.execPath, [BIN, 'import', '--school', school, '--progress', big], { env: { ...env, DATABASE_URL: url }, stdio: ['ignore', 'pipe', 'pipe'] });
-          let output = '';
-          let cut = false;
-          const onData = (c: Buffer) => {
-            output += c.toString();
-            if (!cut && when.test(output)) {
-              cut = true;
-              setTimeout(() => proxy.cut(), 100);
-            }
-          };
-          child.stdout.on('data', onData);
-          child.stderr.on('data', onData);
-          child.on('exit', (code) => resolve({ code, output }));
-        });
+        const result = await importUntil(school, when, 100, () => proxy.cut(), { DATABASE_URL: url });
         assert.notEqual(result.code, 0, result.output.slice(-300));
         assert.match(result.output, /school-data: the data store is unavailable|school-data: unexpected error|Connection terminated/);
         assert.ok(!result.output.includes('    at '), 'no stack trace');

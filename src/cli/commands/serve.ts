@@ -38,7 +38,7 @@ async function runServer({ config, out }: CommandContext, isWorker: boolean): Pr
   if (isWorker) ApiMetrics.forProcess().shareWithCluster();
   let server;
   try {
-    server = await startServer(config, logger);
+    server = await startServer(config, logger, upgradeStore);
   } catch (err) {
     throw portInUse(err) ?? err;
   }

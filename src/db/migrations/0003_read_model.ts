@@ -1,10 +1,11 @@
 /**
- * The lists' read model (src/resources/items.ts): every list's table gets `item` (the row's
- * list item as JSON text) and `pos` (its place in the list's order within its school), and
- * an index on (school_id, pos) that serves every page and every list length; on SQLite the
- * index also holds the item, so a page is read from the index alone (docs/data-model.md).
- * Schema only: rows already stored get their items and positions from the read-model
- * rebuild that runs after every migration (src/importer/rebuild.ts), never from here.
+ * The lists' read model (src/resources/items.ts): every list's table gets `item` (its list
+ * item as JSON text) and `pos` (its place in the list's order within its school), and an
+ * index on (school_id, pos) for every page and list length. On SQLite the index also holds
+ * the item, so a page is read from the index alone; PostgreSQL reads a school's rows from
+ * the heap and caps an index entry at about 2.7 kB (docs/performance.md).
+ * Schema only: the stored rows get their items and positions from the read-model rebuild
+ * after every migration (src/importer/rebuild.ts).
  */
 import { PostgresAdapter, type Kysely } from 'kysely';
 
