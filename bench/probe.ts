@@ -1,7 +1,8 @@
 /**
  * A few requests of a scenario sent one by one before it is measured: they check that
  * the answers have the expected status and give the size of a typical answer, which
- * the bare baseline then sends.
+ * the bare baseline then sends. fetchOnce also serves scenarios that are made from the
+ * server's own answers (entity tags, cursors).
  */
 import https from 'node:https';
 import { gcFromMetrics, metricValue, type GcSummary } from './gc.js';
@@ -12,12 +13,27 @@ export interface ProbeResult {
   medianBytes: number;
 }
 
-function get(origin: string, ca: string, agent: https.Agent, r: BenchRequest): Promise<{ status: number; bytes: number }> {
+export interface Fetched {
+  status: number;
+  bytes: number;
+  etag: string | undefined;
+  body: Buffer;
+}
+
+/** One request of a scenario, as wrk sends it (no Accept-Encoding: the identity body). */
+export function fetchOnce(origin: string, ca: string, agent: https.Agent, r: BenchRequest): Promise<Fetched> {
+  const headers: Record<string, string> = {};
+  if (r.key) headers.Authorization = `Bearer ${r.key}`;
+  if (r.ifNoneMatch) headers['If-None-Match'] = r.ifNoneMatch;
   return new Promise((resolve, reject) => {
-    const request = https.get(new URL(r.path, origin), { ca, agent, headers: r.key ? { Authorization: `Bearer ${r.key}` } : {} }, (response) => {
-      let bytes = 0;
-      response.on('data', (chunk: Buffer) => (bytes += chunk.length));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, bytes }));
+    const request = https.get(new URL(r.path, origin), { ca, agent, headers }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const etag = response.headers.etag;
+        resolve({ status: response.statusCode ?? 0, bytes: body.length, etag, body });
+      });
       response.on('error', reject);
     });
     request.on('error', reject);
@@ -32,7 +48,7 @@ export async function probe(origin: string, ca: string, requests: BenchRequest[]
     const statuses: Record<string, number> = {};
     const sizes: number[] = [];
     for (let i = 0; i < requests.length && sizes.length < count; i += step) {
-      const { status, bytes } = await get(origin, ca, agent, requests[i]!);
+      const { status, bytes } = await fetchOnce(origin, ca, agent, requests[i]!);
       statuses[status] = (statuses[status] ?? 0) + 1;
       sizes.push(bytes);
     }

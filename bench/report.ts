@@ -105,7 +105,7 @@ const delta = (xs: number[]) => (xs.length < 2 ? 0 : (xs[xs.length - 1]! - xs[0]
 /** Responses whose status was not the one the scenario expects (wrk counts statuses of 400 and up). */
 export function unexpectedResponses(s: Scenario, r: Measurement, limitPerMinute: number): number {
   const transport = r.errors.connect + r.errors.read + r.errors.write + r.errors.timeout;
-  if (s.expect === 200) return r.errors.status + transport;
+  if (s.expect === 200 || s.expect === 304) return r.errors.status + transport;
   // A rate-limit window lets its first requests pass: at most the limit per started minute.
   const allowedOk = s.expect === 429 ? limitPerMinute * Math.ceil(r.seconds / 60 + 1) : 0;
   return Math.max(0, r.requests - r.errors.status - allowedOk) + transport;

@@ -4,6 +4,7 @@
  * a bare node:https baseline measured in the same run. See docs/performance.md.
  */
 import fs from 'node:fs';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -12,10 +13,10 @@ import { selfSignedPaths, loadTls } from '../src/tls.js';
 import { ensureDataset, dropDataset, locateDataset, scaleTag, type DatasetLocation } from './dataset/load.js';
 import { datasetShape, type DatasetShape } from './dataset/shape.js';
 import { addGcDelta, emptyGc, formatGc } from './gc.js';
-import { probe, serverCounts } from './probe.js';
+import { fetchOnce, probe, serverCounts } from './probe.js';
 import { formatProfile, summariseProfile } from './profile.js';
 import { machine, markdownReport, summarise, writeReport, type Report, type ScenarioRun, type Settings } from './report.js';
-import { deepOffset, MIXED_SCENARIO, SCENARIOS, type Scenario } from './scenarios.js';
+import { deepOffset, MIXED_SCENARIO, SCENARIOS, type BenchRequest, type Scenario } from './scenarios.js';
 import { cpuSeconds, freePort, PeakRss, ROOT, SERVER_NODE_OPTIONS, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
 import { Accumulator, checkWrk, runWrk } from './wrk.js';
 
@@ -147,13 +148,16 @@ function serverEnv(loc: DatasetLocation, port: number, cabinetPort: number, opti
 
 const say = (text: string) => process.stderr.write(`${text}\n`);
 
+/** The request list as wrk's script reads it: key, path and an optional entity tag per line. */
+const requestLines = (requests: BenchRequest[]) => requests.map((r) => `${r.key}\t${r.path}${r.ifNoneMatch ? `\t${r.ifNoneMatch}` : ''}\n`).join('');
+
 interface Context {
   options: Options;
   shape: DatasetShape;
   loc: DatasetLocation;
   ca: string;
   bare: BareServer;
-  requestFiles: Map<string, { file: string; requests: ReturnType<Scenario['requests']> }>;
+  requestFiles: Map<string, { file: string; requests: BenchRequest[]; prepared: boolean }>;
   logFile: string;
 }
 
@@ -169,7 +173,18 @@ async function startServer(ctx: Context, cpuProfileDir?: string): Promise<ApiSer
  */
 async function runScenario(ctx: Context, server: ApiServer, scenario: Scenario, run: number): Promise<ScenarioRun> {
   const { options: o } = ctx;
-  const { file, requests } = ctx.requestFiles.get(scenario.name)!;
+  const entry = ctx.requestFiles.get(scenario.name)!;
+  if (scenario.prepare && !entry.prepared) {
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      entry.requests = await scenario.prepare(entry.requests, (r) => fetchOnce(server.origin, ctx.ca, agent, r));
+    } finally {
+      agent.destroy();
+    }
+    fs.writeFileSync(entry.file, requestLines(entry.requests));
+    entry.prepared = true;
+  }
+  const { file, requests } = entry;
   const connections = scenario.connections ?? o.connections;
   const load = { requestsFile: file, connections, threads: Math.min(o.threads, connections) };
   const rss = new PeakRss(() => server.servingPids());
@@ -243,15 +258,15 @@ async function main(): Promise<number> {
   const tls = await loadTls({ tlsCert: null, tlsKey: null, dataDir: loc.dataDir });
   const paths = selfSignedPaths(loc.dataDir);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-bench-'));
-  const requestFiles = new Map<string, { file: string; requests: ReturnType<Scenario['requests']> }>();
+  const requestFiles: Context['requestFiles'] = new Map();
   for (const s of options.scenarios) {
     const requests = s.requests(shape);
     const file = path.join(work, `${s.name}.txt`);
-    fs.writeFileSync(file, requests.map((r) => `${r.key}\t${r.path}\n`).join(''));
-    requestFiles.set(s.name, { file, requests });
+    fs.writeFileSync(file, requestLines(requests));
+    requestFiles.set(s.name, { file, requests, prepared: false });
   }
   const warmupFile = path.join(work, 'server-warmup.txt');
-  fs.writeFileSync(warmupFile, MIXED_SCENARIO.requests(shape).map((r) => `${r.key}\t${r.path}\n`).join(''));
+  fs.writeFileSync(warmupFile, requestLines(MIXED_SCENARIO.requests(shape)));
 
   const store = loc.dialect;
   const settings: Settings = {

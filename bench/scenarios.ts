@@ -15,7 +15,12 @@ import type { BenchKey, DatasetShape, SchoolShape } from './dataset/shape.js';
 export interface BenchRequest {
   key: string;
   path: string;
+  /** Sent as If-None-Match. */
+  ifNoneMatch?: string;
 }
+
+/** Sends one request to the server under test and gives what it answered. */
+export type Fetch = (r: BenchRequest) => Promise<{ status: number; etag: string | undefined; body: Buffer }>;
 
 export interface Targets {
   /** Minimum req/s as a fraction of the bare baseline, per store; null: no ratio target. */
@@ -28,11 +33,13 @@ export interface Scenario {
   name: string;
   title: string;
   /** The status every answer must have (the 429 flood lets a window's first requests pass). */
-  expect: 200 | 401 | 429;
+  expect: 200 | 304 | 401 | 429;
   targets: Targets;
   /** Keep-alive connections, when not the run's (--connections). */
   connections?: number;
   requests(shape: DatasetShape): BenchRequest[];
+  /** Makes the final list from the server's own answers (entity tags, cursors), once per run. */
+  prepare?(requests: BenchRequest[], fetch: Fetch): Promise<BenchRequest[]>;
 }
 
 /** The issue's "peak RSS <= 200 MB", read as 200 MiB, the unit of ps, top and the reports. */
@@ -124,6 +131,44 @@ function deepPage(shape: DatasetShape): BenchRequest[] {
   return [{ key, path: `${API}/students?limit=50&offset=${deepOffset(shape)}` }];
 }
 
+/** Each request with the entity tag the server gives its answer now: every one is then a 304. */
+async function withCurrentTags(requests: BenchRequest[], fetch: Fetch): Promise<BenchRequest[]> {
+  const tagged: BenchRequest[] = [];
+  for (const r of requests) {
+    const answer = await fetch(r);
+    if (answer.status !== 200 || !answer.etag) throw new Error(`${r.path}: ${answer.status} without an entity tag`);
+    tagged.push({ ...r, ifNoneMatch: answer.etag });
+  }
+  return tagged;
+}
+
+const FEED_PAGE = 1000;
+const FEED_PAGES_PER_SCHOOL = 5;
+
+/** The feed's first pages of each school, followed by their cursors: a first full copy being read. */
+async function feedPages(firstPages: BenchRequest[], fetch: Fetch): Promise<BenchRequest[]> {
+  const pages: BenchRequest[] = [];
+  for (const first of firstPages) {
+    let page = first;
+    for (let n = 0; n < FEED_PAGES_PER_SCHOOL; n++) {
+      const answer = await fetch(page);
+      if (answer.status !== 200) throw new Error(`${page.path}: ${answer.status}`);
+      pages.push(page);
+      const meta = (JSON.parse(answer.body.toString('utf8')) as { meta: { next_cursor: string; has_more: boolean } }).meta;
+      if (!meta.has_more) break;
+      page = { key: first.key, path: `${API}/changes?limit=${FEED_PAGE}&after=${meta.next_cursor}` };
+    }
+  }
+  return pages;
+}
+
+/** One first feed page for each of up to `count` ordinary schools. */
+function feedStarts(shape: DatasetShape, count: number): BenchRequest[] {
+  return ordinary(shape)
+    .slice(0, count)
+    .map((k) => ({ key: k.key.key, path: `${API}/changes?limit=${FEED_PAGE}` }));
+}
+
 export const SCENARIOS: Scenario[] = [
   { name: 'students-page', title: 'students page (limit 50)', expect: 200, targets: { ratio: { sqlite: 0.3, postgres: 0.15 }, p99Ms: 25 }, requests: (s) => spread(ordinary(s), 1, studentsPage) },
   { name: 'students-filtered', title: 'students filtered (status+category, limit 200)', expect: 200, targets: READS, requests: (s) => spread(ordinary(s), 2, studentsFiltered) },
@@ -162,6 +207,24 @@ export const SCENARIOS: Scenario[] = [
     expect: 429,
     targets: FLOOD,
     requests: (s) => [{ key: s.limitedKey.key, path: `${API}/students?limit=50` }],
+  },
+  {
+    // A consumer in conditional mode asking again for pages it already holds: each answer is a
+    // 304 with no body, which should cost no more than a 401.
+    name: 'not-modified',
+    title: '304 (students pages asked again with their current ETag)',
+    expect: 304,
+    targets: FLOOD,
+    requests: (s) => spread(ordinary(s), 8, studentsPage, 400),
+    prepare: withCurrentTags,
+  },
+  {
+    name: 'changes-feed',
+    title: 'changes feed, pages of 1,000 (a first full copy)',
+    expect: 200,
+    targets: { ratio: null, p99Ms: 250 },
+    requests: (s) => feedStarts(s, 40),
+    prepare: feedPages,
   },
   MIXED_SCENARIO,
 ];

@@ -2,8 +2,8 @@
 --
 --   wrk -t2 -c50 -d10s -s bench/wrk/requests.lua https://127.0.0.1:PORT -- REQUESTS_FILE
 --
--- REQUESTS_FILE has one request per line: "<api key>\t<path>" (an empty key sends no
--- Authorization header). Every request is formatted once in init(), so the per-request
+-- REQUESTS_FILE has one request per line: "<api key>\t<path>[\t<entity tag>]" (an empty
+-- key sends no Authorization header; a tag is sent as If-None-Match). Every request is formatted once in init(), so the per-request
 -- cost in wrk is a table lookup; each thread starts at its own point of the list and
 -- walks it round-robin. done() prints one JSON line with the counts and the whole
 -- latency histogram (microseconds, as value,count pairs), so that the runner can merge
@@ -21,10 +21,11 @@ end
 function init(args)
   local file = assert(io.open(args[1], "r"), "cannot open the request list " .. tostring(args[1]))
   for line in file:lines() do
-    local key, path = line:match("^([^\t]*)\t(.+)$")
+    local key, path, tag = line:match("^([^\t]*)\t([^\t]+)\t?(.*)$")
     if path then
       local headers = {}
       if key ~= "" then headers["Authorization"] = "Bearer " .. key end
+      if tag ~= "" then headers["If-None-Match"] = tag end
       requests[#requests + 1] = wrk.format("GET", path, headers)
     end
   end
