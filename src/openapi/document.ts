@@ -40,7 +40,8 @@ remaining, seconds to reset); over the limit the answer is 429 with \`Retry-Afte
 are inclusive. **Money** is a string with two decimals plus \`currency\`. **Errors** are RFC 9457
 problem details (\`application/problem+json\`) with a \`code\` and the \`request_id\` of \`X-Request-Id\`.
 
-A guide for API users is in docs/guide.md of the service's repository.`;
+The reference (keys, requests, every resource and field, errors, limits) is in docs/api/ of the
+service's repository, and a guide for API users in docs/guide.md.`;
 
 const TAGS = [
   { name: 'students', description: 'Students and their cards (contracts, lesson counts, balance).' },
