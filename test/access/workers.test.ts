@@ -1,16 +1,18 @@
 /**
  * `serve --workers 2` on PostgreSQL and Redis: connections are spread over the workers,
  * one rate limit holds for the school whichever worker answers, and /metrics on the
- * cabinet port counts the whole service's requests whichever worker the scrape reaches.
+ * cabinet port counts the whole service's requests whichever worker the scrape reaches;
+ * workers that cannot listen stop the service instead of being started again and again.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
 import { loadTls } from '../../src/tls.js';
 import { httpsClient } from '../helpers/http.js';
-import { startServe, type ServeProcess } from '../helpers/processes.js';
+import { runCli, startServe, type ServeProcess } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
@@ -91,6 +93,20 @@ describe('serve --workers 2', { skip: external ? false : 'needs DATABASE_URL and
       assert.equal(metric.exec(res.text)?.[1], String(sent), `scrape ${i + 1}`);
       // The process gauges are summed too: two workers' memory, not one's.
       assert.match(res.text, /^process_resident_memory_bytes \d/m);
+    }
+  });
+
+  it('stops, with the reason, when its workers cannot listen (a port another program holds)', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+    try {
+      const r = await runCli(['serve', '--workers', '2'], { ...process.env, DATABASE_URL: store.url!, SCHOOL_DATA_DIR: store.dataDir, PORT: String(port), SCHOOL_DATA_CABINET_PORT: String(await freePort()), SCHOOL_DATA_LOG_LEVEL: 'warn' });
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: another program uses it`));
+      assert.ok(!r.stderr.includes('    at '), 'stack trace on stderr');
+    } finally {
+      holder.close();
     }
   });
 });

@@ -40,6 +40,8 @@ async function runServer({ config, out }: CommandContext, isWorker: boolean): Pr
   try {
     server = await startServer(config, logger, upgradeStore);
   } catch (err) {
+    // The channel to the primary would keep a worker that could not start alive.
+    if (isWorker) process.disconnect();
     throw portInUse(err) ?? err;
   }
   const base = `${server.origin}/api/public/v1/`;
@@ -71,22 +73,35 @@ async function runPrimary({ config, out }: CommandContext, workers: number): Pro
 
   let stopping = false;
   let listening = 0;
+  // Listening sockets per worker (two each: the API and the cabinet). A worker that dies after
+  // both is replaced; one that dies before (a port in use, say) would die again: all stop.
+  const listens = new Map<number, number>();
+  const stopWorkers = () => {
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+  };
   const exits = new Promise<number>((resolve) => {
     let alive = workers;
     let worst = 0;
     cluster.on('exit', (worker, code) => {
       alive -= 1;
       if (code !== 0) worst = 1;
-      if (!stopping) {
+      if (!stopping && listens.get(worker.id) === 2) {
         logger.error({ worker: worker.process.pid, code }, 'worker exited; starting another');
         alive += 1;
         cluster.fork();
-      } else if (alive === 0) {
-        resolve(worst);
+        return;
       }
+      if (!stopping) {
+        stopping = true;
+        worst = 1;
+        logger.error({ worker: worker.process.pid, code }, 'a worker could not start; stopping the others');
+        stopWorkers();
+      }
+      if (alive === 0) resolve(worst);
     });
   });
-  cluster.on('listening', () => {
+  cluster.on('listening', (worker) => {
+    listens.set(worker.id, (listens.get(worker.id) ?? 0) + 1);
     listening += 1;
     // Each worker listens twice: the API and the director's cabinet.
     if (listening === workers * 2) {
@@ -106,7 +121,7 @@ async function runPrimary({ config, out }: CommandContext, workers: number): Pro
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping workers');
-    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+    stopWorkers();
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
