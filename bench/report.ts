@@ -20,6 +20,8 @@ export interface ScenarioRun {
   bare: Measurement;
   api: Measurement;
   peakRssBytes: number | null;
+  /** The mean records an answer holds, for scenarios that count records; else null. */
+  recordsPerRequest: number | null;
   /** Bytes the server logged per request during the measured interval. */
   logBytesPerRequest: number | null;
   /**
@@ -80,6 +82,8 @@ export interface Summary {
   bodyBytes: number;
   /** Mean of the runs' storedShare. */
   storedShare: number | null;
+  /** Records a second of the service and of the baseline (same answers a second, same bytes), for scenarios that count records. */
+  records: { perSecond: number; barePerSecond: number } | null;
   unexpected: number;
   failures: string[];
 }
@@ -146,6 +150,9 @@ export function summarise(scenarios: Scenario[], runs: ScenarioRun[], settings: 
         peakRssMb: peakRss === null ? null : peakRss / 2 ** 20,
         bodyBytes: Math.round(mean(mine.map((r) => r.bodyBytes))),
         storedShare: mine.some((r) => r.storedShare === null) ? null : mean(mine.map((r) => r.storedShare!)),
+        records: mine.some((r) => r.recordsPerRequest === null)
+          ? null
+          : { perSecond: mean(mine.map((r) => r.api.rps * r.recordsPerRequest!)), barePerSecond: mean(mine.map((r) => r.bare.rps * r.recordsPerRequest!)) },
         unexpected,
         failures,
       };
@@ -193,7 +200,15 @@ export function markdownReport(report: Report, scenarios: Scenario[]): string {
 - Wall time ${(report.wallSeconds / 60).toFixed(1)} min
 
 ${markdownTable(report, scenarios)}
-${gcLines(report)}`;
+${recordLines(report)}${gcLines(report)}`;
+}
+
+/** Records a second of the scenarios that count them (the BI loader), under the table. */
+function recordLines(report: Report): string {
+  const counted = report.summary.filter((s) => s.records !== null);
+  if (counted.length === 0) return '';
+  const lines = counted.map((s) => `- ${s.title}: ${s.records!.perSecond.toFixed(0)} records/s (the baseline, sending answers of the same size: ${s.records!.barePerSecond.toFixed(0)})`);
+  return `\nRecords a second:\n\n${lines.join('\n')}\n`;
 }
 
 /** Each run's garbage collections per scenario, under the table. */

@@ -222,6 +222,7 @@ async function runScenario(ctx: Context, server: ApiServer, scenario: Scenario, 
     bare: bare.result(),
     api: api.result(),
     peakRssBytes: rss.read(),
+    recordsPerRequest: requests.every((r) => r.records !== undefined) ? requests.reduce((n, r) => n + r.records!, 0) / requests.length : null,
     logBytesPerRequest: null,
     storedShare: stored.hits + stored.misses > 0 ? stored.hits / (stored.hits + stored.misses) : null,
     gc,
@@ -233,6 +234,7 @@ async function runScenario(ctx: Context, server: ApiServer, scenario: Scenario, 
       `per CPU-s ${(a.requests / a.cpuSeconds / (b.requests / b.cpuSeconds)).toFixed(2)}  p50 ${a.latencyMs.p50.toFixed(1)} ms  p99 ${a.latencyMs.p99.toFixed(1)} ms  ` +
       `RSS ${result.peakRssBytes === null ? 'n/a' : (result.peakRssBytes / 2 ** 20).toFixed(0)} MiB  ${probed.medianBytes} B` +
       (result.storedShare === null ? '' : `  stored ${(100 * result.storedShare).toFixed(0)} %`) +
+      (result.recordsPerRequest === null ? '' : `  ${(a.rps * result.recordsPerRequest).toFixed(0)} records/s`) +
       `\n  ${' '.repeat(20)} ${formatGc(gc, a.seconds)}`,
   );
   return result;
