@@ -13,7 +13,7 @@ import type { Database } from '../db/schema.js';
  * The version of each derived part that today's code writes. Raise one when its code
  * changes what it writes (an item's shape, the order of a list, how a total is summed).
  */
-export const READ_MODEL_VERSIONS = { items: 1, positions: 1, day_totals: 1 } as const;
+export const READ_MODEL_VERSIONS = { items: 1, positions: 2, day_totals: 1 } as const;
 
 type Part = keyof typeof READ_MODEL_VERSIONS;
 
@@ -23,9 +23,9 @@ export async function rebuildStale(db: Kysely<Database>): Promise<Part[]> {
   const stale = (Object.keys(READ_MODEL_VERSIONS) as Part[]).filter((part) => (stored.get(part) ?? 0) < READ_MODEL_VERSIONS[part]);
   if (stale.length === 0) return [];
   // Loaded only when something is stale: every CLI command runs this check.
-  const { remakeAllItems, renumberAll } = await import('./read-model.js');
+  const { remakeAllItems, layOutAll } = await import('./read-model.js');
   const { rebuildDayTotals } = await import('./day-totals.js');
-  const work: Record<Part, () => Promise<void>> = { items: () => remakeAllItems(db), positions: () => renumberAll(db), day_totals: () => rebuildDayTotals(db) };
+  const work: Record<Part, () => Promise<void>> = { items: () => remakeAllItems(db), positions: () => layOutAll(db), day_totals: () => rebuildDayTotals(db) };
   for (const part of stale) {
     await work[part]();
     await db
