@@ -33,7 +33,7 @@ const READ_BATCH = 50_000;
 export const PLACE_AT_MOST = 5_000;
 
 /** The position of the row of rank `rank` in a list laid out whole. */
-const laidOut = (rank: number) => Math.floor(rank / BLOCK_ROWS) * BLOCK_SPAN + (rank % BLOCK_ROWS);
+export const laidOut = (rank: number): number => Math.floor(rank / BLOCK_ROWS) * BLOCK_SPAN + (rank % BLOCK_ROWS);
 
 interface Block {
   first_pos: number;
