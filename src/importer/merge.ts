@@ -188,6 +188,9 @@ export class Merge {
                and not exists (select 1 from ${gone} g where g.id = r.id)`.compile(this.q.db),
       );
     }
+    // Neither store analyzes temporary tables by itself: without statistics, a join of the
+    // school's rows with these few ids was planned as a scan of the school's rows.
+    await this.q.run(sql`analyze ${gone}`.compile(this.q.db));
   }
 
   /** Deletes the rows in `gone_<array>`; a list's deleted records leave a tombstone. */
