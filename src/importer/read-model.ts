@@ -128,8 +128,9 @@ export async function appendPositions(q: Sql, table: ListTable, schoolId: string
  * Puts right the positions of one school's list after an import changed it: `vacated` are
  * the positions its deleted and moved rows held, and the rows at position -1 (new, or
  * moved) are placed after the row before them in the list's order. Only the blocks that
- * lost or gained a row are rewritten (a block that grows past twice BLOCK_ROWS is split in
- * the room before the next block), then the ranks of the blocks. When there is too much to
+ * lost or gained a row are rewritten, each keeping the place of its first row or of its
+ * last, whichever moves fewer (a block that grows past twice BLOCK_ROWS is split in the
+ * room between its neighbours), then the ranks of the blocks. When there is too much to
  * place, or no room, the list is laid out whole. `vacated` null: too many to list.
  */
 export async function placeChanges(q: Sql, table: ListTable, schoolId: string, vacated: number[] | null): Promise<void> {
@@ -173,22 +174,32 @@ export async function placeChanges(q: Sql, table: ListTable, schoolId: string, v
 
   const layouts: { from: number; to: Block[] }[] = [];
   const moved: [string, number][] = [];
+  // Where each rewritten block now ends: the block after it may start there.
+  const ends = new Map<number, number>();
   for (const index of [...dirty].sort((a, b) => a - b)) {
     const block = blocks[index]!;
     const gained = gains.get(index) ?? [];
     const kept = sql`select id, pos, ${sql.ref(order)} as at from ${sql.table(table)} where school_id = ${schoolId} and pos >= ${int(block.first_pos)} and pos < ${int(block.first_pos + block.n)}`;
     const added = sql`select id, pos, ${sql.ref(order)} as at from ${sql.table(table)} where school_id = ${schoolId} and pos = -1 and id in (${sql.join(gained)})`;
     const members = (await q.run(sql`select id, pos from (${gained.length > 0 ? sql`${kept} union all ${added}` : kept}) m order by at, id`.compile(q.db))).rows as { id: string; pos: number }[];
-    const next = blocks[index + 1];
-    const room = next ? next.first_pos - block.first_pos : Number.POSITIVE_INFINITY;
+    // The block may take the positions between the block before it and the one after it.
+    const before = blocks[index - 1];
+    const low = before ? (ends.get(index - 1) ?? before.first_pos + before.n) : 0;
+    const high = blocks[index + 1]?.first_pos ?? Number.POSITIVE_INFINITY;
+    const count = members.length;
+    const movedFrom = (first: number) => members.reduce((n, row, i) => (Number(row.pos) === first + i ? n : n + 1), 0);
     let to: Block[];
-    if (members.length === 0) to = [];
-    else if (members.length <= Math.min(2 * BLOCK_ROWS, room)) to = [{ first_pos: block.first_pos, n: members.length }];
-    else {
-      const parts = Math.ceil(members.length / BLOCK_ROWS);
-      const span = next ? Math.floor(room / parts) : BLOCK_SPAN;
+    if (count === 0) to = [];
+    else if (count <= 2 * BLOCK_ROWS && count <= high - low) {
+      // Keeping the first row's position, or the last row's: whichever moves fewer rows.
+      const places = [block.first_pos, block.first_pos + block.n - count].filter((first) => first >= low && first + count <= high);
+      const first = places.length === 0 ? Math.max(low, Math.min(block.first_pos, high - count)) : places.reduce((a, b) => (movedFrom(b) < movedFrom(a) ? b : a));
+      to = [{ first_pos: first, n: count }];
+    } else {
+      const parts = Math.ceil(count / BLOCK_ROWS);
+      const span = Number.isFinite(high) ? Math.floor((high - low) / parts) : BLOCK_SPAN;
       if (span < BLOCK_ROWS) return layOut(q, table, schoolId);
-      to = Array.from({ length: parts }, (_, i) => ({ first_pos: block.first_pos + i * span, n: Math.min(BLOCK_ROWS, members.length - i * BLOCK_ROWS) }));
+      to = Array.from({ length: parts }, (_, i) => ({ first_pos: low + i * span, n: Math.min(BLOCK_ROWS, count - i * BLOCK_ROWS) }));
     }
     let slot = 0;
     for (const part of to) {
@@ -197,6 +208,8 @@ export async function placeChanges(q: Sql, table: ListTable, schoolId: string, v
         if (Number(row.pos) !== part.first_pos + i) moved.push([row.id, part.first_pos + i]);
       }
     }
+    const last = to.at(-1);
+    ends.set(index, last ? last.first_pos + last.n : low);
     layouts.push({ from: block.first_pos, to });
   }
   await writePositions(q, table, schoolId, moved);
