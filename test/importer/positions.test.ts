@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { importData, type ImportResult } from '../../src/importer/index.js';
+import { READ_MODEL_VERSIONS, rebuildStale } from '../../src/importer/rebuild.js';
 import { pagedList } from '../../src/resources/common/list.js';
 import { BLOCK_ROWS, BLOCK_SPAN } from '../../src/resources/items.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -140,6 +141,26 @@ describe('importer: blocks of positions against ORDER BY/OFFSET', () => {
     ok(await importData(store.db, school, { payments: [] }, { replace: true }));
     await check(school);
     ok(await importData(store.db, school, { payments: first.slice(0, 100) }));
+    await check(school);
+  });
+
+  it('describes the positions of an older store (0, 1, 2 ...) by blocks without rewriting a row, and lays a list out when an import needs room', async () => {
+    const school = await addSchool(store.db);
+    const first = Array.from({ length: 300 }, (_, i) => pay(`p-${String(i).padStart(4, '0')}`, 10 + i));
+    ok(await importData(store.db, school, { ...sampleFile(), payments: first }));
+    // The store as positions of version 1 left it: every list numbered from 0, no blocks.
+    for (const table of ['students', 'contracts', 'payments', 'lessons', 'leads', 'instructors', 'vehicles'] as const) {
+      const ids = (await store.db.selectFrom(table).select('id').where('school_id', '=', school).orderBy('pos').execute()).map((r) => r.id);
+      for (const [n, id] of ids.entries()) await store.db.updateTable(table).set({ pos: n }).where('school_id', '=', school).where('id', '=', id).execute();
+    }
+    await store.db.deleteFrom('list_blocks').execute();
+    for (const [part, version] of Object.entries({ ...READ_MODEL_VERSIONS, positions: 1 })) await store.db.updateTable('read_model_versions').set({ version }).where('part', '=', part).execute();
+    const numbered = await ordered(school);
+    assert.deepEqual(await rebuildStale(store.db), ['positions']);
+    const after = await store.db.selectFrom('payments').select(['id', 'pos']).where('school_id', '=', school).orderBy('pos').execute();
+    assert.deepEqual(after.map((r) => [r.id, Number(r.pos)]), numbered.map((id, n) => [id, n]), 'no row moved');
+    await check(school);
+    ok(await importData(store.db, school, { payments: [pay('a-mid', 100), pay('a-end', 5000)], deleted: { payments: ['p-0000', 'p-0150'] } }));
     await check(school);
   });
 });
