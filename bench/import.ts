@@ -19,6 +19,7 @@ import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { pipeline } from 'node:stream/promises';
 import { openStore } from '../src/db/index.js';
 import { importFile } from '../src/importer/index.js';
+import { rebuildStale } from '../src/importer/rebuild.js';
 import { ARRAY_NAMES } from '../src/importer/schema.js';
 import { ensureDataset, locateDataset } from './dataset/load.js';
 import { importShape, writeImportFile } from './dataset/import-file.js';
@@ -154,14 +155,22 @@ async function delta(scale: number): Promise<void> {
   say(`data set: ${loc.describe}`);
   const built = await ensureDataset(loc, shape, false);
   if (built.built) say(`built in ${built.seconds.toFixed(0)} s`);
-  const store = openStore({ databaseUrl: loc.databaseUrl, dataDir: loc.dataDir, dbTimeoutMs: 60_000, dbPoolSize: 2 });
+  const store = openStore({ databaseUrl: loc.databaseUrl, dataDir: loc.dataDir, dbTimeoutMs: 600_000, dbPoolSize: 2 });
   const school = shape.large.id;
   try {
-    // Spread over the lists' order: every n-th student and payment by position.
+    // A data set built by older code is brought up to date as the server's start would.
+    const upgraded = Date.now();
+    const migrated = await store.migrate();
+    const rebuilt = await rebuildStale(store.db);
+    if (migrated.length + rebuilt.length > 0) say(`upgraded: migrations ${migrated.join(', ') || 'none'}, read model ${rebuilt.join(', ') || 'none'} (${((Date.now() - upgraded) / 1000).toFixed(0)} s)`);
+    // Spread over the lists' order: every n-th student and payment by rank.
     const spread = async <T>(table: 'students' | 'payments', count: number, pick: (rows: Record<string, unknown>[]) => T[]) => {
       const total = Number((await store.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('school_id', '=', school).executeTakeFirstOrThrow()).n);
-      const at = Array.from({ length: count }, (_, i) => Math.floor(((i + 0.5) * total) / count));
-      const rows = await store.db.selectFrom(table).selectAll().where('school_id', '=', school).where('pos', 'in', at).orderBy('pos').execute();
+      const rows: Record<string, unknown>[] = [];
+      for (let i = 0; i < count; i++) {
+        const rank = Math.floor(((i + 0.5) * total) / count);
+        rows.push(await store.db.selectFrom(table).selectAll().where('school_id', '=', school).orderBy('pos').limit(1).offset(rank).executeTakeFirstOrThrow());
+      }
       return pick(rows);
     };
     const students = await spread('students', 40, (rows) => rows);

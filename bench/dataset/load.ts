@@ -15,9 +15,9 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { openStore, refreshStatistics, sqlitePath } from '../../src/db/index.js';
 import { rebuildDayTotals } from '../../src/importer/day-totals.js';
-import { isListTable } from '../../src/importer/read-model.js';
+import { isListTable, laidOut } from '../../src/importer/read-model.js';
 import { READ_MODEL_VERSIONS } from '../../src/importer/rebuild.js';
-import { itemJson, LIST_MODELS, type ListRow, type ListTable } from '../../src/resources/items.js';
+import { BLOCK_ROWS, BLOCK_SPAN, itemJson, LIST_MODELS, LIST_TABLES, type ListRow, type ListTable } from '../../src/resources/items.js';
 import { Progress } from '../progress.js';
 import { COLUMNS, headRows, schoolRows, type Row, type Table } from './generate.js';
 import { DATASET_VERSION, totalRows, type DatasetShape, type SchoolShape } from './shape.js';
@@ -136,6 +136,12 @@ export async function ensureDataset(loc: DatasetLocation, shape: DatasetShape, r
     // day totals are made here, and the read model is recorded as today's (items and
     // positions were written with the rows), so the server's start rebuilds nothing.
     await rebuildDayTotals(stats.db);
+    // Every list was laid out whole: its blocks start at each BLOCK_SPAN-th position.
+    for (const table of LIST_TABLES) {
+      const block = sql`(pos / ${sql.lit(BLOCK_SPAN)})`;
+      await sql`insert into list_blocks (school_id, list, first_pos, first_rank, n)
+                select school_id, ${table}, ${block} * ${sql.lit(BLOCK_SPAN)}, ${block} * ${sql.lit(BLOCK_ROWS)}, count(*) from ${sql.table(table)} group by school_id, ${block}`.execute(stats.db);
+    }
     await sql`insert into change_batches (school_id, seq, committed_at) select id, 1, ${`${new Date().toISOString().slice(0, 19)}Z`} from schools`.execute(stats.db);
     for (const [part, version] of Object.entries(READ_MODEL_VERSIONS)) {
       await stats.db.updateTable('read_model_versions').set({ version }).where('part', '=', part).execute();
@@ -162,7 +168,7 @@ const WRITTEN: Record<Table, readonly string[]> = Object.fromEntries(
 ) as unknown as Record<Table, readonly string[]>;
 
 /**
- * Each list row's position in its list (src/resources/items.ts), by table and id: a first
+ * Each list row's rank in its list (src/resources/items.ts), by table and id: a first
  * pass over the school's generator, which is deterministic, so the second pass that writes
  * the rows gives each its place without an UPDATE of millions of rows afterwards.
  */
@@ -184,12 +190,12 @@ function positions(shape: DatasetShape, school: SchoolShape): Map<Table, Map<unk
   return out;
 }
 
-/** A generated row with its item and position, when its table is a list's. */
+/** A generated row with its item and position (its rank laid out in blocks), when its table is a list's. */
 function withReadModel(table: Table, row: unknown[], at: Map<Table, Map<unknown, number>>): unknown[] {
   if (!isListTable(table)) return row;
   const columns = COLUMNS[table] as readonly string[];
   const record = Object.fromEntries(columns.map((c, i) => [c, row[i]])) as unknown as ListRow<ListTable>;
-  return [...row, itemJson(table, record), at.get(table)!.get(row[columns.indexOf('id')])!, 1];
+  return [...row, itemJson(table, record), laidOut(at.get(table)!.get(row[columns.indexOf('id')])!), 1];
 }
 
 /** Streams every generated row into the sink, table by table in batches, committing every so often. */

@@ -11,7 +11,8 @@ import type { Generated, ColumnType, Insertable, Selectable } from 'kysely';
 
 /**
  * The read model every list's table carries (migration 0003, src/resources/items.ts): the
- * row's list item as JSON text, and its position in its list's order within its school;
+ * row's list item as JSON text, and its position in its list's order within its school
+ * (a block's first position plus the row's slot in it: migration 0009);
  * and the change log's mark (migration 0006): the school's change seq of the import that
  * last changed the row's data or item. The importer writes all three with the row.
  */
@@ -211,6 +212,19 @@ export interface ChangeBatchesTable {
   committed_at: string;
 }
 
+/**
+ * A block of positions of one school's list (migration 0009, src/resources/items.ts): its
+ * rows hold the positions first_pos .. first_pos + n - 1 in the list's order, and the
+ * first of them is the list's row number first_rank (from 0). Blocks are never empty.
+ */
+export interface ListBlocksTable {
+  school_id: string;
+  list: string;
+  first_pos: number;
+  first_rank: number;
+  n: number;
+}
+
 /** Which version of a derived part (items, positions, day totals) the stored rows hold. */
 export interface ReadModelVersionsTable {
   part: string;
@@ -259,6 +273,7 @@ export interface Database {
   tombstones: TombstonesTable;
   change_batches: ChangeBatchesTable;
   read_model_versions: ReadModelVersionsTable;
+  list_blocks: ListBlocksTable;
 }
 
 /** A school as the CLI and the cabinet show it (the data version is the API's own bookkeeping). */

@@ -23,6 +23,8 @@ export interface TouchedDays {
 }
 
 const BATCH = 500;
+/** Up to this many touched days, each day's totals are made by a statement of its own. */
+const DAY_BY_DAY = 100;
 
 /**
  * Writes one side's totals of the rows `narrow` selects (all of them by default), grouped by
@@ -45,8 +47,10 @@ export async function refreshDayTotals(q: Sql, schoolId: string, touched: Touche
   const db = q.db as unknown as Untyped;
   for (const side of FINANCE_SIDES) {
     const days = [...touched[side.rows]].sort();
-    for (let i = 0; i < days.length; i += BATCH) {
-      const batch = days.slice(i, i + BATCH);
+    // A few days spread over years are a seek each; one range over them all would read every row between.
+    const size = days.length <= DAY_BY_DAY ? 1 : BATCH;
+    for (let i = 0; i < days.length; i += size) {
+      const batch = days.slice(i, i + size);
       await q.run(db.deleteFrom(side.totals).where('school_id', '=', schoolId).where('day', 'in', batch));
       await insertTotals(q, side, (rows) =>
         rows

@@ -134,7 +134,7 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
     if (changes === 0) return summary;
 
     await work.refreshTotals();
-    await work.renumber();
+    await work.placeChanges();
     await pruneTombstones(conn, schoolId, options.tombstoneDays ?? DEFAULT_TOMBSTONE_DAYS);
     await recordBatch(conn, schoolId, seq);
     await conn.run(CompiledQuery.raw('commit'));

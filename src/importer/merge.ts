@@ -3,7 +3,8 @@
  * school's rows. Only real changes are written: a staged row identical to the stored one
  * is left alone, and each row that does change (or is new) gets the import's change seq.
  * Then the deletions (with their tombstones), the day totals and contract balances of
- * what changed, the items of contracts whose balance moved, and the lists' positions.
+ * what changed, the items of contracts whose balance moved, and the lists' positions
+ * (src/importer/read-model.ts).
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { onPostgres } from '../db/index.js';
@@ -12,7 +13,7 @@ import { FINANCE_SIDES } from '../resources/finance/sides.js';
 import type { TouchedDays } from './day-totals.js';
 import type { ErrorList } from './errors.js';
 import { refreshDayTotals } from './day-totals.js';
-import { isListTable, itemOf, renumber, type ListKey } from './read-model.js';
+import { appendPositions, isListTable, itemOf, placeChanges, PLACE_AT_MOST } from './read-model.js';
 import { ROW_COLUMNS } from './rows.js';
 import type { Sql } from './run.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
@@ -27,14 +28,11 @@ export interface MergeCounts {
   deleted: number;
 }
 
-/** Where each list must be renumbered from (the first place an import changed), or null. */
-type RenumberFrom = Map<ListTable, ListKey | null>;
-
-const earlier = (a: ListKey | null | undefined, b: ListKey | null): ListKey | null => {
-  if (!a) return b;
-  if (!b) return a;
-  return a.at < b.at || (a.at === b.at && a.id < b.id) ? a : b;
-};
+/**
+ * The lists an import changed the order of, each with the positions its deleted and moved
+ * rows held (null: more than placeChanges places one by one).
+ */
+type Vacated = Map<ListTable, number[] | null>;
 
 /** The columns compared to tell a real change: every stored one but the key and the derived. */
 function dataColumns(array: ArrayName): string[] {
@@ -52,10 +50,9 @@ function differs(db: Kysely<unknown>, array: ArrayName, stored: string, staged: 
 /** Contracts read and written per statement when their balances are made. */
 const BALANCE_BATCH = 500;
 
-const firstKey = (rows: Record<string, unknown>[]): ListKey | null => (rows[0] ? { at: rows[0].at as string, id: rows[0].id as string } : null);
 
 export class Merge {
-  private readonly renumberFrom: RenumberFrom = new Map();
+  private readonly vacated: Vacated = new Map();
   readonly touchedDays: TouchedDays = { payments: new Set(), expenses: new Set() };
   readonly counts: MergeCounts = { inserted: 0, updated: 0, deleted: 0 };
   /** Arrays with rows deleted by this import. */
@@ -105,8 +102,11 @@ export class Merge {
     if (list) await this.noteMoves(list);
 
     const set = sql.join([...columns, ...(list ? ['item'] : [])].map((c) => sql`${sql.ref(c)} = s.${sql.ref(c)}`));
+    // A row whose order column changes leaves its place: -1 until placeChanges gives it one.
+    const order = list ? sql.ref(LIST_MODELS[list].order) : null;
+    const leaves = list ? sql`, pos = case when ${table}.${order} <> s.${order} then -1 else ${table}.pos end` : sql``;
     const updated = await this.q.run(
-      sql`update ${table} set ${set}${list ? sql`, change_seq = ${this.seq}` : sql``}
+      sql`update ${table} set ${set}${list ? sql`, change_seq = ${this.seq}` : sql``}${leaves}
             from ${stage} s
            where ${table}.school_id = ${this.schoolId} and ${table}.id = s.id and ${differs(this.q.db as never, array, array, 's')}`.compile(this.q.db),
     );
@@ -122,34 +122,45 @@ export class Merge {
       return;
     }
     // New rows that all come after the list's last row get their positions here (an import
-    // that adds at the end, or the first import); otherwise the list is renumbered from the first.
-    const order = LIST_MODELS[list].order;
-    const orderRef = sql.ref(order);
-    const firstNew = firstKey((await this.q.run(sql`select s.${orderRef} as at, s.id from ${stage} s where ${absent} order by s.${orderRef}, s.id limit 1`.compile(this.q.db))).rows);
-    if (!firstNew) return;
-    const last = (await this.q.run(sql`select ${orderRef} as at, id, pos from ${table} where school_id = ${this.schoolId} order by ${orderRef} desc, id desc limit 1`.compile(this.q.db))).rows[0];
-    const appends = !last || firstNew.at > (last.at as string) || (firstNew.at === last.at && firstNew.id > (last.id as string));
-    const base = last ? Number(last.pos) + 1 : 0;
-    const pos = appends ? sql`${base} + row_number() over (order by s.${orderRef}, s.id) - 1` : sql`-1`;
+    // that adds at the end, or the first import); otherwise placeChanges places them.
+    const first = (
+      await this.q.run(
+        sql`select (select count(*) from ${stage} s where ${absent}) as n,
+                   case when exists (select 1 from ${table} r where r.school_id = ${this.schoolId}
+                                        and (r.${order}, r.id) > (select s.${order}, s.id from ${stage} s where ${absent} order by s.${order}, s.id limit 1))
+                        then 1 else 0 end as before`.compile(this.q.db),
+      )
+    ).rows[0]!;
+    const count = Number(first.n);
+    if (count === 0) return;
+    const appends = Number(first.before) === 0;
+    const pos = appends ? (await appendPositions(this.q, list, this.schoolId, count))(sql<number>`(row_number() over (order by s.${order}, s.id) - 1)`) : sql`-1`;
     const inserted = await this.q.run(
       sql`insert into ${table} (${sql.join([...all, 'item', 'change_seq', 'pos'].map((c) => sql.ref(c)))})
           select ${sql.join([...all, 'item'].map((c) => sql.ref(`s.${c}`)))}, ${this.seq}, ${pos} from ${stage} s where ${absent}`.compile(this.q.db),
     );
     this.counts.inserted += inserted.changed;
-    if (!appends) this.renumberFrom.set(list, earlier(this.renumberFrom.get(list), firstNew));
+    if (!appends) this.vacate(list, []);
   }
 
-  /** Rows whose place in the list changes (their order column): the list is renumbered from the first, before or after. */
+  /** Notes that `list` needs placeChanges, with more positions its rows left (null: too many to list). */
+  private vacate(list: ListTable, positions: number[] | null): void {
+    const known = this.vacated.has(list) ? this.vacated.get(list)! : [];
+    const all = known === null || positions === null ? null : [...known, ...positions];
+    this.vacated.set(list, all !== null && all.length > PLACE_AT_MOST ? null : all);
+  }
+
+  /** The positions of up to PLACE_AT_MOST rows of `list` that `rows` (a join of the list as r) selects; null when there are more. */
+  private async positionsOf(rows: RawBuilder<unknown>): Promise<number[] | null> {
+    const found = (await this.q.run(sql`select r.pos ${rows} limit ${PLACE_AT_MOST + 1}`.compile(this.q.db))).rows.map((r) => Number(r.pos));
+    return found.length > PLACE_AT_MOST ? null : found;
+  }
+
+  /** Rows whose place in the list changes (their order column): the positions they leave. */
   private async noteMoves(list: ListTable): Promise<void> {
-    const stage = sql.table(stageTable(list));
     const order = sql.ref(LIST_MODELS[list].order);
-    const moved = (side: 'r' | 's') =>
-      sql`select ${sql.ref(side)}.${order} as at, r.id from ${sql.table(list)} r join ${stage} s on s.id = r.id
-           where r.school_id = ${this.schoolId} and r.${order} <> s.${order} order by ${sql.ref(side)}.${order}, r.id limit 1`;
-    for (const side of ['r', 's'] as const) {
-      const key = firstKey((await this.q.run(moved(side).compile(this.q.db))).rows);
-      if (key) this.renumberFrom.set(list, earlier(this.renumberFrom.get(list), key));
-    }
+    const moved = await this.positionsOf(sql`from ${sql.table(list)} r join ${sql.table(stageTable(list))} s on s.id = r.id where r.school_id = ${this.schoolId} and r.${order} <> s.${order}`);
+    if (moved === null || moved.length > 0) this.vacate(list, moved);
   }
 
   /** An id of `deleted.<array>` that the file also imports is an error: a record is either imported or deleted. */
@@ -177,6 +188,9 @@ export class Merge {
                and not exists (select 1 from ${gone} g where g.id = r.id)`.compile(this.q.db),
       );
     }
+    // Neither store analyzes temporary tables by itself: without statistics, a join of the
+    // school's rows with these few ids was planned as a scan of the school's rows.
+    await this.q.run(sql`analyze ${gone}`.compile(this.q.db));
   }
 
   /** Deletes the rows in `gone_<array>`; a list's deleted records leave a tombstone. */
@@ -184,10 +198,9 @@ export class Merge {
     const gone = sql.table(goneTable(array));
     const table = sql.table(array);
     if (isListTable(array)) {
-      const order = sql.ref(LIST_MODELS[array].order);
-      const first = firstKey((await this.q.run(sql`select r.${order} as at, r.id from ${table} r join ${gone} g on g.id = r.id where r.school_id = ${this.schoolId} order by r.${order}, r.id limit 1`.compile(this.q.db))).rows);
-      if (!first) return;
-      this.renumberFrom.set(array, earlier(this.renumberFrom.get(array), first));
+      const vacated = await this.positionsOf(sql`from ${table} r join ${gone} g on g.id = r.id where r.school_id = ${this.schoolId}`);
+      if (vacated !== null && vacated.length === 0) return;
+      this.vacate(array, vacated);
       await this.q.run(
         sql`insert into tombstones (school_id, resource, id, change_seq) select ${this.schoolId}, ${array}, id, ${this.seq} from ${gone}`.compile(this.q.db),
       );
@@ -251,7 +264,8 @@ export class Merge {
     await refreshDayTotals(this.q, this.schoolId, this.touchedDays);
   }
 
-  async renumber(): Promise<void> {
-    for (const [list, from] of this.renumberFrom) await renumber(this.q, list, this.schoolId, from);
+  /** Puts right the positions of the lists whose order the import changed. */
+  async placeChanges(): Promise<void> {
+    for (const [list, vacated] of this.vacated) await placeChanges(this.q, list, this.schoolId, vacated);
   }
 }

@@ -1,13 +1,13 @@
 /**
  * Keeps the lists' read model (src/resources/items.ts) true to the rows: each row's `item`
- * is made from the row when it is staged, and `pos` is renumbered from the first place in
- * a list that an import changed. The importer runs all of it inside its transaction, so a
+ * is made from the row when it is staged, and `pos` is put right in the blocks of
+ * positions that an import changed (`placeChanges`), or laid out whole (`layOut`). The importer runs all of it inside its transaction, so a
  * reader sees a school's rows, items and positions change together, or not at all. Also
  * the rebuild of items and positions after an upgrade (rebuild.ts).
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { itemJson, LIST_MODELS, LIST_TABLES, type ListRow, type ListTable } from '../resources/items.js';
+import { BLOCK_ROWS, BLOCK_SPAN, itemJson, LIST_MODELS, LIST_TABLES, type ListRow, type ListTable } from '../resources/items.js';
 import { viaKysely, type Sql } from './run.js';
 import { lockSchool, recordBatch } from './write.js';
 
@@ -23,62 +23,198 @@ export function itemOf(table: ListTable, row: Record<string, unknown>): string {
   return itemJson(table, row as unknown as ListRow<typeof table>);
 }
 
-/** A place in a list's order: the order column's value, then the id. */
-export interface ListKey {
-  at: string;
-  id: string;
-}
-
 /** Rows read and positions written per statement. */
 const BATCH = 500;
 const READ_BATCH = 50_000;
+/**
+ * Past this many rows to place (new, moved or deleted) a list is laid out whole: block by
+ * block, each row would cost a seek; a whole layout costs a read of the list.
+ */
+export const PLACE_AT_MOST = 5_000;
+
+/** The position of the row of rank `rank` in a list laid out whole. */
+export const laidOut = (rank: number): number => Math.floor(rank / BLOCK_ROWS) * BLOCK_SPAN + (rank % BLOCK_ROWS);
+
+interface Block {
+  first_pos: number;
+  n: number;
+}
+
+/** Integers written into the SQL text: better-sqlite3 would bind a number as a REAL, whose division is not an integer's. */
+function int(n: number) {
+  if (!Number.isSafeInteger(n)) throw new Error(`not an integer: ${n}`);
+  return sql.lit(n);
+}
 
 /**
- * Numbers the rows of one school's list in its order (`order`, then id) from `from` on
- * (from the start when null): the rows before `from` keep their places, which are right.
- * Only the rows whose position changes are written, so an import that adds at the end of
- * a list rewrites nothing else. Rows are read in batches, so memory does not grow with the
- * list. (One UPDATE joined to a numbering subquery would do it in the database, but its
- * speed would rest on the planner's estimates: with none yet, PostgreSQL chose a nested
- * loop over both sides, quadratic.)
+ * Lays out one school's list whole (src/resources/items.ts): the rows in the list's order
+ * (`order`, then id) fill blocks of BLOCK_ROWS, BLOCK_SPAN positions apart, and the list's
+ * blocks are written anew. Only the rows whose position changes are written. Rows are
+ * read in batches, so memory does not grow with the list. (One UPDATE joined to a
+ * numbering subquery would do it in the database, but its speed would rest on the
+ * planner's estimates: with none yet, PostgreSQL chose a nested loop over both sides.)
  */
-export async function renumber(q: Sql, table: ListTable, schoolId: string, from: ListKey | null = null): Promise<void> {
+export async function layOut(q: Sql, table: ListTable, schoolId: string): Promise<void> {
   const db = q.db as unknown as Untyped;
   const order = LIST_MODELS[table].order;
-  let next = 0;
-  if (from) {
+  let rank = 0;
+  let after: { at: string; id: string } | null = null;
+  for (;;) {
+    let query = db.selectFrom(table).select(['id', 'pos', `${order} as at`]).where('school_id', '=', schoolId);
+    if (after) {
+      const { at, id } = after;
+      query = query.where((eb) => eb(eb.refTuple(order, 'id'), '>', eb.tuple(at, id)));
+    }
+    const rows = (await q.run(query.orderBy(order).orderBy('id').limit(READ_BATCH))).rows as { id: string; pos: number; at: string }[];
+    const moved: [string, number][] = [];
+    for (const row of rows) {
+      const pos = laidOut(rank);
+      if (Number(row.pos) !== pos) moved.push([row.id, pos]);
+      rank += 1;
+    }
+    await writePositions(q, table, schoolId, moved);
+    if (rows.length < READ_BATCH) break;
+    const last = rows[rows.length - 1]!;
+    after = { at: last.at, id: last.id };
+  }
+  await q.run(db.deleteFrom('list_blocks').where('school_id', '=', schoolId).where('list', '=', table));
+  const blocks: Block[] = [];
+  for (let first = 0; first < rank; first += BLOCK_ROWS) blocks.push({ first_pos: laidOut(first), n: Math.min(BLOCK_ROWS, rank - first) });
+  await insertBlocks(q, table, schoolId, blocks);
+}
+
+async function insertBlocks(q: Sql, table: ListTable, schoolId: string, blocks: Block[]): Promise<void> {
+  // first_rank is made right by rankBlocks; 0 stands in until then.
+  for (let i = 0; i < blocks.length; i += BATCH) {
+    const values = blocks.slice(i, i + BATCH).map((b) => ({ school_id: schoolId, list: table, first_pos: b.first_pos, first_rank: 0, n: b.n }));
+    await q.run(q.db.insertInto('list_blocks').values(values));
+  }
+  await rankBlocks(q, table, schoolId);
+}
+
+/** Sets each block's first rank: the sizes of the blocks before it. */
+async function rankBlocks(q: Sql, table: ListTable, schoolId: string): Promise<void> {
+  await q.run(
+    sql`update list_blocks set first_rank = r.rank
+          from (select first_pos, sum(n) over (order by first_pos) - n as rank
+                  from list_blocks where school_id = ${schoolId} and list = ${table}) r
+         where list_blocks.school_id = ${schoolId} and list_blocks.list = ${table}
+           and list_blocks.first_pos = r.first_pos and list_blocks.first_rank <> r.rank`.compile(q.db),
+  );
+}
+
+/**
+ * The positions of rows appended after a list's last row, in the list's order, given as
+ * `n` from 0 (an SQL expression): the last block is filled to BLOCK_ROWS, then new blocks
+ * follow BLOCK_SPAN apart. `count` rows are appended; their blocks are recorded.
+ */
+export async function appendPositions(q: Sql, table: ListTable, schoolId: string, count: number): Promise<(n: RawBuilder<number>) => RawBuilder<number>> {
+  const db = q.db as unknown as Untyped;
+  const last = (await q.run(db.selectFrom('list_blocks').select(['first_pos', 'n']).where('school_id', '=', schoolId).where('list', '=', table).orderBy('first_pos', 'desc').limit(1))).rows[0] as
+    | Block
+    | undefined;
+  const lastPos = last ? Number(last.first_pos) : 0;
+  const lastN = last ? Number(last.n) : 0;
+  const fill = last ? Math.min(count, Math.max(0, BLOCK_ROWS - lastN)) : 0;
+  const base = last ? lastPos + BLOCK_SPAN : 0;
+  if (last && fill > 0) await q.run(db.updateTable('list_blocks').set({ n: lastN + fill }).where('school_id', '=', schoolId).where('list', '=', table).where('first_pos', '=', lastPos));
+  const blocks: Block[] = [];
+  for (let first = 0; first < count - fill; first += BLOCK_ROWS) blocks.push({ first_pos: base + laidOut(first), n: Math.min(BLOCK_ROWS, count - fill - first) });
+  await insertBlocks(q, table, schoolId, blocks);
+  return (n) => sql<number>`case when ${n} < ${int(fill)} then ${int(lastPos + lastN)} + ${n} else ${int(base)} + ((${n} - ${int(fill)}) / ${int(BLOCK_ROWS)}) * ${int(BLOCK_SPAN)} + (${n} - ${int(fill)}) % ${int(BLOCK_ROWS)} end`;
+}
+
+/**
+ * Puts right the positions of one school's list after an import changed it: `vacated` are
+ * the positions its deleted and moved rows held, and the rows at position -1 (new, or
+ * moved) are placed after the row before them in the list's order. Only the blocks that
+ * lost or gained a row are rewritten, each keeping the place of its first row or of its
+ * last, whichever moves fewer (a block that grows past twice BLOCK_ROWS is split in the
+ * room between its neighbours), then the ranks of the blocks. When there is too much to
+ * place, or no room, the list is laid out whole. `vacated` null: too many to list.
+ */
+export async function placeChanges(q: Sql, table: ListTable, schoolId: string, vacated: number[] | null): Promise<void> {
+  const db = q.db as unknown as Untyped;
+  const order = LIST_MODELS[table].order;
+  const homeless = (await q.run(db.selectFrom(table).select(['id', `${order} as at`]).where('school_id', '=', schoolId).where('pos', '=', -1).limit(PLACE_AT_MOST + 1))).rows as { id: string; at: string }[];
+  const blocks = ((await q.run(db.selectFrom('list_blocks').select(['first_pos', 'n']).where('school_id', '=', schoolId).where('list', '=', table).orderBy('first_pos'))).rows as unknown as Block[]).map((b) => ({
+    first_pos: Number(b.first_pos),
+    n: Number(b.n),
+  }));
+  if (vacated === null || vacated.length + homeless.length > PLACE_AT_MOST || blocks.length === 0) return layOut(q, table, schoolId);
+
+  // The block holding `pos`: the last whose first position is not after it.
+  const blockAt = (pos: number): number => {
+    let [lo, hi] = [0, blocks.length - 1];
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (blocks[mid]!.first_pos <= pos) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  };
+  const gains = new Map<number, string[]>();
+  const dirty = new Set<number>(vacated.map(blockAt));
+  for (const row of homeless) {
     const before = await q.run(
       db
         .selectFrom(table)
         .select('pos')
         .where('school_id', '=', schoolId)
-        .where((eb) => eb(eb.refTuple(order, 'id'), '<', eb.tuple(from.at, from.id)))
+        .where('pos', '>=', 0)
+        .where((eb) => eb(eb.refTuple(order, 'id'), '<', eb.tuple(row.at, row.id)))
         .orderBy(order, 'desc')
         .orderBy('id', 'desc')
         .limit(1),
     );
-    next = before.rows.length > 0 ? Number(before.rows[0]!.pos) + 1 : 0;
+    const block = before.rows.length > 0 ? blockAt(Number(before.rows[0]!.pos)) : 0;
+    dirty.add(block);
+    gains.set(block, [...(gains.get(block) ?? []), row.id]);
   }
-  let after: ListKey | null = from;
-  let inclusive = true;
-  for (;;) {
-    let query = db.selectFrom(table).select(['id', 'pos', `${order} as at`]).where('school_id', '=', schoolId);
-    if (after) {
-      const { at, id } = after;
-      query = query.where((eb) => eb(eb.refTuple(order, 'id'), inclusive ? '>=' : '>', eb.tuple(at, id)));
+
+  const layouts: { from: number; to: Block[] }[] = [];
+  const moved: [string, number][] = [];
+  // Where each rewritten block now ends: the block after it may start there.
+  const ends = new Map<number, number>();
+  for (const index of [...dirty].sort((a, b) => a - b)) {
+    const block = blocks[index]!;
+    const gained = gains.get(index) ?? [];
+    const kept = sql`select id, pos, ${sql.ref(order)} as at from ${sql.table(table)} where school_id = ${schoolId} and pos >= ${int(block.first_pos)} and pos < ${int(block.first_pos + block.n)}`;
+    const added = sql`select id, pos, ${sql.ref(order)} as at from ${sql.table(table)} where school_id = ${schoolId} and pos = -1 and id in (${sql.join(gained)})`;
+    const members = (await q.run(sql`select id, pos from (${gained.length > 0 ? sql`${kept} union all ${added}` : kept}) m order by at, id`.compile(q.db))).rows as { id: string; pos: number }[];
+    // The block may take the positions between the block before it and the one after it.
+    const before = blocks[index - 1];
+    const low = before ? (ends.get(index - 1) ?? before.first_pos + before.n) : 0;
+    const high = blocks[index + 1]?.first_pos ?? Number.POSITIVE_INFINITY;
+    const count = members.length;
+    const movedFrom = (first: number) => members.reduce((n, row, i) => (Number(row.pos) === first + i ? n : n + 1), 0);
+    let to: Block[];
+    if (count === 0) to = [];
+    else if (count <= 2 * BLOCK_ROWS && count <= high - low) {
+      // Keeping the first row's position, or the last row's: whichever moves fewer rows.
+      const places = [block.first_pos, block.first_pos + block.n - count].filter((first) => first >= low && first + count <= high);
+      const first = places.length === 0 ? Math.max(low, Math.min(block.first_pos, high - count)) : places.reduce((a, b) => (movedFrom(b) < movedFrom(a) ? b : a));
+      to = [{ first_pos: first, n: count }];
+    } else {
+      const parts = Math.ceil(count / BLOCK_ROWS);
+      const span = Number.isFinite(high) ? Math.floor((high - low) / parts) : BLOCK_SPAN;
+      if (span < BLOCK_ROWS) return layOut(q, table, schoolId);
+      to = Array.from({ length: parts }, (_, i) => ({ first_pos: low + i * span, n: Math.min(BLOCK_ROWS, count - i * BLOCK_ROWS) }));
     }
-    const rows = (await q.run(query.orderBy(order).orderBy('id').limit(READ_BATCH))).rows as { id: string; pos: number; at: string }[];
-    const moved: [string, number][] = [];
-    for (const row of rows) {
-      if (Number(row.pos) !== next) moved.push([row.id, next]);
-      next += 1;
+    let slot = 0;
+    for (const part of to) {
+      for (let i = 0; i < part.n; i++, slot++) {
+        const row = members[slot]!;
+        if (Number(row.pos) !== part.first_pos + i) moved.push([row.id, part.first_pos + i]);
+      }
     }
-    await writePositions(q, table, schoolId, moved);
-    if (rows.length < READ_BATCH) return;
-    const last = rows[rows.length - 1]!;
-    after = { at: last.at, id: last.id };
-    inclusive = false;
+    const last = to.at(-1);
+    ends.set(index, last ? last.first_pos + last.n : low);
+    layouts.push({ from: block.first_pos, to });
   }
+  await writePositions(q, table, schoolId, moved);
+  for (const { from } of layouts) await q.run(db.deleteFrom('list_blocks').where('school_id', '=', schoolId).where('list', '=', table).where('first_pos', '=', from));
+  await insertBlocks(q, table, schoolId, layouts.flatMap((l) => l.to));
 }
 
 async function writePositions(q: Sql, table: ListTable, schoolId: string, moved: [string, number][]): Promise<void> {
@@ -151,14 +287,29 @@ export async function remakeAllItems(db: Kysely<Database>): Promise<void> {
   }
 }
 
-/** Renumbers every school's lists (the rebuild after an upgrade). */
-export async function renumberAll(db: Kysely<Database>): Promise<void> {
+/**
+ * Describes lists numbered 0, 1, 2 ... in their order (positions of version 1) by blocks of
+ * BLOCK_ROWS positions each, with no room between them, in one statement per list.
+ */
+export async function blocksOfNumbered(db: Kysely<Database>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('list_blocks').execute();
+    for (const table of LIST_TABLES) {
+      const block = sql`(pos / ${int(BLOCK_ROWS)}) * ${int(BLOCK_ROWS)}`;
+      await sql`insert into list_blocks (school_id, list, first_pos, first_rank, n)
+                select school_id, ${table}, ${block}, ${block}, count(*) from ${sql.table(table)} group by school_id, ${block}`.execute(trx);
+    }
+  });
+}
+
+/** Lays out every school's lists anew (the rebuild after an upgrade). */
+export async function layOutAll(db: Kysely<Database>): Promise<void> {
   const schools = await db.selectFrom('schools').select('id').orderBy('id').execute();
   for (const { id } of schools) {
     await db.transaction().execute(async (trx) => {
       const q = viaKysely(trx);
       await lockSchool(q, id);
-      for (const table of LIST_TABLES) await renumber(q, table, id);
+      for (const table of LIST_TABLES) await layOut(q, table, id);
     });
   }
 }

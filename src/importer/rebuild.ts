@@ -13,7 +13,7 @@ import type { Database } from '../db/schema.js';
  * The version of each derived part that today's code writes. Raise one when its code
  * changes what it writes (an item's shape, the order of a list, how a total is summed).
  */
-export const READ_MODEL_VERSIONS = { items: 1, positions: 1, day_totals: 1 } as const;
+export const READ_MODEL_VERSIONS = { items: 1, positions: 2, day_totals: 1 } as const;
 
 type Part = keyof typeof READ_MODEL_VERSIONS;
 
@@ -23,9 +23,13 @@ export async function rebuildStale(db: Kysely<Database>): Promise<Part[]> {
   const stale = (Object.keys(READ_MODEL_VERSIONS) as Part[]).filter((part) => (stored.get(part) ?? 0) < READ_MODEL_VERSIONS[part]);
   if (stale.length === 0) return [];
   // Loaded only when something is stale: every CLI command runs this check.
-  const { remakeAllItems, renumberAll } = await import('./read-model.js');
+  const { blocksOfNumbered, remakeAllItems, layOutAll } = await import('./read-model.js');
   const { rebuildDayTotals } = await import('./day-totals.js');
-  const work: Record<Part, () => Promise<void>> = { items: () => remakeAllItems(db), positions: () => renumberAll(db), day_totals: () => rebuildDayTotals(db) };
+  // Positions of version 1 number each list 0, 1, 2 ...: blocks of 64 without room between
+  // them describe them as they are, so the upgrade writes no row (a list is laid out with
+  // room the first time an import needs some). Older ones are laid out whole.
+  const positions = () => ((stored.get('positions') ?? 0) >= 1 ? blocksOfNumbered(db) : layOutAll(db));
+  const work: Record<Part, () => Promise<void>> = { items: () => remakeAllItems(db), positions, day_totals: () => rebuildDayTotals(db) };
   for (const part of stale) {
     await work[part]();
     await db

@@ -3,8 +3,11 @@
  * written by the importer in the same transaction as the row (docs/data-model.md):
  * - `item`: the row's list item as JSON text, exactly what its list serves, serialized
  *   here by the item's response schema; a page is its rows' items joined by the database;
- * - `pos`: the row's place (0, 1, 2 ...) in its list's order (`order`, then id) within its
- *   school; a page at any offset is a seek, a list's length a difference of two positions.
+ * - `pos`: the row's place in its list's order (`order`, then id) within its school, in
+ *   blocks (`list_blocks`): a block's rows hold consecutive positions from the block's
+ *   first, and the blocks' positions rise with the order, with room between them. A page
+ *   at any offset is two seeks (the offset's block, then the rows from its position); an
+ *   import rewrites only the blocks it touches (src/importer/read-model.ts).
  */
 import fastJson from 'fast-json-stringify';
 import type { TSchema } from 'typebox';
@@ -18,6 +21,11 @@ import { Lesson } from './lessons/schema.js';
 import { Payment } from './payments/schema.js';
 import { Student } from './students/schema.js';
 import { Vehicle } from './vehicles/schema.js';
+
+/** Rows a block is laid out with; a block that grows past twice this is split. */
+export const BLOCK_ROWS = 64;
+/** Positions between the first positions of two blocks laid out together: room to grow. */
+export const BLOCK_SPAN = 256;
 
 export const LIST_TABLES = ['students', 'instructors', 'vehicles', 'lessons', 'contracts', 'payments', 'leads'] as const;
 export type ListTable = (typeof LIST_TABLES)[number];

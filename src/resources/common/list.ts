@@ -2,8 +2,8 @@
  * The query behind every list: one statement answers both the page (its rows' stored
  * items, joined by the database in the list's order: src/resources/items.ts) and
  * `meta.total`. Two shapes, chosen by the filter:
- * - by the school alone, or a period: the rows are a run of consecutive positions, so the
- *   page is a seek and the total the difference of two positions (`positioned`);
+ * - by the school alone, or a period: the rows are a run of positions, so the page is a
+ *   seek and the total the difference of two ranks, read from the list's blocks (`positioned`);
  * - by other parameters: the page is read through the filter's index in the list's order
  *   and the total counts that index's entries (`filtered`, and `filteredDeep` past DEEP_OFFSET).
  */
@@ -92,37 +92,70 @@ function listBody(db: Untyped, total: unknown, items: unknown, q: Window) {
   ).as('body');
 }
 
+/** The largest position: the end of a page that no row after the period bounds. */
+const NO_STOP = sql.lit(2_147_483_647);
+
+/** The school's blocks of a list (src/resources/items.ts). */
+const blocksOf = (db: Untyped, shape: Shape, q: ListFilter) => db.selectFrom('list_blocks').where('school_id', '=', q.schoolId).where('list', '=', sql.lit(shape.name));
+
 /**
- * The page of a list narrowed by nothing but the school and a period: a run of positions
- * from the period's first row to its end, both found by a seek.
+ * The page of a list narrowed by nothing but the school and a period. Positions rise with
+ * the list's order in blocks of consecutive ones (src/resources/items.ts), so a row's rank
+ * is its block's first rank plus its slot, and a rank's position its block's first
+ * position plus the same: each a seek in `list_blocks`. The period's bounds are the
+ * positions of its first row and of the first row after it (each a seek in the order's
+ * index); the page is the `limit` rows from the position of the period's first rank plus
+ * `offset`, before the bound; the total the difference of the bounds' ranks.
  */
 function positionedQuery(shape: Shape) {
   return prepared((kdb, q: Window) => {
     const db = kdb as unknown as Untyped;
-    // The list's length: one past the last position (the min/max optimisation of both
-    // engines reads it from the end of the (school_id, pos) index).
-    const length = (eb: UntypedEb) => eb(eb.fn.coalesce(inSchool(db, shape, q).select((e: UntypedEb) => e.fn.max('pos').as('m')), sql.lit(-1)), '+', sql.lit(1));
-    // The position of the first row at or after `at` in the list's order; the length when none is.
-    const firstAt = (eb: UntypedEb, at: string) =>
-      eb.fn.coalesce(inSchool(db, shape, q).select('pos').where(shape.order, '>=', at).orderBy(shape.order).orderBy('id').limit(sql.lit(1)), length(eb));
+    const int = (value: number) => sql<number>`cast(${value} as integer)`;
+    // The list's length: the last block's first rank plus its size.
+    const length = (eb: UntypedEb) =>
+      eb.fn.coalesce(blocksOf(db, shape, q).select((e: UntypedEb) => e(e.ref('first_rank'), '+', e.ref('n')).as('n')).orderBy('first_rank', 'desc').limit(sql.lit(1)), sql.lit(0));
+    // The position of the first row at or after `at` in the list's order; null when none is.
+    const firstAt = (at: string) => inSchool(db, shape, q).select('pos').where(shape.order, '>=', at).orderBy(shape.order).orderBy('id').limit(sql.lit(1));
+    // The rank of the row at `pos` (a row's position); the list's length when `pos` is null.
+    const rankOf = (eb: UntypedEb, pos: ReturnType<typeof firstAt>) =>
+      eb.fn.coalesce(
+        blocksOf(db, shape, q)
+          .select((e: UntypedEb) => e(e.ref('first_rank'), '+', e(pos, '-', e.ref('first_pos'))).as('r'))
+          .where('first_pos', '<=', pos)
+          .orderBy('first_pos', 'desc')
+          .limit(sql.lit(1)),
+        length(eb),
+      );
+    // The position of the row of rank `rank`: past the last row when the list is shorter.
+    const positionOf = (rank: unknown) =>
+      blocksOf(db, shape, q)
+        .select((e: UntypedEb) => e(e.ref('first_pos'), '+', e(rank as never, '-', e.ref('first_rank'))).as('p'))
+        .where('first_rank', '<=', rank as never)
+        .orderBy('first_rank', 'desc')
+        .limit(sql.lit(1));
     // On PostgreSQL the bounds are materialized, so that each is computed once: inlined,
     // every reference to them is planned as a copy of its subqueries (docs/performance.md).
     const postgres = onPostgres(kdb);
     return db
       .with((cte) => (postgres ? cte('bounds').materialized() : cte('bounds')), (w) =>
-        w.selectNoFrom((eb) => [
-          sql<number>`${q.from === undefined ? sql.lit(0) : firstAt(eb, q.from)}`.as('first'),
-          sql<number>`${q.until === undefined ? length(eb) : firstAt(eb, q.until)}`.as('end'),
-        ]),
+        w.selectNoFrom((eb) => {
+          const first = q.from === undefined ? null : rankOf(eb, firstAt(q.from));
+          return [
+            sql<number>`${first ?? sql.lit(0)}`.as('first'),
+            sql<number>`${q.until === undefined ? length(eb) : rankOf(eb, firstAt(q.until))}`.as('end'),
+            sql<number>`${positionOf(first === null ? int(q.offset) : eb(first, '+', int(q.offset)))}`.as('start'),
+            sql<number>`${q.until === undefined ? NO_STOP : eb.fn.coalesce(firstAt(q.until), NO_STOP)}`.as('stop'),
+          ];
+        }),
       )
       .selectFrom('bounds')
       .select((eb) => {
         const page = inSchool(db, shape, q)
           .select(['item', 'pos'])
-          .where('pos', '>=', eb(eb.ref('bounds.first'), '+', q.offset))
-          .where('pos', '<', eb(eb(eb.ref('bounds.first'), '+', q.offset), '+', q.limit))
-          .where('pos', '<', eb.ref('bounds.end'))
-          .orderBy('pos');
+          .where('pos', '>=', eb.ref('bounds.start'))
+          .where('pos', '<', eb.ref('bounds.stop'))
+          .orderBy('pos')
+          .limit(boundLimit(q.limit));
         return [listBody(db, eb('bounds.end', '-', eb.ref('bounds.first')), joinedItems(db, page), q)];
       });
   });

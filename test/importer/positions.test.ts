@@ -1,0 +1,166 @@
+/**
+ * Blocks of positions (src/resources/items.ts): after every kind of import, each page of a
+ * list read by positions (the school alone, or a period) is exactly the page a plain
+ * ORDER BY ... LIMIT ... OFFSET gives, with the same total; and the list's blocks describe
+ * its rows (consecutive positions from each block's first, ranks that add up).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { importData, type ImportResult } from '../../src/importer/index.js';
+import { READ_MODEL_VERSIONS, rebuildStale } from '../../src/importer/rebuild.js';
+import { pagedList } from '../../src/resources/common/list.js';
+import { BLOCK_ROWS, BLOCK_SPAN } from '../../src/resources/items.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+import { addSchool, sampleFile } from './helpers.js';
+
+function ok(result: ImportResult): asserts result is Extract<ImportResult, { ok: true }> {
+  assert.ok(result.ok, JSON.stringify(result.ok ? null : result.errors));
+}
+
+const payments = pagedList({ table: 'payments' });
+
+/** A payment at minute `minute` of 2025 (two payments share each minute when `minute` repeats: the id breaks the tie). */
+const pay = (id: string, minute: number) => ({
+  id,
+  student_id: 'st-1',
+  kind: 'payment',
+  method: 'cash',
+  amount: '1.00',
+  paid_at: new Date(Date.UTC(2025, 0, 1) + minute * 60_000).toISOString().replace('.000Z', 'Z'),
+  created_at: '2025-01-01T00:00:00Z',
+});
+
+describe('importer: blocks of positions against ORDER BY/OFFSET', () => {
+  let store: TestStore;
+  before(async () => {
+    store = await createTestStore();
+  });
+  after(async () => {
+    await store.close();
+  });
+
+  /** The list's ids in its order, by a plain query. */
+  const ordered = async (school: string, from?: string, until?: string) => {
+    let query = store.db.selectFrom('payments').select(['id', 'paid_at']).where('school_id', '=', school);
+    if (from !== undefined) query = query.where('paid_at', '>=', from);
+    if (until !== undefined) query = query.where('paid_at', '<', until);
+    return (await query.orderBy('paid_at').orderBy('id').execute()).map((r) => r.id);
+  };
+
+  const page = async (school: string, limit: number, offset: number, from?: string, until?: string) => {
+    const body = await payments(store.reads, { schoolId: school, from, until }, limit, offset);
+    const parsed = JSON.parse(String(body)) as { items: { id: string }[]; meta: { total: number; limit: number; offset: number } };
+    return { ids: parsed.items.map((i) => i.id), total: parsed.meta.total };
+  };
+
+  /** Every page shape that can go wrong: block edges, the list's end and past it, with and without a period. */
+  async function check(school: string): Promise<void> {
+    // SQLite's reader keeps one snapshot per turn of the event loop: start a new turn.
+    await new Promise((resolve) => setImmediate(resolve));
+    const all = await ordered(school);
+    const rows = await store.db.selectFrom('payments').select(['id', 'pos', 'paid_at']).where('school_id', '=', school).orderBy('pos').execute();
+    assert.deepEqual(rows.map((r) => r.id), all, 'positions rise with the list order');
+    const blocks = await store.db.selectFrom('list_blocks').select(['first_pos', 'first_rank', 'n']).where('school_id', '=', school).where('list', '=', 'payments').orderBy('first_pos').execute();
+    let rank = 0;
+    for (const b of blocks) {
+      assert.ok(Number(b.n) > 0, 'no empty block');
+      assert.equal(Number(b.first_rank), rank, 'a block starts at the rank after the blocks before it');
+      const inBlock = rows.slice(rank, rank + Number(b.n)).map((r) => Number(r.pos));
+      assert.deepEqual(inBlock, Array.from({ length: Number(b.n) }, (_, i) => Number(b.first_pos) + i), `block at ${b.first_pos}: consecutive positions`);
+      rank += Number(b.n);
+    }
+    assert.equal(rank, all.length, 'the blocks hold every row');
+
+    const n = all.length;
+    const offsets = [0, 1, BLOCK_ROWS - 1, BLOCK_ROWS, BLOCK_ROWS + 1, 2 * BLOCK_ROWS + 7, Math.floor(n / 2), n - 1, n, n + 5];
+    for (const offset of offsets) {
+      for (const limit of [1, 50, 200]) {
+        const got = await page(school, limit, offset);
+        assert.deepEqual(got, { ids: all.slice(offset, offset + limit), total: n }, `limit ${limit} offset ${offset}`);
+      }
+    }
+    // Periods: bounds on a row's time, between rows, before and after the list.
+    const times = rows.map((r) => r.paid_at).sort();
+    const periods: [string | undefined, string | undefined][] = [
+      [times[Math.floor(n / 5)], times[Math.floor((4 * n) / 5)]],
+      [times[1], undefined],
+      [undefined, times[n - 2]],
+      ['2024-01-01T00:00:00Z', '2030-01-01T00:00:00Z'],
+      ['2030-01-01T00:00:00Z', undefined],
+      [undefined, '2024-01-01T00:00:00Z'],
+    ];
+    for (const [from, until] of periods) {
+      const want = await ordered(school, from, until);
+      for (const offset of [0, 3, BLOCK_ROWS, Math.floor(want.length / 2), want.length - 1, want.length].filter((o) => o >= 0)) {
+        const got = await page(school, 50, offset, from, until);
+        assert.deepEqual(got, { ids: want.slice(offset, offset + 50), total: want.length }, `period ${from}..${until} offset ${offset}`);
+      }
+    }
+  }
+
+  it('holds after a first import, deltas at the start, middle and end, a split, appends and --replace', async () => {
+    const school = await addSchool(store.db);
+    const first = Array.from({ length: 700 }, (_, i) => pay(`p-${String(i).padStart(4, '0')}`, 10 + Math.floor(i / 2)));
+    ok(await importData(store.db, school, { ...sampleFile(), payments: first }));
+    await check(school);
+
+    // Deletions at the start, in the middle and at the end; inserts at each; moves both ways.
+    ok(
+      await importData(store.db, school, {
+        payments: [pay('a-start', 0), pay('a-mid', 175), pay('a-end', 5000), { ...first[5]!, paid_at: pay('x', 300).paid_at }, { ...first[600]!, paid_at: pay('x', 1).paid_at }],
+        deleted: { payments: ['pm-1', 'p-0000', 'p-0001', 'p-0350', 'p-0351', 'p-0698', 'p-0699'] },
+      }),
+    );
+    await check(school);
+
+    // 100 rows into one place: the block grows past twice its size and is split in its room.
+    ok(await importData(store.db, school, { payments: Array.from({ length: 100 }, (_, i) => pay(`s-${String(i).padStart(3, '0')}`, 100)) }));
+    await check(school);
+    const firsts = await store.db.selectFrom('list_blocks').select('first_pos').where('school_id', '=', school).where('list', '=', 'payments').execute();
+    assert.ok(firsts.some((b) => Number(b.first_pos) % BLOCK_SPAN !== 0), 'a block was split between two laid out');
+    // 200 more: no room before the next block, so the list is laid out whole.
+    ok(await importData(store.db, school, { payments: Array.from({ length: 200 }, (_, i) => pay(`s-${String(i + 100).padStart(3, '0')}`, 100)) }));
+    await check(school);
+
+    // Appends after the last row fill the last block, then open new ones.
+    ok(await importData(store.db, school, { payments: Array.from({ length: 150 }, (_, i) => pay(`z-${String(i).padStart(3, '0')}`, 6000 + i)) }));
+    await check(school);
+
+    // Deleting whole blocks' rows leaves no empty block.
+    ok(await importData(store.db, school, { deleted: { payments: Array.from({ length: 150 }, (_, i) => `s-${String(i).padStart(3, '0')}`) } }));
+    await check(school);
+
+    // --replace: a third of the list stays.
+    const kept = (await ordered(school)).filter((_, i) => i % 3 === 0);
+    const rows = await store.db.selectFrom('payments').selectAll().where('school_id', '=', school).where('id', 'in', kept).execute();
+    const file = rows.map((r) => ({ id: r.id, student_id: r.student_id, contract_id: r.contract_id, kind: r.kind, method: r.method, amount: (Number(r.amount_minor) / 100).toFixed(2), paid_at: r.paid_at, created_at: r.created_at }));
+    ok(await importData(store.db, school, { payments: file }, { replace: true }));
+    await check(school);
+
+    // Every row deleted, then the list filled again.
+    ok(await importData(store.db, school, { payments: [] }, { replace: true }));
+    await check(school);
+    ok(await importData(store.db, school, { payments: first.slice(0, 100) }));
+    await check(school);
+  });
+
+  it('describes the positions of an older store (0, 1, 2 ...) by blocks without rewriting a row, and lays a list out when an import needs room', async () => {
+    const school = await addSchool(store.db);
+    const first = Array.from({ length: 300 }, (_, i) => pay(`p-${String(i).padStart(4, '0')}`, 10 + i));
+    ok(await importData(store.db, school, { ...sampleFile(), payments: first }));
+    // The store as positions of version 1 left it: every list numbered from 0, no blocks.
+    for (const table of ['students', 'contracts', 'payments', 'lessons', 'leads', 'instructors', 'vehicles'] as const) {
+      const ids = (await store.db.selectFrom(table).select('id').where('school_id', '=', school).orderBy('pos').execute()).map((r) => r.id);
+      for (const [n, id] of ids.entries()) await store.db.updateTable(table).set({ pos: n }).where('school_id', '=', school).where('id', '=', id).execute();
+    }
+    await store.db.deleteFrom('list_blocks').execute();
+    for (const [part, version] of Object.entries({ ...READ_MODEL_VERSIONS, positions: 1 })) await store.db.updateTable('read_model_versions').set({ version }).where('part', '=', part).execute();
+    const numbered = await ordered(school);
+    assert.deepEqual(await rebuildStale(store.db), ['positions']);
+    const after = await store.db.selectFrom('payments').select(['id', 'pos']).where('school_id', '=', school).orderBy('pos').execute();
+    assert.deepEqual(after.map((r) => [r.id, Number(r.pos)]), numbered.map((id, n) => [id, n]), 'no row moved');
+    await check(school);
+    ok(await importData(store.db, school, { payments: [pay('a-mid', 100), pay('a-end', 5000)], deleted: { payments: ['p-0000', 'p-0150'] } }));
+    await check(school);
+  });
+});
