@@ -1,20 +1,11 @@
 /**
  * Key usage (request counter, last use, requests per day) and each key's request log,
- * written in batches: never a write per request (docs/operations.md, "Usage counts").
- *
- * Where a request's usage waits for the database:
- * - with Redis (`shared`), in Redis, recorded in the round trip of the request's
- *   rate-limit check (src/access/ratelimit/redis.ts). A flush, by whichever instance is
- *   alive, claims what is pending as a batch with a fresh id and applies it in one
- *   transaction that also records the id in `usage_batches`: a batch already there is not
- *   applied again, so two instances flushing at once, or one taking over the batch of an
- *   instance that died mid-flush, never count twice. A SIGKILL loses nothing.
- * - else (and for a request whose Redis check failed), in this process's memory, written
- *   each flush: a SIGKILL loses at most one flush interval.
- * Increments are relative (`request_count + n`), so any number of instances can count
- * the same key; a failed flush keeps its counts for the next one; close() flushes what is
- * left. The request log (the last requests of each key) is kept in memory until the flush
- * in either case: a SIGKILL may lose its last flush interval.
+ * written in batches, never a write per request. With Redis, a request's usage waits
+ * there (recorded with its rate-limit check) and any live instance moves it in batches,
+ * each applied once (its id is written in `usage_batches` in the same transaction): a
+ * SIGKILL loses nothing. Else it waits in this process's memory: a SIGKILL loses at most
+ * one flush interval. The request log waits in memory either way. See docs/decisions.md,
+ * "Usage counts".
  */
 import { randomUUID } from 'node:crypto';
 import type { Insertable, Kysely, Transaction } from 'kysely';
@@ -103,9 +94,10 @@ export class UsageRecorder {
 
   private async write(): Promise<void> {
     try {
+      // Counts first: a request seen in a key's log is on its counter too.
       await this.writeLocal();
-      await this.writeRequests();
       if (this.shared) await this.moveShared(this.shared);
+      await this.writeRequests();
       await this.prune();
       this.flushes.answered();
     } catch (err) {
