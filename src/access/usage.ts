@@ -4,8 +4,8 @@
  * there (recorded with its rate-limit check) and any live instance moves it in batches,
  * each applied once (its id is written in `usage_batches` in the same transaction): a
  * SIGKILL loses nothing. Else it waits in this process's memory: a SIGKILL loses at most
- * one flush interval. The request log waits in memory either way. See docs/decisions.md,
- * "Usage counts".
+ * one flush interval. The request log waits in memory either way. See docs/operations.md,
+ * "Usage counts: what can be lost", and docs/decisions.md.
  */
 import { randomUUID } from 'node:crypto';
 import type { Insertable, Kysely, Transaction } from 'kysely';
