@@ -17,7 +17,7 @@ import { DependencyState } from '../ops/dependency.js';
 import { redactKeys, type KeyRequest } from '../ops/request-log.js';
 import { utcDay, type KeyUsage, type RateLimiter, type SharedUsage } from './ratelimit/index.js';
 
-/** Requests kept per key in its request log (contract, "Request log"). */
+/** Requests kept per key in its request log. */
 export const KEY_REQUESTS_KEPT = 100;
 /** Days of requests per day kept per key. */
 export const KEY_DAYS_KEPT = 90;

@@ -1,5 +1,5 @@
 /**
- * What a key has been doing (contract, "Request log"): its last requests and its requests
+ * What a key has been doing: its last requests and its requests
  * per UTC day, as the usage flush writes them (src/access/usage.ts). Read by the CLI's
  * `key log` and the cabinet's key page; a key of another school reads as unknown.
  */

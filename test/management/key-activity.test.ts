@@ -1,5 +1,5 @@
 /**
- * A key's request log and requests per day (contract, "Request log"), through the real
+ * A key's request log and requests per day, through the real
  * HTTPS server: requests made with a key are written by the usage flush and read back
  * by keyRequests and keyDays, on SQLite and on PostgreSQL (+ Redis when set).
  */
