@@ -22,6 +22,7 @@ import { COMPRESS_FROM_BYTES } from './edge/encoding.js';
 import { API_PREFIX } from './edge/paths.js';
 import { clientErrorHandler } from './edge/raw.js';
 import { lineWriter } from './logger.js';
+import { DependencyState } from './ops/dependency.js';
 import { ApiMetrics, UNMATCHED_ROUTE } from './ops/metrics.js';
 import { AccessLog } from './ops/request-log.js';
 import { OPENAPI_PATH, registerOpenApi } from './openapi/index.js';
@@ -49,10 +50,14 @@ export async function buildApp(deps: AppDeps) {
   const unmatched = metrics.recorderFor(UNMATCHED_ROUTE);
   const cache = deps.cache ?? new ResponseCache(config.responseCacheMb * 2 ** 20, { compressFrom: COMPRESS_FROM_BYTES });
   metrics.watchStoredAnswers(() => ({ ...cache.lookups, bytes: cache.size.bytes }));
+  // The states of the request path's dependencies: each logs its outages once (src/ops/dependency.ts).
+  const database = new DependencyState(store.dialect, 'data_unavailable', logger);
+  const rateLimiter = new DependencyState('redis', 'rate_limit_unavailable', logger);
+  metrics.watchDependencies([database, rateLimiter]);
 
   const accessLog = new AccessLog(lineWriter(logger), logger.isLevelEnabled('info'));
-  const send = answerWriter({ accessLog, unmatched, closing: () => !app.server.listening });
-  const onError = errorHandler(logger, send);
+  const send = answerWriter({ accessLog, unmatched, closing: () => !app.server.listening, keyRequests: (r) => usage.logRequest(r) });
+  const onError = errorHandler(logger, send, database);
   const app = Fastify({
     serverFactory: deps.serverFactory,
     // Every answer is logged by the writer (one access line); errors by the error handler.
@@ -92,7 +97,7 @@ export async function buildApp(deps: AppDeps) {
     route.config = { ...route.config, recordAnswer: metrics.recorderFor(route.url) };
   });
   app.addHook('onRequest', edgeChecks({ maxUrlBytes: config.maxUrlBytes, unmatched, send }));
-  app.addHook('onRequest', accessHook({ check: accessCheck({ config, reads: store.reads, limiter, usage }), publicPaths: new Set([OPENAPI_PATH]), logger, send }));
+  app.addHook('onRequest', accessHook({ check: accessCheck({ config, reads: store.reads, limiter, usage, database, rateLimiter }), publicPaths: new Set([OPENAPI_PATH]), send }));
   app.setErrorHandler(onError);
   app.setNotFoundHandler(notFoundHandler(send));
 

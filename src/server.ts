@@ -56,7 +56,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   // Connect before listening, so the first requests are not refused while Redis is
   // still being reached. If it is down, serve anyway: requests fail closed until it is up.
   if (!(await limiter.ready(5000))) logger.error('rate-limit service not reachable at start; requests get 503 until it is');
-  const usage = new UsageRecorder(store.db, logger, config.usageFlushMs);
+  const usage = await UsageRecorder.open(store.db, logger, config.usageFlushMs, limiter);
   const app = await buildApp({ config, store, limiter, usage, logger, serverFactory: apiServerFactory(config, tls) });
   const cabinet = await buildCabinetApp({ config, db: store.db, limiter, logger, tls });
   try {

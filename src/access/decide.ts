@@ -6,6 +6,7 @@
 import type { Config } from '../config/index.js';
 import type { Reader } from '../db/index.js';
 import type { Tenant } from '../domain/tenant.js';
+import type { DependencyState } from '../ops/dependency.js';
 import type { Caller } from '../ops/request-log.js';
 import { methodNotAllowed, Problem } from '../problems/index.js';
 import { bearerKey, hashKey } from './keys.js';
@@ -19,6 +20,9 @@ export interface AccessDeps {
   reads: Reader;
   limiter: RateLimiter;
   usage: UsageRecorder;
+  /** The states of the data store and the rate-limit service: their outages are logged by them, once. */
+  database: DependencyState;
+  rateLimiter: DependencyState;
 }
 
 /** The answer to "may this request go on?". */
@@ -26,7 +30,7 @@ export type Access =
   | { allowed: true; tenant: Tenant; caller: Caller; rateLimit: RateLimitHeaders }
   /** A public path (the OpenAPI document): no key needed, nothing counted. */
   | { allowed: true; tenant: null; caller: null; rateLimit: null }
-  | { allowed: false; problem: Problem; caller: Caller | null; rateLimit: RateLimitHeaders | null; error?: unknown };
+  | { allowed: false; problem: Problem; caller: Caller | null; rateLimit: RateLimitHeaders | null };
 
 /** The IETF draft headers every answer to a rate-limited school carries: RateLimit-Policy, value, RateLimit, value. */
 type RateLimitHeaders = readonly string[];
@@ -89,15 +93,21 @@ export type AccessCheck = (method: string, authorization: string | string[] | un
  * a refused one included.
  */
 export function accessCheck(deps: AccessDeps): AccessCheck {
-  const { limiter, usage, config } = deps;
+  const { limiter, usage, config, database, rateLimiter } = deps;
+  // Usage goes to Redis with the check only when the recorder moves it from there.
+  const shared = usage.shared;
   const keys = new KeyFinder(deps.reads);
 
   function unavailable(error: unknown, caller: Caller): Access {
     if (!(error instanceof RateLimiterUnavailable)) throw error;
-    return { allowed: false, problem: RATE_LIMIT_UNAVAILABLE, caller, rateLimit: null, error };
+    rateLimiter.refused(error);
+    // Not recorded in Redis (as far as this process knows): counted here instead.
+    if (shared !== null) usage.record(caller.keyId);
+    return { allowed: false, problem: RATE_LIMIT_UNAVAILABLE, caller, rateLimit: null };
   }
 
   function limited(found: KeyRow, caller: Caller, limit: number, decision: RateLimitDecision): Access {
+    rateLimiter.answered();
     const texts = textsFor(limit);
     const rateLimit = ['RateLimit-Policy', texts.policy, 'RateLimit', `"default";r=${decision.remaining};t=${decision.resetSeconds}`];
     if (!decision.allowed) return { allowed: false, problem: texts.rateLimited, caller, rateLimit };
@@ -105,15 +115,33 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
   }
 
   function withKey(found: KeyRow | undefined): Access | Promise<Access> {
+    // The key lookup was answered: the data store is up.
+    database.answered();
     if (found === undefined || found.revokedAt !== null) return REFUSED_NO_KEY;
     const caller: Caller = { keyId: found.keyId, schoolId: found.schoolId };
-    // Counted whatever the answer turns out to be (402, 429, 404 ...).
-    usage.record(found.keyId);
+    // Counted whatever the answer turns out to be (402, 429, 404 ...): with a shared
+    // limiter (Redis) in its round trip, else in this process (usage.ts).
     const limit = planLimit(config, found.plan);
-    if (limit === null) return { allowed: false, problem: PLAN_REQUIRED, caller, rateLimit: null };
+    if (limit === null) {
+      const refused: Access = { allowed: false, problem: PLAN_REQUIRED, caller, rateLimit: null };
+      if (shared === null) {
+        usage.record(found.keyId);
+        return refused;
+      }
+      return shared.record(found.keyId).then(
+        () => refused,
+        () => {
+          usage.record(found.keyId);
+          return refused;
+        },
+      );
+    }
     let decision: RateLimitDecision | Promise<RateLimitDecision>;
     try {
-      decision = limiter.consume(found.schoolId, limit);
+      if (shared === null) {
+        usage.record(found.keyId);
+        decision = limiter.consume(found.schoolId, limit);
+      } else decision = limiter.consume(found.schoolId, limit, found.keyId);
     } catch (error) {
       return unavailable(error, caller);
     }

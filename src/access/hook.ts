@@ -6,11 +6,9 @@
  * could not be made (the data store did not answer) goes to the error handler.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Logger } from 'pino';
 import type { Tenant } from '../domain/tenant.js';
 import { problemAnswer, type SendAnswer } from '../edge/answer.js';
 import { API_PREFIX, pathOf } from '../edge/paths.js';
-import { callerFields } from '../ops/request-log.js';
 import type { Access, AccessCheck } from './decide.js';
 
 declare module 'fastify' {
@@ -24,11 +22,10 @@ export interface AccessHookOptions {
   check: AccessCheck;
   /** Paths under the prefix that need no key (the OpenAPI document). */
   publicPaths: ReadonlySet<string>;
-  logger: Logger;
   send: SendAnswer;
 }
 
-export function accessHook({ check, publicPaths, logger, send }: AccessHookOptions) {
+export function accessHook({ check, publicPaths, send }: AccessHookOptions) {
   function apply(request: FastifyRequest, reply: FastifyReply, decided: Access, done: (err?: Error) => void): void {
     request.caller = decided.caller;
     request.rateLimitHeaders = decided.rateLimit;
@@ -37,7 +34,6 @@ export function accessHook({ check, publicPaths, logger, send }: AccessHookOptio
       done();
       return;
     }
-    if (decided.error !== undefined) logger.error({ err: decided.error, requestId: request.id, ...callerFields(decided.caller) }, 'rate-limit service unavailable');
     send(reply, problemAnswer(decided.problem, request.id));
   }
 

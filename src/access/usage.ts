@@ -1,46 +1,90 @@
 /**
- * Key usage (request counter and last use) is counted in memory and written in
- * batches: one UPDATE per used key per flush, never a write per request. Increments
- * are relative (`request_count + n`), so any number of instances can count the same
- * key; a failed flush keeps its counts for the next one; close() flushes what is left.
+ * Key usage (request counter, last use, requests per day) and each key's request log,
+ * written in batches, never a write per request. With Redis, a request's usage waits
+ * there (recorded with its rate-limit check) and any live instance moves it in batches,
+ * each applied once (its id is written in `usage_batches` in the same transaction): a
+ * SIGKILL loses nothing. Else it waits in this process's memory: a SIGKILL loses at most
+ * one flush interval. The request log waits in memory either way. See docs/operations.md,
+ * "Usage counts: what can be lost", and docs/decisions.md.
  */
-import type { Kysely } from 'kysely';
+import { randomUUID } from 'node:crypto';
+import type { Insertable, Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import type { Database } from '../db/schema.js';
+import { onPostgres } from '../db/index.js';
+import type { Database, KeyRequestsTable } from '../db/schema.js';
 import { formatTimestamp } from '../domain/time.js';
+import { DependencyState } from '../ops/dependency.js';
+import { redactKeys, type KeyRequest } from '../ops/request-log.js';
+import { utcDay, type KeyUsage, type RateLimiter, type SharedUsage } from './ratelimit/index.js';
 
-interface Pending {
-  count: number;
-  /** Epoch milliseconds: formatted once per flush, not once per request. */
-  lastUsedAt: number;
-}
+/** Requests kept per key in its request log. */
+export const KEY_REQUESTS_KEPT = 100;
+/** Days of requests per day kept per key. */
+export const KEY_DAYS_KEPT = 90;
+/**
+ * A claimed batch not released after this long is taken over by the next flush of any
+ * instance (its own died, or is stuck). Applying is idempotent, so a takeover of a batch
+ * still being applied costs only a little work twice.
+ */
+export const BATCH_LEASE_MS = 5000;
+/** How long the ids of applied batches are kept (a batch is released within seconds of being applied). */
+const APPLIED_KEPT_MS = 7 * 86_400_000;
+/** Old days, old batch ids: pruned at most this often. */
+const PRUNE_EVERY_MS = 3_600_000;
+/** Rows per insert statement of the request log. */
+const INSERT_CHUNK = 500;
 
 export class UsageRecorder {
-  private pending = new Map<string, Pending>();
+  /** Whether flushes fail: logged when they start failing and when they succeed again, not at every retry (src/ops/dependency.ts). */
+  private readonly flushes: DependencyState;
+  private pending = new Map<string, KeyUsage>();
+  private requests = new Map<string, KeyRequest[]>();
   private timer: NodeJS.Timeout | null;
   private flushing: Promise<void> | null = null;
+  private prunedAt = 0;
 
+  /** The recorder of a store and its limiter: usage goes through the limiter's service when it is shared (Redis). */
+  static async open(db: Kysely<Database>, log: Logger, flushMs: number, limiter: RateLimiter): Promise<UsageRecorder> {
+    const queue = await db.selectFrom('usage_queue').select('id').executeTakeFirstOrThrow();
+    return new UsageRecorder(db, log, flushMs, limiter.shareUsage(queue.id));
+  }
+
+  /** `shared`: the limiter's shared usage (Redis), or null to count in memory. */
   constructor(
     private readonly db: Kysely<Database>,
     private readonly log: Logger,
     flushMs: number,
+    readonly shared: SharedUsage | null = null,
   ) {
+    this.flushes = new DependencyState(onPostgres(db) ? 'postgres' : 'sqlite', 'data_unavailable', log);
     this.timer = setInterval(() => void this.flush(), flushMs);
     this.timer.unref();
   }
 
+  /** Counts one request of `keyId` in this process's memory (see the header for when). */
   record(keyId: string): void {
     const now = Date.now();
+    const day = utcDay(now);
     const entry = this.pending.get(keyId);
     if (entry) {
-      entry.count += 1;
+      entry.days.set(day, (entry.days.get(day) ?? 0) + 1);
       entry.lastUsedAt = now;
     } else {
-      this.pending.set(keyId, { count: 1, lastUsedAt: now });
+      this.pending.set(keyId, { lastUsedAt: now, days: new Map([[day, 1]]) });
     }
   }
 
-  /** Writes the pending counts. Concurrent calls share one write. */
+  /** Notes an answered request of a key for its request log; only the last KEY_REQUESTS_KEPT per key wait for the flush. */
+  logRequest(request: KeyRequest): void {
+    const list = this.requests.get(request.keyId);
+    if (list === undefined) this.requests.set(request.keyId, [request]);
+    else {
+      list.push(request);
+      if (list.length >= 2 * KEY_REQUESTS_KEPT) list.splice(0, list.length - KEY_REQUESTS_KEPT);
+    }
+  }
+
+  /** Writes what is pending. Concurrent calls share one write. */
   flush(): Promise<void> {
     this.flushing ??= this.write().finally(() => {
       this.flushing = null;
@@ -49,42 +93,97 @@ export class UsageRecorder {
   }
 
   private async write(): Promise<void> {
+    try {
+      // Counts first: a request seen in a key's log is on its counter too.
+      await this.writeLocal();
+      if (this.shared) await this.moveShared(this.shared);
+      await this.writeRequests();
+      await this.prune();
+      this.flushes.answered();
+    } catch (err) {
+      // Retried at the next flush; the store's outage itself is logged by the request path's state.
+      this.flushes.failedBeside(err, 'usage flush');
+    }
+  }
+
+  /** The counts of this process's memory, in one transaction; kept for the next flush if it fails. */
+  private async writeLocal(): Promise<void> {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
     try {
+      await this.db.transaction().execute((trx) => applyUsage(trx, batch));
+    } catch (err) {
+      // Merged into what arrived meanwhile and retried.
+      for (const [id, entry] of batch) {
+        const now = this.pending.get(id);
+        if (!now) this.pending.set(id, entry);
+        else {
+          for (const [day, n] of entry.days) now.days.set(day, (now.days.get(day) ?? 0) + n);
+          if (entry.lastUsedAt > now.lastUsedAt) now.lastUsedAt = entry.lastUsedAt;
+        }
+      }
+      throw err;
+    }
+  }
+
+  /** The request logs: new rows, then each key's beyond the last KEY_REQUESTS_KEPT removed. */
+  private async writeRequests(): Promise<void> {
+    if (this.requests.size === 0) return;
+    const batch = this.requests;
+    this.requests = new Map();
+    const rows: Insertable<KeyRequestsTable>[] = [];
+    for (const list of batch.values()) {
+      for (const r of list.slice(-KEY_REQUESTS_KEPT)) {
+        rows.push({
+          key_id: r.keyId, request_id: r.requestId, at_ms: Math.round(r.at), method: r.method, target: redactKeys(r.target),
+          status: r.status, address: r.address, duration_ms: Math.round(r.durationMs * 10) / 10,
+        });
+      }
+    }
+    try {
       await this.db.transaction().execute(async (trx) => {
-        for (const [id, pending] of batch) {
-          const { count } = pending;
-          const lastUsedAt = formatTimestamp(pending.lastUsedAt);
+        for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+          await trx.insertInto('key_requests').values(rows.slice(i, i + INSERT_CHUNK)).onConflict((oc) => oc.columns(['key_id', 'request_id']).doNothing()).execute();
+        }
+        for (const keyId of batch.keys()) {
           await trx
-            .updateTable('api_keys')
-            .set((eb) => ({
-              request_count: eb('request_count', '+', count),
-              last_used_at: eb
-                .case()
-                .when(eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', lastUsedAt)]))
-                .then(lastUsedAt)
-                .else(eb.ref('last_used_at'))
-                .end(),
-            }))
-            .where('id', '=', id)
+            .deleteFrom('key_requests')
+            .where('key_id', '=', keyId)
+            .where('request_id', 'not in', (eb) => eb.selectFrom('key_requests').select('request_id').where('key_id', '=', keyId).orderBy('at_ms', 'desc').orderBy('request_id', 'desc').limit(KEY_REQUESTS_KEPT))
             .execute();
         }
       });
     } catch (err) {
-      // Keep the counts: they are merged into what arrived meanwhile and retried.
-      for (const [id, entry] of batch) {
-        const now = this.pending.get(id);
-        if (now) {
-          now.count += entry.count;
-          if (entry.lastUsedAt > now.lastUsedAt) now.lastUsedAt = entry.lastUsedAt;
-        } else {
-          this.pending.set(id, entry);
-        }
-      }
-      this.log.warn({ err, keys: batch.size }, 'usage flush failed; will retry');
+      for (const [keyId, list] of batch) for (const r of list) this.logRequest({ ...r, keyId });
+      throw err;
     }
+  }
+
+  /** Claims what waits in Redis (and batches left by others) and applies each batch once. */
+  private async moveShared(shared: SharedUsage): Promise<void> {
+    const ids = await shared.claim(randomUUID(), BATCH_LEASE_MS);
+    for (const id of ids) {
+      const usage = await shared.read(id);
+      if (usage.size > 0) {
+        await this.db.transaction().execute(async (trx) => {
+          const fresh = await trx.insertInto('usage_batches').values({ id, applied_at: formatTimestamp(Date.now()) }).onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
+          // Applied already, by another instance or by this one before a failed release.
+          if (Number(fresh.numInsertedOrUpdatedRows ?? 0) === 0) return;
+          await applyUsage(trx, usage);
+        });
+      }
+      await shared.release(id);
+    }
+  }
+
+  /** Days past KEY_DAYS_KEPT and old batch ids, once an hour. */
+  private async prune(): Promise<void> {
+    const now = Date.now();
+    if (now - this.prunedAt < PRUNE_EVERY_MS) return;
+    this.prunedAt = now;
+    await this.db.deleteFrom('key_days').where('day', '<', utcDay(now - KEY_DAYS_KEPT * 86_400_000)).execute();
+    await this.db.deleteFrom('usage_batches').where('applied_at', '<', formatTimestamp(now - APPLIED_KEPT_MS)).execute();
   }
 
   /** Stops the timer and writes everything still pending, retrying briefly. */
@@ -93,9 +192,43 @@ export class UsageRecorder {
     this.timer = null;
     for (let attempt = 0; attempt < 5; attempt++) {
       await this.flush();
-      if (this.pending.size === 0) return;
+      if (this.pending.size === 0 && this.requests.size === 0 && !this.flushes.down) return;
       await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
     }
     this.log.error({ keys: this.pending.size }, 'usage counts could not be written before shutdown');
+  }
+}
+
+/** Adds `usage` to the keys' counters, last use and requests per day. */
+async function applyUsage(trx: Transaction<Database>, usage: Map<string, KeyUsage>): Promise<void> {
+  const days: { key_id: string; day: string; requests: number }[] = [];
+  for (const [id, u] of usage) {
+    let count = 0;
+    for (const [day, n] of u.days) {
+      count += n;
+      days.push({ key_id: id, day, requests: n });
+    }
+    if (count === 0 && u.lastUsedAt === 0) continue;
+    const lastUsedAt = formatTimestamp(u.lastUsedAt);
+    await trx
+      .updateTable('api_keys')
+      .set((eb) => ({
+        request_count: eb('request_count', '+', count),
+        last_used_at: eb
+          .case()
+          .when(eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', lastUsedAt)]))
+          .then(lastUsedAt)
+          .else(eb.ref('last_used_at'))
+          .end(),
+      }))
+      .where('id', '=', id)
+      .execute();
+  }
+  for (let i = 0; i < days.length; i += INSERT_CHUNK) {
+    await trx
+      .insertInto('key_days')
+      .values(days.slice(i, i + INSERT_CHUNK))
+      .onConflict((oc) => oc.columns(['key_id', 'day']).doUpdateSet((eb) => ({ requests: eb('key_days.requests', '+', eb.ref('excluded.requests')) })))
+      .execute();
   }
 }

@@ -15,6 +15,7 @@ import * as m0003 from './migrations/0003_read_model.js';
 import * as m0004 from './migrations/0004_data_version.js';
 import * as m0005 from './migrations/0005_day_totals.js';
 import * as m0006 from './migrations/0006_change_log.js';
+import * as m0007 from './migrations/0007_key_activity.js';
 import * as m0009 from './migrations/0009_list_blocks.js';
 import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
@@ -50,6 +51,7 @@ const migrations: Record<string, Migration> = {
   '0004_data_version': m0004,
   '0005_day_totals': m0005,
   '0006_change_log': m0006,
+  '0007_key_activity': m0007,
   '0009_list_blocks': m0009,
 };
 

@@ -253,6 +253,38 @@ export interface CabinetSessionsTable {
   last_form_nonce: string | null;
 }
 
+/** One row: the id that names this database's usage queue in Redis. */
+export interface UsageQueueTable {
+  id: string;
+}
+
+/** A batch of usage counts moved from Redis, by its id: applied once (src/access/usage.ts). */
+export interface UsageBatchesTable {
+  id: string;
+  applied_at: string;
+}
+
+/** A key's requests on one UTC day (`YYYY-MM-DD`). */
+export interface KeyDaysTable {
+  key_id: string;
+  day: string;
+  requests: ColumnType<number, number, number>;
+}
+
+/** One of a key's last requests (at most 100 kept per key). */
+export interface KeyRequestsTable {
+  key_id: string;
+  request_id: string;
+  /** Epoch milliseconds: the order of the log. */
+  at_ms: ColumnType<number, number, number>;
+  method: string;
+  /** Path and query as received (a key value in it masked). */
+  target: string;
+  status: number;
+  address: string;
+  duration_ms: number;
+}
+
 export interface Database {
   schools: SchoolsTable;
   api_keys: ApiKeysTable;
@@ -273,6 +305,10 @@ export interface Database {
   tombstones: TombstonesTable;
   change_batches: ChangeBatchesTable;
   read_model_versions: ReadModelVersionsTable;
+  usage_queue: UsageQueueTable;
+  usage_batches: UsageBatchesTable;
+  key_days: KeyDaysTable;
+  key_requests: KeyRequestsTable;
   list_blocks: ListBlocksTable;
 }
 

@@ -9,7 +9,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { performance } from 'node:perf_hooks';
 import type { ResponseRecorder } from '../ops/metrics.js';
-import type { AccessLog, Caller } from '../ops/request-log.js';
+import type { AccessLog, Caller, KeyRequest } from '../ops/request-log.js';
 import { PROBLEM_CONTENT_TYPE, type Problem } from '../problems/index.js';
 import { chosenEncoding, COMPRESS_FROM_BYTES, encoded, type KeptBody } from './encoding.js';
 import { currentTurn, holdUntilTurnEnd, isRead } from './turn-end.js';
@@ -131,6 +131,8 @@ export interface WriterDeps {
   unmatched: ResponseRecorder;
   /** True once the server stopped listening: answers then close their connection. */
   closing: () => boolean;
+  /** Takes each answered request made with a key, for the key's request log. */
+  keyRequests?: (request: KeyRequest) => void;
 }
 
 /** Writes `answer` as the answer to the reply's request. */
@@ -148,12 +150,24 @@ export function noteArrival(request: FastifyRequest, unmatched: ResponseRecorder
   request.recordAnswer = route.url === undefined ? unmatched : (route.config.recordAnswer ?? unmatched);
 }
 
+/** The client's address as Fastify sees it (the trusted proxies' setting applied); '' when the connection is already gone. */
+function clientAddress(request: FastifyRequest): string {
+  try {
+    return request.ip ?? '';
+  } catch {
+    return '';
+  }
+}
+
 /** The app's writer, bound to its access log, metrics and listener. */
 export function answerWriter(deps: WriterDeps): SendAnswer {
-  const { accessLog, unmatched, closing } = deps;
+  const { accessLog, unmatched, closing, keyRequests } = deps;
 
   function write(request: FastifyRequest, reply: FastifyReply, status: number, headers: string[], bytes: Buffer): void {
     const res = reply.raw;
+    const caller = request.caller ?? null;
+    // Read before the answer is written: once the connection is gone, Node detaches its socket.
+    const address = caller !== null && keyRequests !== undefined ? clientAddress(request) : '';
     res.writeHead(status, headers);
     // A HEAD request gets the headers only: Node leaves the body out by itself.
     res.end(bytes);
@@ -162,8 +176,11 @@ export function answerWriter(deps: WriterDeps): SendAnswer {
     const raw = request.raw;
     accessLog.write({
       requestId: request.id, method: raw.method ?? '', url: raw.url ?? '', remoteAddress: raw.socket.remoteAddress, remotePort: raw.socket.remotePort,
-      status, responseTime, caller: request.caller ?? null,
+      status, responseTime, caller,
     });
+    if (caller !== null && keyRequests !== undefined) {
+      keyRequests({ keyId: caller.keyId, at: Date.now() - responseTime, method: raw.method ?? '', target: raw.url ?? '', status, requestId: request.id, address, durationMs: responseTime });
+    }
   }
 
   return function sendAnswer(reply, answer) {

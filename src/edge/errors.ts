@@ -8,6 +8,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { isStoreUnavailable } from '../db/index.js';
+import type { DependencyState } from '../ops/dependency.js';
 import { callerFields } from '../ops/request-log.js';
 import { methodNotAllowed, Problem } from '../problems/index.js';
 import { problemAnswer, type SendAnswer } from './answer.js';
@@ -32,14 +33,15 @@ function clientProblem(error: FastifyError, request: FastifyRequest): Problem | 
 }
 
 /** The problem that answers `error`, logging what an operator must see. */
-function problemFor(error: FastifyError, request: FastifyRequest, logger: Logger): Problem {
+function problemFor(error: FastifyError, request: FastifyRequest, logger: Logger, database: DependencyState): Problem {
   const fields = () => ({ requestId: request.id, ...callerFields(request.caller) });
   if (error instanceof Problem) {
     if (error.status >= 500) logger.warn({ code: error.code, ...fields() }, error.detail);
     return error;
   }
   if (isStoreUnavailable(error)) {
-    logger.error({ err: error, ...fields() }, 'data store unavailable');
+    // Logged by the store's state, once per outage: the request's own line is its access line.
+    database.refused(error);
     return DATA_UNAVAILABLE;
   }
   const client = clientProblem(error, request);
@@ -48,9 +50,10 @@ function problemFor(error: FastifyError, request: FastifyRequest, logger: Logger
   return INTERNAL;
 }
 
-export function errorHandler(logger: Logger, send: SendAnswer) {
+/** `database`: the data store's state, which logs and counts its outages (src/ops/dependency.ts). */
+export function errorHandler(logger: Logger, send: SendAnswer, database: DependencyState) {
   return function onError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-    send(reply, problemAnswer(problemFor(error, request, logger), request.id));
+    send(reply, problemAnswer(problemFor(error, request, logger, database), request.id));
   };
 }
 

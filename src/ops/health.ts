@@ -72,9 +72,16 @@ export const opsPlugin: FastifyPluginCallback<OpsOptions> = (app, opts, done) =>
     return { status: 'ok' };
   });
 
+  // Logged when readiness changes, not at every probe: a load balancer asks every few
+  // seconds, and an outage is logged by its dependency (dependency.ts).
+  let lastStatus: Readiness['status'] = 'ready';
   app.get('/readyz', async (request, reply) => {
     const result = await readiness(opts);
-    if (result.status !== 'ready') request.log.warn({ checks: result.checks }, 'not ready');
+    if (result.status !== lastStatus) {
+      lastStatus = result.status;
+      if (result.status === 'ready') request.log.info('ready again');
+      else request.log.warn({ checks: result.checks }, 'not ready');
+    }
     return reply.code(result.status === 'ready' ? 200 : 503).headers(noStore).send(result);
   });
 

@@ -7,6 +7,7 @@
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry, type Metric } from 'prom-client';
+import type { DependencyState } from './dependency.js';
 
 /** The route label of requests that matched no route (404s, undecodable paths). */
 export const UNMATCHED_ROUTE = 'unmatched';
@@ -87,6 +88,9 @@ export class ApiMetrics {
     registers: [this.registry],
   });
 
+  /** The dependencies whose outages refuse requests (dependency.ts), for the refusals by cause. */
+  private dependencies: readonly DependencyState[] = [];
+
   /** What the stored answers of the app recording here hold and served (src/resources/cache.ts). */
   private storedAnswers: () => StoredAnswerCounts = () => ({ hits: 0, misses: 0, bytes: 0 });
 
@@ -123,6 +127,16 @@ export class ApiMetrics {
     this.registry.registerMetric(metricOf('school_data_stored_answer_bytes', 'Memory held by stored API answers (SCHOOL_DATA_RESPONSE_CACHE_MB bounds it)', 'gauge', () => [
       { labels: {}, value: this.storedAnswers().bytes },
     ]));
+    this.registry.registerMetric(metricOf('school_data_refused_requests_total', 'API requests answered 503 because a dependency did not answer, by cause (the problem code)', 'counter', () => {
+      const byCause = new Map<string, number>([['data_unavailable', 0], ['rate_limit_unavailable', 0]]);
+      for (const d of this.dependencies) byCause.set(d.cause, (byCause.get(d.cause) ?? 0) + d.refusedTotal);
+      return [...byCause].map(([cause, value]) => ({ labels: { cause }, value }));
+    }));
+  }
+
+  /** Reports the refusals counted by these dependencies (the app's data store and rate limiter). */
+  watchDependencies(dependencies: readonly DependencyState[]): void {
+    this.dependencies = dependencies;
   }
 
   /** Reports the stored answers of `source` (the app's; one per process outside tests). */

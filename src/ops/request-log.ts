@@ -37,6 +37,21 @@ export function callerFields(caller: Caller | null): Partial<Caller> {
   return caller === null ? {} : { keyId: caller.keyId, schoolId: caller.schoolId };
 }
 
+/** One answered request of a key, for the key's request log (src/access/usage.ts). */
+export interface KeyRequest {
+  keyId: string;
+  /** Epoch milliseconds of the request's arrival. */
+  at: number;
+  method: string;
+  /** Path and query as received. */
+  target: string;
+  status: number;
+  requestId: string;
+  /** The client address (Fastify's request.ip). */
+  address: string;
+  durationMs: number;
+}
+
 /** What an access line says about one answered request. */
 export interface AccessRecord {
   requestId: string;

@@ -78,7 +78,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const tls = await loadTls(config);
   const limiter = options.limiter ?? (config.redisUrl ? createLimiter(config) : new MemoryRateLimiter());
   await limiter.ready(5000);
-  const usage = new UsageRecorder(store.db, logger, config.usageFlushMs);
+  const usage = await UsageRecorder.open(store.db, logger, config.usageFlushMs, limiter);
   const app = await buildApp({ config, store: { ...store, close: () => Promise.resolve() }, limiter, usage, logger, serverFactory: apiServerFactory(config, tls), metrics: options.metrics, cache: options.cache });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();

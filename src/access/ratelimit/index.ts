@@ -15,12 +15,46 @@ export interface RateLimitDecision {
   resetSeconds: number;
 }
 
+/** A key's usage not yet in the database: its requests per UTC day (`YYYY-MM-DD`) and its last use. */
+export interface KeyUsage {
+  /** Epoch milliseconds. */
+  lastUsedAt: number;
+  days: Map<string, number>;
+}
+
+/**
+ * Usage kept in a service every instance shares (Redis) until one of them moves it to the
+ * database (src/access/usage.ts): recorded with each request's rate-limit check, taken in
+ * batches with ids, each applied once.
+ */
+export interface SharedUsage {
+  /** Records one request of `keyId` that had no rate-limit check (402). */
+  record(keyId: string): Promise<void>;
+  /**
+   * Moves what is pending into a new batch `id`, and takes over the batches claimed more
+   * than `leaseMs` ago and not released (their instance died, or is stuck): the ids to apply.
+   */
+  claim(id: string, leaseMs: number): Promise<string[]>;
+  /** A batch's usage by key id (empty once released). */
+  read(id: string): Promise<Map<string, KeyUsage>>;
+  /** Forgets a batch that is applied. */
+  release(id: string): Promise<void>;
+}
+
 export interface RateLimiter {
   /**
    * Counts a request. The in-memory limiter answers at once; Redis with a promise. Either
-   * way an unanswerable check is a RateLimiterUnavailable (thrown or rejected).
+   * way an unanswerable check is a RateLimiterUnavailable (thrown or rejected). With
+   * `keyId` (only once shareUsage gave a queue) the request's usage is recorded in the
+   * same round trip, whatever the decision.
    */
-  consume(schoolId: string, limit: number): RateLimitDecision | Promise<RateLimitDecision>;
+  consume(schoolId: string, limit: number, keyId?: string): RateLimitDecision | Promise<RateLimitDecision>;
+  /**
+   * Where usage waits for the database `databaseId` (the id of its usage queue) when the
+   * limiter's service is shared (Redis); null: in each process's memory. Called once, before
+   * consume() is given a key id.
+   */
+  shareUsage(databaseId: string): SharedUsage | null;
   /** True when the backing service answers now (for readiness checks). */
   ping(): Promise<boolean>;
   /** Waits up to `timeoutMs` for the backing service to be connected; false if it is not. */
@@ -31,6 +65,17 @@ export interface RateLimiter {
 export class RateLimiterUnavailable extends Error {
   override name = 'RateLimiterUnavailable';
 }
+
+/** The UTC day (`YYYY-MM-DD`) of an epoch-millisecond time; the text is made once a day. */
+export function utcDay(ms: number): string {
+  if (ms < dayCache.start || ms >= dayCache.start + DAY_MS) {
+    dayCache.start = ms - (ms % DAY_MS);
+    dayCache.day = new Date(dayCache.start).toISOString().slice(0, 10);
+  }
+  return dayCache.day;
+}
+const DAY_MS = 86_400_000;
+const dayCache = { start: -Infinity, day: '' };
 
 export function decide(count: number, limit: number, msLeft: number): RateLimitDecision {
   return {

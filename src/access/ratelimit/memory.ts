@@ -7,6 +7,10 @@ interface Window {
 
 /** The embedded default: counters in this process's memory (one instance only). */
 export class MemoryRateLimiter implements RateLimiter {
+  /** One process: its usage is counted in its own memory (src/access/usage.ts). */
+  shareUsage(): null {
+    return null;
+  }
   private readonly windows = new Map<string, Window>();
   private readonly sweeper: NodeJS.Timeout;
 

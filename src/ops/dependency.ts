@@ -1,0 +1,96 @@
+/**
+ * The state of one dependency (PostgreSQL, SQLite, Redis): up or down, and what that
+ * cost. An outage is logged by its changes of state, never per request: one error line
+ * when the dependency stops answering (the store and the cause), while it stays down at
+ * most one reminder a minute with the requests refused since it went, and one info line
+ * when it answers again (the outage's duration and that count). Every refusal is counted
+ * (the metric school_data_refused_requests_total, by cause), and a failure of work
+ * beside the requests (the usage flush) marks the same state without being counted as a
+ * refusal. The request path calls `refused` and `answered` only; both are a few
+ * comparisons unless the state changes.
+ */
+import type { Logger } from 'pino';
+
+/** The least time between two lines of one outage (the reminder). */
+export const REMINDER_MS = 60_000;
+
+/** What a failure was, in one short text: its code and message, never a stack trace. */
+export function causeOf(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as { code?: unknown }).code;
+  const text = typeof code === 'string' && !err.message.includes(code) ? `${code}: ${err.message}` : err.message;
+  // A wrapper (RateLimiterUnavailable) says what failed; its cause says why.
+  const cause = err.cause instanceof Error ? `; ${causeOf(err.cause)}` : '';
+  return (text + cause).slice(0, 300);
+}
+
+export class DependencyState {
+  /** Requests refused because of this dependency since the process started (for the metric). */
+  refusedTotal = 0;
+  /** When the current outage began (epoch ms); 0 while the dependency answers. */
+  private downSince = 0;
+  /** Requests refused since the outage began. */
+  private refusedInOutage = 0;
+  /** Failures of work beside the requests (the usage flush) since the outage began. */
+  private otherFailures = 0;
+  private lastLineAt = 0;
+
+  /**
+   * `store`: the dependency's name in the lines (postgres, sqlite, redis); `cause`: the
+   * problem code of the requests it refuses (the metric's label).
+   */
+  constructor(
+    readonly store: string,
+    readonly cause: string,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get down(): boolean {
+    return this.downSince !== 0;
+  }
+
+  /** A request refused because the dependency failed (`err`). */
+  refused(err: unknown): void {
+    this.refusedTotal += 1;
+    this.refusedInOutage += 1;
+    this.failed(err, true);
+  }
+
+  /** Work beside the requests failed on the dependency (`what`, e.g. "usage flush"); not a refusal. */
+  failedBeside(err: unknown, what: string): void {
+    this.otherFailures += 1;
+    this.failed(err, false, what);
+  }
+
+  /** The dependency answered: ends an outage if there was one. */
+  answered(): void {
+    if (this.downSince !== 0) this.recovered();
+  }
+
+  private failed(err: unknown, refusal: boolean, what?: string): void {
+    const now = this.now();
+    if (this.downSince === 0) {
+      this.downSince = now;
+      this.lastLineAt = now;
+      const msg = refusal ? `${this.store} unavailable: requests get 503 until it answers again` : `${what} failing on ${this.store}; retried until it succeeds`;
+      this.log.error({ store: this.store, cause: causeOf(err), ...(what ? { during: what } : {}) }, msg);
+      return;
+    }
+    if (now - this.lastLineAt >= REMINDER_MS) {
+      this.lastLineAt = now;
+      this.log.warn(
+        { store: this.store, cause: causeOf(err), downForMs: now - this.downSince, refused: this.refusedInOutage, otherFailures: this.otherFailures },
+        what && !refusal ? `${what} still failing on ${this.store}` : `${this.store} still unavailable`,
+      );
+    }
+  }
+
+  private recovered(): void {
+    const downForMs = this.now() - this.downSince;
+    this.log.info({ store: this.store, downForMs, refused: this.refusedInOutage, otherFailures: this.otherFailures }, this.refusedInOutage === 0 && this.otherFailures > 0 ? `${this.store} works again` : `${this.store} available again`);
+    this.downSince = 0;
+    this.refusedInOutage = 0;
+    this.otherFailures = 0;
+  }
+}
