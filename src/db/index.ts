@@ -15,6 +15,7 @@ import * as m0003 from './migrations/0003_read_model.js';
 import * as m0004 from './migrations/0004_data_version.js';
 import * as m0005 from './migrations/0005_day_totals.js';
 import * as m0006 from './migrations/0006_change_log.js';
+import * as m0008 from './migrations/0008_key_options.js';
 import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
@@ -49,6 +50,7 @@ const migrations: Record<string, Migration> = {
   '0004_data_version': m0004,
   '0005_day_totals': m0005,
   '0006_change_log': m0006,
+  '0008_key_options': m0008,
 };
 
 export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
