@@ -1,5 +1,5 @@
 /**
- * Address allowlists of keys (contract section 12): IPv4 and IPv6 addresses and CIDR
+ * Address allowlists of keys (docs/api/keys.md): IPv4 and IPv6 addresses and CIDR
  * ranges. Parsed into node:net's BlockList, which matches both families; an IPv4 client
  * seen as an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`, a dual-stack listener) is
  * matched as the IPv4 address it is.

@@ -1,5 +1,5 @@
 /**
- * Key scopes (contract section 12): the resources a key may read. A set of scopes is a
+ * Key scopes (docs/api/keys.md): the resources a key may read. A set of scopes is a
  * bit mask, so the request path checks an endpoint's needs with one `&`. Stored as the
  * names, comma-separated, in the order of KEY_SCOPES; null in the database is every scope.
  */

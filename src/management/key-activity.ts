@@ -1,5 +1,5 @@
 /**
- * A key's recent requests and its requests per day (contract section 12, "Request log"),
+ * A key's recent requests and its requests per day (docs/api/keys.md),
  * for the CLI's `key log` and the cabinet's key page.
  *
  * Stand-in: the activity store (recorded on the request path, flushed in batches) lands

@@ -293,6 +293,11 @@ export async function findKey(db: Kysely<Database>, keyId: string, policy: KeyPo
   return { ...cardOf(row, policy, formatTimestamp(Date.now())), school_id: row.school_id };
 }
 
+async function loadCard(db: Kysely<Database>, keyId: string, policy: KeyPolicy): Promise<KeyCard> {
+  const row = await cardsQuery(db).where('id', '=', keyId).executeTakeFirstOrThrow();
+  return cardOf(row, policy, formatTimestamp(Date.now()));
+}
+
 /**
  * Revokes a key. Immediate: every API request that starts after this returns is
  * refused, because each request reads the key's state from the database.
@@ -306,10 +311,8 @@ export async function revokeKey(db: Kysely<Database>, keyId: string, schoolId?: 
     const result = await update.returning('school_id').executeTakeFirst();
     if (result) await recordEvent(trx, { schoolId: result.school_id, keyId, event: 'revoked', actor, at: now, detail: { reason: 'revoked' } });
   });
-  const card = await findKey(db, keyId, policy, schoolId);
-  if (!card) return { ok: false, reason: `no key with id "${keyId}"` };
-  const { school_id: _, ...rest } = card;
-  return { ok: true, value: rest };
+  if (!(await findKey(db, keyId, policy, schoolId))) return { ok: false, reason: `no key with id "${keyId}"` };
+  return { ok: true, value: await loadCard(db, keyId, policy) };
 }
 
 export interface RolledKey {
@@ -350,9 +353,7 @@ export async function rollKey(db: Kysely<Database>, keyId: string, overlap: Over
     return { ok: true, value: created };
   });
   if (!outcome.ok) return outcome;
-  const old = await findKey(db, keyId, policy);
-  const { school_id: _, ...rest } = old!;
-  return { ok: true, value: { created: outcome.value, old: rest } };
+  return { ok: true, value: { created: outcome.value, old: await loadCard(db, keyId, policy) } };
 }
 
 /** Replaces a key's allowlist (null: any address). Takes effect on the next request. */
@@ -374,8 +375,7 @@ export async function setAllowlist(db: Kysely<Database>, keyId: string, allow: s
     return { ok: true, value: null };
   });
   if (!outcome.ok) return outcome;
-  const { school_id: _, ...card } = (await findKey(db, keyId, policy))!;
-  return { ok: true, value: card };
+  return { ok: true, value: await loadCard(db, keyId, policy) };
 }
 
 async function sweepIn(trx: Kysely<Database> | Transaction<Database>, now: string, policy: KeyPolicy, schoolId?: string): Promise<number> {
