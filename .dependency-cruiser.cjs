@@ -8,7 +8,7 @@ const MAY_IMPORT = {
   // The floor: no imports of the project's own.
   domain: [],
   problems: [],
-  config: [],
+  config: ['domain'],
   version: [],
   logger: ['config'],
   tls: ['config'],

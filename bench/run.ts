@@ -143,6 +143,9 @@ function serverEnv(loc: DatasetLocation, port: number, cabinetPort: number, opti
     SCHOOL_DATA_RESPONSE_CACHE_MB: String(options.responseCacheMb),
     SCHOOL_DATA_RATE_LIMIT_VIP: String(RATE_LIMIT_VIP),
     SCHOOL_DATA_RATE_LIMIT_PROFI: String(RATE_LIMIT_PROFI),
+    // The data set's keys were made (and last used) long before a run: a long period keeps
+    // the unused-key check on the request path without revoking them.
+    SCHOOL_DATA_KEY_UNUSED_DAYS: '36500',
   };
 }
 

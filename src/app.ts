@@ -28,7 +28,8 @@ import { AccessLog } from './ops/request-log.js';
 import { OPENAPI_PATH, registerOpenApi } from './openapi/index.js';
 import { ResponseCache } from './resources/cache.js';
 import { validatorCompiler } from './resources/common/query.js';
-import { publicApi } from './resources/index.js';
+import { ENDPOINTS, publicApi } from './resources/index.js';
+import { scopeSetOf, type ScopeSet } from './domain/scopes.js';
 
 export interface AppDeps {
   config: Config;
@@ -60,6 +61,9 @@ export async function buildApp(deps: AppDeps) {
   const onError = errorHandler(logger, send, database);
   const app = Fastify({
     serverFactory: deps.serverFactory,
+    // request.ip is the TCP peer, or the address a trusted proxy reports (X-Forwarded-For)
+    // when the peer is one of SCHOOL_DATA_TRUSTED_PROXIES: key allowlists check it.
+    trustProxy: config.trustedProxies === '' ? false : config.trustedProxies,
     // Every answer is logged by the writer (one access line); errors by the error handler.
     logger: false,
     genReqId: () => crypto.randomUUID(),
@@ -97,7 +101,8 @@ export async function buildApp(deps: AppDeps) {
     route.config = { ...route.config, recordAnswer: metrics.recorderFor(route.url) };
   });
   app.addHook('onRequest', edgeChecks({ maxUrlBytes: config.maxUrlBytes, unmatched, send }));
-  app.addHook('onRequest', accessHook({ check: accessCheck({ config, reads: store.reads, limiter, usage, database, rateLimiter }), publicPaths: new Set([OPENAPI_PATH]), send }));
+  const check = accessCheck({ config, reads: store.reads, limiter, usage, database, rateLimiter, routeScopes: routeScopes() });
+  app.addHook('onRequest', accessHook({ check, publicPaths: new Set([OPENAPI_PATH]), send }));
   app.setErrorHandler(onError);
   app.setNotFoundHandler(notFoundHandler(send));
 
@@ -113,6 +118,13 @@ export async function buildApp(deps: AppDeps) {
   });
 
   return app;
+}
+
+/** The key scopes each API route needs, by the route's URL (the access step checks them). */
+function routeScopes(): Map<string, ScopeSet> {
+  const needs = new Map<string, ScopeSet>();
+  for (const spec of ENDPOINTS) needs.set(`${API_PREFIX.slice(0, -1)}${spec.url}`, scopeSetOf(spec.scopes));
+  return needs;
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>;

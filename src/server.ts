@@ -14,6 +14,7 @@ import { apiServerFactory } from './edge/listener.js';
 import { buildCabinetApp, type CabinetApp } from './cabinet/app.js';
 import type { Config } from './config/index.js';
 import { openStore, type Store } from './db/index.js';
+import { sweepKeys } from './management/keys.js';
 import { hasSchools } from './management/schools.js';
 import { createLogger } from './logger.js';
 import { loadTls } from './tls.js';
@@ -39,6 +40,29 @@ export function createLimiter(config: Pick<Config, 'redisUrl' | 'redisTimeoutMs'
   return config.redisUrl ? new RedisRateLimiter(config.redisUrl, config.redisTimeoutMs) : new MemoryRateLimiter();
 }
 
+/** How often the key sweep runs (its records only; the request path refuses ended keys at once). */
+const KEY_SWEEP_MS = 60_000;
+
+/**
+ * Marks revoked, with their audit events, the keys that expired, ended their roll's overlap
+ * or went unused too long (src/management/keys.ts, sweepKeys). Every instance sweeps; the
+ * first to mark a key records its event.
+ */
+function keySweep(store: Store, config: Config, logger: Logger): NodeJS.Timeout {
+  const run = () => {
+    sweepKeys(store.db, { unusedDays: config.keyUnusedDays }).then(
+      (marked) => {
+        if (marked > 0) logger.info({ keys: marked }, 'ended keys marked revoked');
+      },
+      (err: unknown) => logger.warn({ err }, 'key sweep failed; will retry'),
+    );
+  };
+  const timer = setInterval(run, KEY_SWEEP_MS);
+  timer.unref();
+  run();
+  return timer;
+}
+
 /**
  * `upgrade` brings the store up to date before anything is served; by default the
  * schema's migrations (the CLI's serve adds the read-model rebuild).
@@ -59,6 +83,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const usage = await UsageRecorder.open(store.db, logger, config.usageFlushMs, limiter);
   const app = await buildApp({ config, store, limiter, usage, logger, serverFactory: apiServerFactory(config, tls) });
   const cabinet = await buildCabinetApp({ config, db: store.db, limiter, logger, tls });
+  const sweep = keySweep(store, config, logger);
+  app.addHook('onClose', () => clearInterval(sweep));
   try {
     await app.listen({ host: config.host, port: config.port });
     await cabinet.listen({ host: config.host, port: config.cabinetPort });

@@ -70,6 +70,33 @@ export class AuthenticationError extends SchoolDataError {
 export class PlanRequiredError extends SchoolDataError {
   override name = 'PlanRequiredError';
 }
+/**
+ * 403: the key may not be used for this request. Its subclasses say why:
+ * InsufficientScopeError (the endpoint is outside the key's scopes) and
+ * AddressNotAllowedError (the request came from an address outside the key's allowlist).
+ * Do not retry: use another key, or ask the school's director to change this one.
+ */
+export class ForbiddenError extends SchoolDataError {
+  override name = 'ForbiddenError';
+}
+/**
+ * 403 `insufficient_scope`: the endpoint (or a resource named in the changes feed's
+ * `resources`) is outside the key's scopes.
+ *
+ * @example
+ * try {
+ *   await client.payments.list();
+ * } catch (err) {
+ *   if (err instanceof InsufficientScopeError) console.log('this key may not read payments');
+ * }
+ */
+export class InsufficientScopeError extends ForbiddenError {
+  override name = 'InsufficientScopeError';
+}
+/** 403 `address_not_allowed`: the request came from an address outside the key's allowlist. */
+export class AddressNotAllowedError extends ForbiddenError {
+  override name = 'AddressNotAllowedError';
+}
 /** 404 `not_found`: no such object for this key's school. */
 export class NotFoundError extends SchoolDataError {
   override name = 'NotFoundError';
@@ -91,14 +118,20 @@ const byStatus: Record<number, typeof SchoolDataError> = {
   400: InvalidParameterError,
   401: AuthenticationError,
   402: PlanRequiredError,
+  403: ForbiddenError,
   404: NotFoundError,
   410: CursorExpiredError,
   429: RateLimitError,
   503: ServiceUnavailableError,
 };
 
+const byCode: Partial<Record<ErrorCode, typeof SchoolDataError>> = {
+  insufficient_scope: InsufficientScopeError,
+  address_not_allowed: AddressNotAllowedError,
+};
+
 export function errorFor(details: ErrorDetails): SchoolDataError {
-  const Class = byStatus[details.status] ?? SchoolDataError;
+  const Class = byCode[details.code] ?? byStatus[details.status] ?? SchoolDataError;
   return new Class(details);
 }
 

@@ -5,8 +5,11 @@
  */
 export { SchoolDataClient, type ClientOptions } from './client.js';
 export {
+  AddressNotAllowedError,
   AuthenticationError,
   CursorExpiredError,
+  ForbiddenError,
+  InsufficientScopeError,
   InvalidParameterError,
   NotFoundError,
   PlanRequiredError,

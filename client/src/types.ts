@@ -39,7 +39,7 @@ export interface Problem {
   type: string;
   title: string;
   status: number;
-  code: 'invalid_parameter' | 'unauthorized' | 'plan_required' | 'not_found' | 'method_not_allowed' | 'cursor_expired' | 'request_timeout' | 'uri_too_long' | 'header_too_large' | 'rate_limited' | 'internal_error' | 'rate_limit_unavailable' | 'data_unavailable';
+  code: 'invalid_parameter' | 'unauthorized' | 'plan_required' | 'insufficient_scope' | 'address_not_allowed' | 'not_found' | 'method_not_allowed' | 'cursor_expired' | 'request_timeout' | 'uri_too_long' | 'header_too_large' | 'rate_limited' | 'internal_error' | 'rate_limit_unavailable' | 'data_unavailable';
   detail: string;
   invalid_params?: {
     name: string;

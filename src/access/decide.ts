@@ -1,12 +1,18 @@
 /**
  * Deciding access to the public API, in the documented order (docs/decisions.md, "Public API"): method ->
- * key -> plan -> rate limit. The decision is a value (`Access`); the access hook (hook.ts)
+ * key (revoked, expired, past a roll's overlap, unused too long: 401) -> the key's address
+ * allowlist (403) -> plan -> rate limit -> the key's scopes (403; an unknown path has none
+ * and goes on to its 404). The decision is a value (`Access`); the access hook (hook.ts)
  * acts on it. Usage is counted for every request with an active key, whatever the answer.
  */
 import type { Config } from '../config/index.js';
 import type { Reader } from '../db/index.js';
+import type { BlockList } from 'node:net';
+import { addressAllowed, blockListOf } from '../domain/addresses.js';
+import { scopeSetOfStored, scopesIn, type ScopeSet } from '../domain/scopes.js';
 import type { Tenant } from '../domain/tenant.js';
 import type { DependencyState } from '../ops/dependency.js';
+import { formatTimestamp } from '../domain/time.js';
 import type { Caller } from '../ops/request-log.js';
 import { methodNotAllowed, Problem } from '../problems/index.js';
 import { bearerKey, hashKey } from './keys.js';
@@ -16,7 +22,9 @@ import { RateLimiterUnavailable, WINDOW_SECONDS, type RateLimitDecision, type Ra
 import type { UsageRecorder } from './usage.js';
 
 export interface AccessDeps {
-  config: Pick<Config, 'rateLimitProfi' | 'rateLimitVip'>;
+  config: Pick<Config, 'rateLimitProfi' | 'rateLimitVip' | 'keyUnusedDays'>;
+  /** The scopes each API route needs (all of them), by route URL; a route not listed needs none. */
+  routeScopes: ReadonlyMap<string, ScopeSet>;
   reads: Reader;
   limiter: RateLimiter;
   usage: UsageRecorder;
@@ -44,6 +52,7 @@ const PLAN_REQUIRED = new Problem('plan_required', 'The school\'s plan does not 
 const RATE_LIMIT_UNAVAILABLE = new Problem('rate_limit_unavailable', 'The rate-limit service is unavailable; try again shortly.', {
   headers: { 'Retry-After': '5' },
 });
+const ADDRESS_NOT_ALLOWED = new Problem('address_not_allowed', 'This key may not be used from this address; the school\'s director can change the key\'s address list.');
 const PUBLIC: Access = { allowed: true, tenant: null, caller: null, rateLimit: null };
 const REFUSED_NO_KEY: Access = { allowed: false, problem: UNAUTHORIZED, caller: null, rateLimit: null };
 
@@ -68,6 +77,64 @@ function textsFor(limit: number): LimitTexts {
   return texts;
 }
 
+/** Per set of needed scopes: the 403, made once. */
+const insufficient = new Map<ScopeSet, Problem>();
+
+function insufficientScope(need: ScopeSet): Problem {
+  let problem = insufficient.get(need);
+  if (problem === undefined) {
+    problem = new Problem('insufficient_scope', `This key's scopes do not cover this endpoint; it needs: ${scopesIn(need).join(', ')}.`, {
+      headers: { 'WWW-Authenticate': 'Bearer error="insufficient_scope"' },
+    });
+    insufficient.set(need, problem);
+  }
+  return problem;
+}
+
+/** Per distinct stored allowlist: its BlockList, made once (a bound keeps a flood of lists from growing it). */
+const allowLists = new Map<string, BlockList>();
+
+function allowListOf(text: string): BlockList {
+  let list = allowLists.get(text);
+  if (list === undefined) {
+    if (allowLists.size >= 10_000) allowLists.clear();
+    list = blockListOf(text.split(','));
+    allowLists.set(text, list);
+  }
+  return list;
+}
+
+/**
+ * "Now" and "unused since" as stored timestamps (UTC whole seconds), made once a second:
+ * keys' ends are compared as text, as they are stored.
+ */
+class KeyClock {
+  private second = -1;
+  now = '';
+  /** A key last used (or, never used, created) at or before this is unused too long; null: never. */
+  unusedBefore: string | null = null;
+
+  constructor(private readonly unusedDays: number) {}
+
+  tick(): void {
+    const second = Math.floor(Date.now() / 1000);
+    if (second === this.second) return;
+    this.second = second;
+    this.now = formatTimestamp(second * 1000);
+    this.unusedBefore = this.unusedDays > 0 ? formatTimestamp((second - this.unusedDays * 86_400) * 1000) : null;
+  }
+}
+
+/** Whether a key no longer works: revoked, expired, past its roll's overlap, or unused too long. */
+function ended(found: KeyRow, clock: KeyClock): boolean {
+  if (found.revokedAt !== null) return true;
+  if (found.expiresAt === null && found.retiresAt === null && clock.unusedBefore === null) return false;
+  clock.tick();
+  if (found.expiresAt !== null && found.expiresAt <= clock.now) return true;
+  if (found.retiresAt !== null && found.retiresAt <= clock.now) return true;
+  return clock.unusedBefore !== null && (found.lastUsedAt ?? found.createdAt) <= clock.unusedBefore;
+}
+
 /** Per method: the 405 refusal, made once. */
 const notAllowed = new Map<string, Access>();
 
@@ -81,11 +148,19 @@ function refusedMethod(method: string): Access {
 }
 
 /** The decision, at once where every store answered at once (SQLite, the in-memory limiter), else a promise of it. */
-export type AccessCheck = (method: string, authorization: string | string[] | undefined, isPublic: boolean) => Access | Promise<Access>;
+export type AccessCheck = (
+  method: string,
+  authorization: string | string[] | undefined,
+  route: string | undefined,
+  isPublic: boolean,
+  /** The client: its address (request.ip, trusted proxies applied) is read only for a key with an allowlist. */
+  client: { readonly ip: string },
+) => Access | Promise<Access>;
 
 /**
- * Decides a request under the API prefix. `isPublic`: the path is one of the public ones
- * (the OpenAPI document), which only the method check applies to.
+ * Decides a request under the API prefix. `route`: the API route it matched (undefined: an
+ * unknown path); `isPublic`: the path is one of the public ones (the OpenAPI document),
+ * which only the method check applies to.
  *
  * It waits only for what has to be waited for: with the embedded stores (a read of the
  * SQLite file, the limiter's counter in memory) the decision is made synchronously, and
@@ -93,10 +168,11 @@ export type AccessCheck = (method: string, authorization: string | string[] | un
  * a refused one included.
  */
 export function accessCheck(deps: AccessDeps): AccessCheck {
-  const { limiter, usage, config, database, rateLimiter } = deps;
+  const { limiter, usage, config, database, rateLimiter, routeScopes } = deps;
   // Usage goes to Redis with the check only when the recorder moves it from there.
   const shared = usage.shared;
   const keys = new KeyFinder(deps.reads);
+  const clock = new KeyClock(config.keyUnusedDays);
 
   function unavailable(error: unknown, caller: Caller): Access {
     if (!(error instanceof RateLimiterUnavailable)) throw error;
@@ -106,36 +182,44 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     return { allowed: false, problem: RATE_LIMIT_UNAVAILABLE, caller, rateLimit: null };
   }
 
-  function limited(found: KeyRow, caller: Caller, limit: number, decision: RateLimitDecision): Access {
+  function limited(found: KeyRow, caller: Caller, limit: number, need: ScopeSet, decision: RateLimitDecision): Access {
     rateLimiter.answered();
     const texts = textsFor(limit);
     const rateLimit = ['RateLimit-Policy', texts.policy, 'RateLimit', `"default";r=${decision.remaining};t=${decision.resetSeconds}`];
     if (!decision.allowed) return { allowed: false, problem: texts.rateLimited, caller, rateLimit };
-    return { allowed: true, tenant: { id: found.schoolId, timezone: found.timezone, currency: found.currency, dataVersion: found.dataVersion }, caller, rateLimit };
+    const scopes = scopeSetOfStored(found.scopes);
+    if ((need & scopes) !== need) return { allowed: false, problem: insufficientScope(need), caller, rateLimit };
+    return { allowed: true, tenant: { id: found.schoolId, timezone: found.timezone, currency: found.currency, dataVersion: found.dataVersion, scopes }, caller, rateLimit };
   }
 
-  function withKey(found: KeyRow | undefined): Access | Promise<Access> {
+  /** Counts a refusal decided before the rate limit: in Redis with a shared limiter (here if Redis fails), else here. */
+  function countedRefusal(keyId: string, refused: Access): Access | Promise<Access> {
+    if (shared === null) {
+      usage.record(keyId);
+      return refused;
+    }
+    return shared.record(keyId).then(
+      () => refused,
+      () => {
+        usage.record(keyId);
+        return refused;
+      },
+    );
+  }
+
+  function withKey(found: KeyRow | undefined, route: string | undefined, client: { readonly ip: string }): Access | Promise<Access> {
     // The key lookup was answered: the data store is up.
     database.answered();
-    if (found === undefined || found.revokedAt !== null) return REFUSED_NO_KEY;
+    if (found === undefined || ended(found, clock)) return REFUSED_NO_KEY;
     const caller: Caller = { keyId: found.keyId, schoolId: found.schoolId };
-    // Counted whatever the answer turns out to be (402, 429, 404 ...): with a shared
+    // Counted whatever the answer turns out to be (403, 402, 429, 404 ...): with a shared
     // limiter (Redis) in its round trip, else in this process (usage.ts).
-    const limit = planLimit(config, found.plan);
-    if (limit === null) {
-      const refused: Access = { allowed: false, problem: PLAN_REQUIRED, caller, rateLimit: null };
-      if (shared === null) {
-        usage.record(found.keyId);
-        return refused;
-      }
-      return shared.record(found.keyId).then(
-        () => refused,
-        () => {
-          usage.record(found.keyId);
-          return refused;
-        },
-      );
+    // Before the plan and the limit: a request from elsewhere spends none of the school's minute.
+    if (found.allow !== null && !addressAllowed(allowListOf(found.allow), client.ip)) {
+      return countedRefusal(found.keyId, { allowed: false, problem: ADDRESS_NOT_ALLOWED, caller, rateLimit: null });
     }
+    const limit = planLimit(config, found.plan);
+    if (limit === null) return countedRefusal(found.keyId, { allowed: false, problem: PLAN_REQUIRED, caller, rateLimit: null });
     let decision: RateLimitDecision | Promise<RateLimitDecision>;
     try {
       if (shared === null) {
@@ -145,22 +229,23 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     } catch (error) {
       return unavailable(error, caller);
     }
+    const need = route === undefined ? 0 : (routeScopes.get(route) ?? 0);
     if (decision instanceof Promise) {
       return decision.then(
-        (d) => limited(found, caller, limit, d),
+        (d) => limited(found, caller, limit, need, d),
         (error: unknown) => unavailable(error, caller),
       );
     }
-    return limited(found, caller, limit, decision);
+    return limited(found, caller, limit, need, decision);
   }
 
-  return function check(method, authorization, isPublic) {
+  return function check(method, authorization, route, isPublic, client) {
     // Before the public-path exemption: the OpenAPI document is read-only like the rest.
     if (method !== 'GET' && method !== 'HEAD') return refusedMethod(method);
     if (isPublic) return PUBLIC;
     const key = bearerKey(authorization);
     if (key === null) return REFUSED_NO_KEY;
     const found = keys.find(hashKey(key));
-    return found instanceof Promise ? found.then(withKey) : withKey(found);
+    return found instanceof Promise ? found.then((f) => withKey(f, route, client)) : withKey(found, route, client);
   };
 }

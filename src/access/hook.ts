@@ -45,7 +45,7 @@ export function accessHook({ check, publicPaths, send }: AccessHookOptions) {
     }
     let decided: Access | Promise<Access>;
     try {
-      decided = check(request.method, request.headers.authorization, publicPaths.has(route ?? pathOf(request.url)));
+      decided = check(request.method, request.headers.authorization, route, publicPaths.has(route ?? pathOf(request.url)), request);
     } catch (failure) {
       done(failure as Error);
       return;

@@ -1,6 +1,6 @@
 /**
- * The one indexed lookup every API request makes: a key's hash to the key's state and its
- * school's plan, time zone, currency and data version. Nothing here outlives a turn of the
+ * The one indexed lookup every API request makes: a key's hash to the key's state and
+ * options and its school's plan, time zone, currency and data version. Nothing here outlives a turn of the
  * event loop, so a key revoked or a plan changed is seen by the next turn's requests on
  * every instance. On SQLite a lookup reads the process's own file, and a key asked for
  * again in the same turn is the row already read in that turn's snapshot. On PostgreSQL
@@ -16,6 +16,13 @@ export interface KeyRow {
   keyHash: string;
   keyId: string;
   revokedAt: string | null;
+  /** The key's options (docs/api/keys.md): stored text, null when unlimited. */
+  scopes: string | null;
+  expiresAt: string | null;
+  retiresAt: string | null;
+  allow: string | null;
+  createdAt: string;
+  lastUsedAt: string | null;
   schoolId: string;
   plan: string;
   timezone: string;
@@ -25,6 +32,8 @@ export interface KeyRow {
 
 const COLUMNS = [
   'api_keys.key_hash as keyHash', 'api_keys.id as keyId', 'api_keys.revoked_at as revokedAt',
+  'api_keys.scopes', 'api_keys.expires_at as expiresAt', 'api_keys.retires_at as retiresAt', 'api_keys.allow',
+  'api_keys.created_at as createdAt', 'api_keys.last_used_at as lastUsedAt',
   'schools.id as schoolId', 'schools.plan', 'schools.timezone', 'schools.currency', 'schools.data_version as dataVersion',
 ] as const;
 

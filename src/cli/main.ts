@@ -8,6 +8,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from '../config/index.js';
 import { isStoreUnavailable } from '../db/index.js';
 import { PLANS } from '../domain/enums.js';
+import { KEY_SCOPES } from '../domain/scopes.js';
 import { packageVersion } from '../version.js';
 import { CliError, contextFor, createOutput, RUN } from './context.js';
 
@@ -56,13 +57,34 @@ function buildProgram(done: Run): Command {
   leaf(key, 'create', 'create a key; its value is shown once')
     .requiredOption('--school <id>', 'school id')
     .requiredOption('--name <name>', 'key name (1-100 characters)')
-    .action(async (o: { json?: boolean; school: string; name: string }) => done(await (await import('./commands/key/create.js')).keyCreate(contextFor(o), o)));
-  leaf(key, 'list', 'list a school\'s keys with their usage')
+    .option('--scopes <list>', `comma-separated resources the key may read: ${KEY_SCOPES.join(', ')} (default: all)`)
+    .option('--expires <date-time>', 'RFC 3339 date-time with offset, in the future, from which the key is refused (default: never)')
+    .option('--allow <list>', 'comma-separated IPv4/IPv6 addresses and CIDR ranges the key may be used from (default: any)')
+    .action(async (o: { json?: boolean; school: string; name: string; scopes?: string; expires?: string; allow?: string }) => done(await (await import('./commands/key/create.js')).keyCreate(contextFor(o), o)));
+  leaf(key, 'list', 'list a school\'s keys with their usage, options and the date each would be revoked as unused')
     .requiredOption('--school <id>', 'school id')
     .action(async (o: { json?: boolean; school: string }) => done(await (await import('./commands/key/list.js')).keyList(contextFor(o), o)));
   leaf(key, 'revoke', 'revoke a key at once')
     .requiredOption('--key <id>', 'key id (not the key value)')
     .action(async (o: { json?: boolean; key: string }) => done(await (await import('./commands/key/revoke.js')).keyRevoke(contextFor(o), o)));
+  leaf(key, 'roll', 'replace a key by a new one with its name, scopes and allowlist (shown once); the old one ends after the overlap')
+    .requiredOption('--key <id>', 'key id (not the key value)')
+    .addOption(new Option('--overlap <overlap>', 'how long the old key keeps working').choices(['now', '1h', '24h', '7d']).makeOptionMandatory())
+    .action(async (o: { json?: boolean; key: string; overlap: string }) => done(await (await import('./commands/key/roll.js')).keyRoll(contextFor(o), o)));
+  leaf(key, 'allow', 'change the addresses a key may be used from')
+    .requiredOption('--key <id>', 'key id (not the key value)')
+    .option('--allow <list>', 'comma-separated IPv4/IPv6 addresses and CIDR ranges')
+    .option('--any', 'any address')
+    .action(async (o: { json?: boolean; key: string; allow?: string; any?: boolean }) => done(await (await import('./commands/key/allow.js')).keyAllow(contextFor(o), o)));
+  leaf(key, 'log', 'print a key\'s last requests (at most 100, newest first)')
+    .requiredOption('--key <id>', 'key id (not the key value)')
+    .action(async (o: { json?: boolean; key: string }) => done(await (await import('./commands/key/log.js')).keyLog(contextFor(o), o)));
+
+  const audit = program.command('audit').description('the audit of key events');
+  leaf(audit, 'list', 'a school\'s key events, newest first: created, rolled, revoked, expired, revoked as unused, options changed')
+    .requiredOption('--school <id>', 'school id')
+    .option('--key <id>', 'only this key\'s events')
+    .action(async (o: { json?: boolean; school: string; key?: string }) => done(await (await import('./commands/audit/list.js')).auditList(contextFor(o), o)));
 
   const director = program.command('director').description('directors: who signs in to a school\'s cabinet');
   leaf(director, 'add', 'add a director to a school; the password is read from stdin, or generated and shown once')

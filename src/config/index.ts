@@ -8,6 +8,7 @@
 import path from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
+import { parseAllowlist } from '../domain/addresses.js';
 
 const Port = Type.Integer({ minimum: 0, maximum: 65535 });
 const Millis = (max: number) => Type.Integer({ minimum: 1, maximum: max });
@@ -55,6 +56,13 @@ export const settings = {
   usageFlushMs: setting('SCHOOL_DATA_USAGE_FLUSH_MS', Millis(5000), 1000, 'how often key usage counts are written'),
   responseCacheMb: setting('SCHOOL_DATA_RESPONSE_CACHE_MB', Type.Integer({ minimum: 0, maximum: 65_536 }), 32, 'memory (MiB) for stored API responses, per process; 0 stores none'),
   tombstoneDays: setting('SCHOOL_DATA_TOMBSTONE_DAYS', Type.Integer({ minimum: 1, maximum: 36_500 }), 90, 'deleted records are remembered for the changes feed at least this many days'),
+  keyUnusedDays: setting('SCHOOL_DATA_KEY_UNUSED_DAYS', Type.Integer({ minimum: 0, maximum: 36_500 }), 90, 'a key not used for this many days (from its last use, or its creation) is revoked; 0 turns it off'),
+  trustedProxies: setting(
+    'SCHOOL_DATA_TRUSTED_PROXIES',
+    Type.String(),
+    '',
+    'comma-separated addresses and CIDR ranges of reverse proxies whose X-Forwarded-For names the client; empty: the TCP peer is the client',
+  ),
   dbPoolSize: setting('SCHOOL_DATA_DB_POOL_SIZE', Type.Integer({ minimum: 1, maximum: 1000 }), 10, 'PostgreSQL connections per process'),
   // Server limits (docs/operations.md explains each). Timeouts bound what one slow or
   // idle client can hold; sizes bound what one request can make the server read.
@@ -119,6 +127,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   }
   if ((out.tlsCert === null) !== (out.tlsKey === null)) {
     throw new ConfigError('SCHOOL_DATA_TLS_CERT and SCHOOL_DATA_TLS_KEY must be set together');
+  }
+  const proxies = (out.trustedProxies as string).trim();
+  if (proxies !== '') {
+    const parsed = parseAllowlist(proxies);
+    if (!parsed.ok) throw new ConfigError(`SCHOOL_DATA_TRUSTED_PROXIES ${parsed.reason.replace(/^allow( entries)? /, '')}`);
+    out.trustedProxies = parsed.entries.join(',');
   }
   out.dataDir = path.resolve(out.dataDir as string);
   return Object.freeze(out) as Config;

@@ -17,6 +17,7 @@ import * as m0005 from './migrations/0005_day_totals.js';
 import * as m0006 from './migrations/0006_change_log.js';
 import * as m0007 from './migrations/0007_key_activity.js';
 import * as m0009 from './migrations/0009_list_blocks.js';
+import * as m0008 from './migrations/0008_key_options.js';
 import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
@@ -53,6 +54,7 @@ const migrations: Record<string, Migration> = {
   '0006_change_log': m0006,
   '0007_key_activity': m0007,
   '0009_list_blocks': m0009,
+  '0008_key_options': m0008,
 };
 
 export function sqlitePath(config: Pick<Config, 'dataDir'>): string {

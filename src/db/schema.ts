@@ -48,6 +48,28 @@ export interface ApiKeysTable {
   last_used_at: string | null;
   request_count: ColumnType<number, number | undefined, number>;
   revoked_at: string | null;
+  /** Options (migration 0008, docs/api/keys.md): null is "no limit". */
+  scopes: ColumnType<string | null, string | null | undefined, string | null>;
+  expires_at: ColumnType<string | null, string | null | undefined, string | null>;
+  allow: ColumnType<string | null, string | null | undefined, string | null>;
+  rolled_from: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When a rolled key's overlap ends. */
+  retires_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Why revoked_at is set: revoked, rolled, expired, unused. */
+  revoke_reason: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** One key event (migration 0008): what happened to which key, who did it, when. */
+export interface KeyEventsTable {
+  seq: Generated<number>;
+  school_id: string;
+  key_id: string;
+  event: string;
+  /** A director's email, or `operator`. */
+  actor: string;
+  at: string;
+  /** JSON object with the event's particulars, or null. */
+  detail: string | null;
 }
 
 export interface BranchesTable {
@@ -288,6 +310,7 @@ export interface KeyRequestsTable {
 export interface Database {
   schools: SchoolsTable;
   api_keys: ApiKeysTable;
+  key_events: KeyEventsTable;
   branches: BranchesTable;
   groups: GroupsTable;
   students: StudentsTable;

@@ -1,3 +1,5 @@
+import type { ScopeSet } from './scopes.js';
+
 /** The school a request acts for, fixed by its key: every query is scoped by it. */
 export interface Tenant {
   id: string;
@@ -5,4 +7,6 @@ export interface Tenant {
   currency: string;
   /** The school's data version, read with the key: it keys the stored answers. */
   dataVersion: number;
+  /** The scopes of the request's key (src/domain/scopes.ts): the changes feed carries only these. */
+  scopes: ScopeSet;
 }

@@ -8,6 +8,8 @@ export const problemTypes = {
   invalid_parameter: { status: 400, title: 'Invalid request parameter' },
   unauthorized: { status: 401, title: 'Unauthorized' },
   plan_required: { status: 402, title: 'Plan does not include API access' },
+  insufficient_scope: { status: 403, title: 'Key scope does not cover this endpoint' },
+  address_not_allowed: { status: 403, title: 'Address not allowed for this key' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   cursor_expired: { status: 410, title: 'Cursor expired' },
@@ -92,7 +94,7 @@ export class Problem extends Error {
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 
 /** The statuses every public route can answer with besides its success. */
-export const commonErrorStatuses = [400, 401, 402, 404, 405, 429, 500, 503] as const;
+export const commonErrorStatuses = [400, 401, 402, 403, 404, 405, 429, 500, 503] as const;
 
 /** Per method (Node's parser knows a few dozen): the 405 problem, made once. */
 const notAllowed = new Map<string, Problem>();

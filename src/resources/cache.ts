@@ -2,13 +2,14 @@
  * Stored answers: the body of a 200 answer, kept in this process's memory and sent again
  * for the same request target of the same school while its data is unchanged. Rules
  * (docs/operations.md, "Request path and stored answers", gives the reasons):
- * - an entry is keyed by school, data version, time zone, currency and the target byte
- *   for byte, so an import that commits makes every older entry unreachable on every instance;
+ * - an entry is keyed by school, data version, time zone, currency, the target byte
+ *   for byte and the key's scopes when it has not all of them, so an import that commits makes every older entry unreachable on every instance;
  * - memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB); answers are kept as sent while they
  *   fit, then the oldest compressible one is gzipped; when none is left, the larger of two
  *   entries picked at random is removed;
  * - once full, a new answer is stored with probability ADMIT_WHEN_FULL.
  */
+import { ALL_SCOPES } from '../domain/scopes.js';
 import type { Tenant } from '../domain/tenant.js';
 import { gzip, type KeptBody } from '../edge/encoding.js';
 
@@ -97,7 +98,9 @@ export class ResponseCache {
   }
 
   static key(tenant: Tenant, target: string): string {
-    return `${tenant.id}\n${tenant.dataVersion}\n${tenant.timezone}\n${tenant.currency}\n${target}`;
+    // A key limited to some scopes gets answers of its own (the changes feed differs by scope).
+    const base = `${tenant.id}\n${tenant.dataVersion}\n${tenant.timezone}\n${tenant.currency}\n${target}`;
+    return tenant.scopes === ALL_SCOPES ? base : `${base}\n${tenant.scopes}`;
   }
 
   get enabled(): boolean {

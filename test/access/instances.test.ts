@@ -73,6 +73,35 @@ describe('three instances on shared PostgreSQL and Redis', { skip: external ? fa
     for (const c of clients) assert.equal((await c.request('/api/public/v1/students', { key: created.key })).status, 401);
   });
 
+  it('a key\'s options changed through the CLI take effect on the very next request on every instance', async () => {
+    const s = await createSchool(store.db, { name: 'Options', plan: 'VIP', id: `mo_${randomBytes(5).toString('hex')}` });
+    assert.ok(s.ok);
+    const made = await runCli(['key', 'create', '--school', s.value.id, '--name', 'site', '--scopes', 'students,lessons', '--allow', '127.0.0.1,::1', '--json'], env);
+    assert.equal(made.code, 0, made.stderr);
+    const created = JSON.parse(made.stdout) as { id: string; key: string };
+    for (const c of clients) {
+      assert.equal((await c.request('/api/public/v1/students', { key: created.key })).status, 200);
+      assert.equal((await c.request('/api/public/v1/payments', { key: created.key })).status, 403);
+    }
+    const moved = await runCli(['key', 'allow', '--key', created.id, '--allow', '203.0.113.0/24', '--json'], env);
+    assert.equal(moved.code, 0, moved.stderr);
+    for (const c of clients) {
+      const res = await c.request('/api/public/v1/students', { key: created.key });
+      assert.equal(res.status, 403);
+      assert.equal((res.json() as { code: string }).code, 'address_not_allowed');
+    }
+    assert.equal((await runCli(['key', 'allow', '--key', created.id, '--any', '--json'], env)).code, 0);
+    for (const c of clients) assert.equal((await c.request('/api/public/v1/students', { key: created.key })).status, 200);
+    const rolled = await runCli(['key', 'roll', '--key', created.id, '--overlap', 'now', '--json'], env);
+    assert.equal(rolled.code, 0, rolled.stderr);
+    const fresh = JSON.parse(rolled.stdout) as { key: string };
+    for (const c of clients) {
+      assert.equal((await c.request('/api/public/v1/students', { key: created.key })).status, 401);
+      assert.equal((await c.request('/api/public/v1/students', { key: fresh.key })).status, 200);
+      assert.equal((await c.request('/api/public/v1/payments', { key: fresh.key })).status, 403);
+    }
+  });
+
   it('counts every answered request exactly, also when all instances get SIGTERM mid-load', async () => {
     const created = await school('VIP');
     let answered = 0;

@@ -5,6 +5,7 @@
  * changes nothing about access (keys, plans, limits, usage counts).
  */
 import assert from 'node:assert/strict';
+import { ALL_SCOPES } from '../../src/domain/scopes.js';
 import { randomBytes } from 'node:crypto';
 import { brotliDecompressSync, constants, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
@@ -197,7 +198,7 @@ function seededRandom(seed: number): () => number {
 }
 
 describe('ResponseCache', () => {
-  const tenant = (id: string, dataVersion = 1) => ({ id, timezone: 'Europe/Moscow', currency: 'RUB', dataVersion });
+  const tenant = (id: string, dataVersion = 1) => ({ id, timezone: 'Europe/Moscow', currency: 'RUB', dataVersion, scopes: ALL_SCOPES });
   const body = (n: number) => Buffer.alloc(n, 120);
 
   it('keeps what fits in its bytes, making room by removing entries', () => {

@@ -14,8 +14,12 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freePort, PrivateRedis } from '../helpers/redis.js';
 import { createTestStore } from '../helpers/store.js';
 import { seedWorld, type World } from '../helpers/world.js';
+import { createKey } from '../../src/management/keys.js';
 import {
+  AddressNotAllowedError,
   AuthenticationError,
+  ForbiddenError,
+  InsufficientScopeError,
   InvalidParameterError,
   NotFoundError,
   PlanRequiredError,
@@ -105,6 +109,27 @@ describe('client: errors and retries', () => {
       const err = await client.vehicles.list().page().catch((e: unknown) => e);
       assert.ok(err instanceof Class, String(err));
       assert.equal(err.status, status);
+      assert.equal(rec.attempts.length, 1);
+      client.close();
+    }
+  });
+
+  it('throws InsufficientScopeError and AddressNotAllowedError (both ForbiddenError) for a key\'s limits; never retried', async () => {
+    const scoped = await createKey(t.store.db, w.a.id, 'students only', { scopes: ['students'] });
+    const elsewhere = await createKey(t.store.db, w.a.id, 'from elsewhere', { allow: ['203.0.113.0/24'] });
+    assert.ok(scoped.ok && elsewhere.ok);
+    const cases: [string, typeof SchoolDataError, string][] = [
+      [scoped.value.key, InsufficientScopeError, 'insufficient_scope'],
+      [elsewhere.value.key, AddressNotAllowedError, 'address_not_allowed'],
+    ];
+    for (const [apiKey, Class, code] of cases) {
+      const rec = recorder();
+      const client = make({ apiKey, ...rec });
+      const err = await client.payments.list().page().catch((e: unknown) => e);
+      assert.ok(err instanceof Class, String(err));
+      assert.ok(err instanceof ForbiddenError);
+      assert.equal(err.status, 403);
+      assert.equal(err.code, code);
       assert.equal(rec.attempts.length, 1);
       client.close();
     }

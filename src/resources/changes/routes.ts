@@ -1,3 +1,4 @@
+import { scopeBit, type ScopeSet } from '../../domain/scopes.js';
 import { Problem } from '../../problems/index.js';
 import { endpoint } from '../common/route.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
@@ -10,14 +11,35 @@ const CURSOR_EXPIRED = new Problem(
   'This cursor is older than the deletions the feed still keeps (or from before the school\'s data was restored): drop your copy and read the feed again from the beginning, without "after".',
 );
 
-/** The resources a `resources` parameter names (all when left out); a bad list is a 400. */
-function resourcesOf(text: string | undefined): ListTable[] {
-  if (text === undefined) return [...LIST_TABLES];
+/** Per set of resources asked for outside the key's scopes: the 403, made once. */
+const outsideScopes = new Map<string, Problem>();
+
+function outsideScopesOf(names: ListTable[]): Problem {
+  const text = names.join(', ');
+  let problem = outsideScopes.get(text);
+  if (problem === undefined) {
+    problem = new Problem('insufficient_scope', `This key's scopes do not include: ${text}. Leave out "resources" to read every resource the key may read.`, {
+      headers: { 'WWW-Authenticate': 'Bearer error="insufficient_scope"' },
+    });
+    outsideScopes.set(text, problem);
+  }
+  return problem;
+}
+
+/**
+ * The resources a `resources` parameter names (all the key may read when left out); a bad
+ * list is a 400, a resource outside the key's scopes a 403.
+ */
+function resourcesOf(text: string | undefined, scopes: ScopeSet): ListTable[] {
+  const inScope = (name: ListTable) => (scopes & scopeBit(name)) !== 0;
+  if (text === undefined) return LIST_TABLES.filter(inScope);
   const names = text.split(',');
   const unknown = names.filter((n) => !(LIST_TABLES as readonly string[]).includes(n));
   if (unknown.length > 0 || new Set(names).size !== names.length) {
     throw Problem.invalid([{ name: 'resources', reason: `must be a comma-separated list of distinct names from: ${LIST_TABLES.join(', ')}` }]);
   }
+  const outside = (names as ListTable[]).filter((n) => !inScope(n));
+  if (outside.length > 0) throw outsideScopesOf(outside);
   return names as ListTable[];
 }
 
@@ -42,6 +64,8 @@ function changeJson(row: ChangeRow): string {
 export const changeEndpoints = [
   endpoint<ChangesQuery>({
     url: '/changes',
+    // Any key may read the feed; it carries only the resources of the key's scopes.
+    scopes: [],
     operationId: 'listChanges',
     summary: 'What changed in the school\'s data',
     description:
@@ -51,9 +75,10 @@ export const changeEndpoints = [
     response: ChangeList,
     extraStatuses: [410],
     answer: async ({ reads, tenant, query }) => {
-      const resources = resourcesOf(query.resources);
+      const resources = resourcesOf(query.resources, tenant.scopes);
       const after = await placeOf(query.after, tenant.id, tenant.dataVersion, () => tombstonesDroppedThrough(reads, tenant.id));
-      const rows = await changesAfterPlace(reads, tenant.id, resources, after, query.limit + 1);
+      // A key whose scopes hold none of the feed's resources (finance only) reads an empty feed.
+      const rows = resources.length === 0 ? [] : await changesAfterPlace(reads, tenant.id, resources, after, query.limit + 1);
       const hasMore = rows.length > query.limit;
       const page = hasMore ? rows.slice(0, query.limit) : rows;
       const last = page.at(-1);

@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { Reader } from '../../db/index.js';
+import { ALL_SCOPES, type KeyScope } from '../../domain/scopes.js';
 import type { Tenant } from '../../domain/tenant.js';
 import { dataAnswer, plain, unchanged, type SendAnswer } from '../../edge/answer.js';
 import { flushHeldAnswers } from '../../edge/turn-end.js';
@@ -43,6 +44,8 @@ export interface Endpoint<Q = unknown, P = unknown> {
   summary: string;
   description: string;
   tags: readonly string[];
+  /** The key scopes a request needs, all of them (docs/api/keys.md). */
+  scopes: readonly KeyScope[];
   querystring: TSchema;
   params?: TSchema;
   /** The 200 body's schema: it serializes objects and documents the answer. */
@@ -61,13 +64,15 @@ export function endpoint<Q, P = Record<string, never>>(spec: Endpoint<Q, P>): En
 
 /**
  * What identifies an answer's content: the same for the same request target of the same
- * school at the same data version, time zone and currency, served by the same version of
- * the service; different as soon as any of them differs (an import raises the data
- * version). The first part of every data answer's entity tag.
+ * school at the same data version, time zone and currency, asked with a key of the same
+ * scopes, served by the same version of the service; different as soon as any of them
+ * differs (an import raises the data version; the changes feed carries only the key's
+ * scopes). The first part of every data answer's entity tag.
  */
 export function validatorOf(tenant: Tenant, target: string): string {
+  const scopes = tenant.scopes === ALL_SCOPES ? '' : `\n${tenant.scopes}`;
   return createHash('sha256')
-    .update(`${packageVersion()}\n${tenant.id}\n${tenant.dataVersion}\n${tenant.timezone}\n${tenant.currency}\n${target}`)
+    .update(`${packageVersion()}\n${tenant.id}\n${tenant.dataVersion}\n${tenant.timezone}\n${tenant.currency}\n${target}${scopes}`)
     .digest('base64url')
     .slice(0, 22);
 }

@@ -5,6 +5,7 @@ import { ContractList, ContractListQuery } from './schema.js';
 export const contractEndpoints = [
   endpoint<ContractListQuery>({
     url: '/contracts',
+    scopes: ['contracts'],
     operationId: 'listContracts',
     summary: 'List contracts',
     description: 'Training contracts of the key\'s school with what is paid and owed on each, optionally of one student, ordered by created_at then id.',

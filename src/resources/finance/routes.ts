@@ -6,6 +6,7 @@ import { FinanceSummary, FinanceSummaryQuery } from './schema.js';
 export const financeEndpoints = [
   endpoint<FinanceSummaryQuery>({
     url: '/reports/finance-summary',
+    scopes: ['finance'],
     operationId: 'getFinanceSummary',
     summary: 'Finance summary for a period',
     description:

@@ -5,6 +5,7 @@ import { InstructorList, InstructorListQuery } from './schema.js';
 export const instructorEndpoints = [
   endpoint<InstructorListQuery>({
     url: '/instructors',
+    scopes: ['instructors'],
     operationId: 'listInstructors',
     summary: 'List instructors',
     description: 'Instructors of the key\'s school, ordered by created_at then id; is_active narrows to active or inactive ones.',

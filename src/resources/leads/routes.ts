@@ -6,6 +6,7 @@ import { LeadList, LeadListQuery } from './schema.js';
 export const leadEndpoints = [
   endpoint<LeadListQuery>({
     url: '/leads',
+    scopes: ['leads'],
     operationId: 'listLeads',
     summary: 'List applications for training',
     description:

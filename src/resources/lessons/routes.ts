@@ -6,6 +6,7 @@ import { LessonList, LessonListQuery } from './schema.js';
 export const lessonEndpoints = [
   endpoint<LessonListQuery>({
     url: '/lessons',
+    scopes: ['lessons'],
     operationId: 'listLessons',
     summary: 'List lessons for a period',
     description:

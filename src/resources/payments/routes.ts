@@ -6,6 +6,7 @@ import { PaymentList, PaymentListQuery } from './schema.js';
 export const paymentEndpoints = [
   endpoint<PaymentListQuery>({
     url: '/payments',
+    scopes: ['payments'],
     operationId: 'listPayments',
     summary: 'List payments for a period',
     description:

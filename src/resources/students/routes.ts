@@ -6,6 +6,7 @@ import { StudentCard, StudentList, StudentListQuery, StudentParams } from './sch
 export const studentEndpoints = [
   endpoint<StudentListQuery>({
     url: '/students',
+    scopes: ['students'],
     operationId: 'listStudents',
     summary: 'List students',
     description: 'Students of the key\'s school, ordered by created_at then id.',
@@ -16,6 +17,8 @@ export const studentEndpoints = [
   }),
   endpoint<Record<string, never>, { id: string }>({
     url: '/students/:id',
+    // The card carries the student's contracts and their money, as the contracts list does.
+    scopes: ['students', 'contracts'],
     operationId: 'getStudent',
     summary: 'One student\'s card',
     description: 'The student with contracts, lesson counts and balance. Another school\'s student is 404.',

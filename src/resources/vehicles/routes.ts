@@ -5,6 +5,7 @@ import { VehicleList, VehicleListQuery } from './schema.js';
 export const vehicleEndpoints = [
   endpoint<VehicleListQuery>({
     url: '/vehicles',
+    scopes: ['vehicles'],
     operationId: 'listVehicles',
     summary: 'List training vehicles',
     description: 'Training vehicles of the key\'s school with their insurance and inspection dates, ordered by created_at then id.',

@@ -1,13 +1,29 @@
-import { createKey } from '../../../management/keys.js';
+import { createKey, parseKeyOptions } from '../../../management/keys.js';
 import { CliError, withStore, type CommandContext } from '../../context.js';
 
-export async function keyCreate(ctx: CommandContext, opts: { school: string; name: string }): Promise<number> {
-  const outcome = await withStore(ctx.config, (store) => createKey(store.db, opts.school, opts.name));
+export interface KeyCreateOptions {
+  school: string;
+  name: string;
+  scopes?: string;
+  expires?: string;
+  allow?: string;
+}
+
+export async function keyCreate(ctx: CommandContext, opts: KeyCreateOptions): Promise<number> {
+  // Checked before the store is opened: a bad value writes nothing.
+  const options = parseKeyOptions(opts);
+  if (!options.ok) throw new CliError(options.reason);
+  const outcome = await withStore(ctx.config, (store) => createKey(store.db, opts.school, opts.name, options.value, 'operator', { unusedDays: ctx.config.keyUnusedDays }));
   if (!outcome.ok) throw new CliError(outcome.reason);
   const k = outcome.value;
+  const limits = [
+    k.scopes.length < 8 ? `scopes ${k.scopes.join(',')}` : null,
+    k.expires_at === null ? null : `expires ${k.expires_at}`,
+    k.allow === null ? null : `only from ${k.allow.join(', ')}`,
+  ].filter((l) => l !== null);
   ctx.out.result(
     k,
-    `Created key ${k.id} "${k.name}" for school ${opts.school}:\n\n  ${k.key}\n\nCopy it now: it is shown only this once and cannot be recovered.`,
+    `Created key ${k.id} "${k.name}" for school ${opts.school}${limits.length > 0 ? ` (${limits.join('; ')})` : ''}:\n\n  ${k.key}\n\nCopy it now: it is shown only this once and cannot be recovered.`,
   );
   return 0;
 }

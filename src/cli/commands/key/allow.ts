@@ -1,0 +1,18 @@
+import { parseAllowlist } from '../../../domain/addresses.js';
+import { setAllowlist } from '../../../management/keys.js';
+import { CliError, withStore, type CommandContext } from '../../context.js';
+
+export async function keyAllow(ctx: CommandContext, opts: { key: string; allow?: string; any?: boolean }): Promise<number> {
+  if ((opts.allow === undefined) === (opts.any !== true)) throw new CliError('give either --allow <addresses> or --any');
+  let allow: string[] | null = null;
+  if (opts.allow !== undefined) {
+    const parsed = parseAllowlist(opts.allow);
+    if (!parsed.ok) throw new CliError(parsed.reason);
+    allow = parsed.entries;
+  }
+  const outcome = await withStore(ctx.config, (store) => setAllowlist(store.db, opts.key, allow, 'operator', { unusedDays: ctx.config.keyUnusedDays }));
+  if (!outcome.ok) throw new CliError(outcome.reason);
+  const k = outcome.value;
+  ctx.out.result(k, `Key ${k.id} "${k.name}" may now be used from ${k.allow === null ? 'any address' : k.allow.join(', ')}`);
+  return 0;
+}

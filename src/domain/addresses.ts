@@ -1,0 +1,67 @@
+/**
+ * Address allowlists of keys (docs/api/keys.md): IPv4 and IPv6 addresses and CIDR
+ * ranges. Parsed into node:net's BlockList, which matches both families; an IPv4 client
+ * seen as an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`, a dual-stack listener) is
+ * matched as the IPv4 address it is.
+ */
+import net from 'node:net';
+
+/** Entries per list, at most: a list is for a few servers and networks, not a firewall. */
+export const MAX_ALLOW_ENTRIES = 50;
+
+export type AllowParse = { ok: true; entries: string[] } | { ok: false; reason: string };
+
+function entryOf(raw: string): string | null {
+  const text = raw.trim().toLowerCase();
+  const slash = text.indexOf('/');
+  const address = slash === -1 ? text : text.slice(0, slash);
+  const family = net.isIP(address);
+  if (family === 0) return null;
+  if (slash === -1) return address;
+  const prefix = text.slice(slash + 1);
+  const max = family === 4 ? 32 : 128;
+  if (!/^[0-9]{1,3}$/.test(prefix) || Number(prefix) > max) return null;
+  return `${address}/${Number(prefix)}`;
+}
+
+/**
+ * A comma-separated list of addresses and CIDR ranges (`203.0.113.7, 10.0.0.0/8, 2001:db8::/32`),
+ * or the reason it is refused (naming the first bad entry).
+ */
+export function parseAllowlist(text: string): AllowParse {
+  const raw = text.split(',').map((e) => e.trim()).filter((e) => e.length > 0);
+  if (raw.length === 0) return { ok: false, reason: 'allow must name at least one address or CIDR range' };
+  if (raw.length > MAX_ALLOW_ENTRIES) return { ok: false, reason: `allow must have at most ${MAX_ALLOW_ENTRIES} entries` };
+  const entries: string[] = [];
+  for (const entry of raw) {
+    const parsed = entryOf(entry);
+    if (parsed === null) return { ok: false, reason: `allow entries must be IPv4/IPv6 addresses or CIDR ranges (got "${entry.slice(0, 60)}")` };
+    if (!entries.includes(parsed)) entries.push(parsed);
+  }
+  return { ok: true, entries };
+}
+
+/** The BlockList of entries already checked by parseAllowlist. */
+export function blockListOf(entries: readonly string[]): net.BlockList {
+  const list = new net.BlockList();
+  for (const entry of entries) {
+    const slash = entry.indexOf('/');
+    const address = slash === -1 ? entry : entry.slice(0, slash);
+    const type = net.isIPv4(address) ? 'ipv4' : 'ipv6';
+    if (slash === -1) list.addAddress(address, type);
+    else list.addSubnet(address, Number(entry.slice(slash + 1)), type);
+  }
+  return list;
+}
+
+const MAPPED_V4 = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
+
+/** Whether `address` (a peer's address as Node reports it) is in the list. */
+export function addressAllowed(list: net.BlockList, address: string | undefined): boolean {
+  if (address === undefined || address === '') return false;
+  const mapped = MAPPED_V4.exec(address);
+  if (mapped) return list.check(mapped[1]!, 'ipv4') || list.check(address, 'ipv6');
+  const family = net.isIP(address);
+  if (family === 0) return false;
+  return list.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}

@@ -1,0 +1,204 @@
+/**
+ * The options of a key (docs/api/keys.md) through the real HTTPS server on both stores:
+ * scopes (403 insufficient_scope after 405/401/402/429/404, before 400), expiry, the
+ * unused-key revocation, address allowlists with and without a trusted proxy, rolling
+ * with an overlap, and the sweep that records each ending once in the audit.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { formatTimestamp } from '../../src/domain/time.js';
+import { createSchool } from '../../src/management/schools.js';
+import { createKey, keyEvents, listKeys, rollKey, setAllowlist, sweepKeys, type KeyOptions } from '../../src/management/keys.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { seedWorld, type World } from '../helpers/world.js';
+
+const DAY = 86_400_000;
+
+describe('key options on the request path', () => {
+  let t: TestApp;
+  let proxied: TestApp;
+  let w: World;
+
+  before(async () => {
+    t = await startTestApp();
+    // The same store behind a proxy on the loopback address, which it trusts.
+    proxied = await startTestApp({ store: t.store, config: { trustedProxies: '127.0.0.1' } });
+    w = await seedWorld(t.store.db);
+  });
+  after(async () => {
+    await proxied.close();
+    await t.close();
+  });
+
+  /** A VIP school of its own (no data), so each test has its 10 places. */
+  async function freshSchool(): Promise<string> {
+    const created = await createSchool(t.store.db, { name: 'Options', plan: 'VIP', id: `ko_${randomBytes(5).toString('hex')}` });
+    assert.ok(created.ok);
+    return created.value.id;
+  }
+
+  async function keyWith(options: KeyOptions, schoolId = w.a.id) {
+    const created = await createKey(t.store.db, schoolId, `opt ${randomBytes(3).toString('hex')}`, options);
+    assert.ok(created.ok, created.ok ? '' : created.reason);
+    return created.value;
+  }
+
+  const code = (res: { json: () => unknown }) => (res.json() as { code: string }).code;
+
+  it('scopes: 403 insufficient_scope outside them, after 405, 401 and 404 and before 400', async () => {
+    const k = await keyWith({ scopes: ['students', 'lessons'] });
+    assert.equal((await t.request('/api/public/v1/students', { key: k.key })).status, 200);
+    assert.equal((await t.request('/api/public/v1/lessons', { key: k.key })).status, 200);
+    for (const path of ['/api/public/v1/payments', '/api/public/v1/contracts', '/api/public/v1/reports/finance-summary', '/api/public/v1/students/s1', '/api/public/v1/instructors', '/api/public/v1/vehicles', '/api/public/v1/leads']) {
+      const res = await t.request(path, { key: k.key });
+      assert.equal(res.status, 403, path);
+      assert.equal(code(res), 'insufficient_scope');
+      assert.equal(res.headers['www-authenticate'], 'Bearer error="insufficient_scope"');
+      assert.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
+    }
+    // Before 400: a bad query outside the scopes is still 403; inside them it is 400.
+    assert.equal((await t.request('/api/public/v1/payments?limit=abc', { key: k.key })).status, 403);
+    assert.equal((await t.request('/api/public/v1/students?limit=abc', { key: k.key })).status, 400);
+    // After 405, 401 and the unknown path's 404.
+    assert.equal((await t.request('/api/public/v1/payments', { key: k.key, method: 'DELETE' })).status, 405);
+    assert.equal((await t.request('/api/public/v1/payments', { key: w.revokedKey })).status, 401);
+    assert.equal((await t.request('/api/public/v1/nothing-here', { key: k.key })).status, 404);
+    // A key limited to finance reads the summary.
+    const f = await keyWith({ scopes: ['finance'] });
+    assert.equal((await t.request('/api/public/v1/reports/finance-summary?period_from=2026-01-01&period_to=2026-12-31', { key: f.key })).status, 200);
+    assert.equal((await t.request('/api/public/v1/students', { key: f.key })).status, 403);
+    // The student card needs students and contracts (it carries the contracts' money).
+    const card = await keyWith({ scopes: ['students', 'contracts'] });
+    assert.notEqual((await t.request('/api/public/v1/students/s1', { key: card.key })).status, 403);
+  });
+
+  it('scopes: a 402 school and a used-up limit are answered first', async () => {
+    const res = await t.request('/api/public/v1/payments', { key: w.downgradedKey });
+    assert.equal(res.status, 402);
+  });
+
+  it('scopes: the changes feed carries only the key\'s resources, with answers and tags of its own', async () => {
+    const k = await keyWith({ scopes: ['students', 'lessons'] });
+    const all = await t.request('/api/public/v1/changes?limit=1000', { key: w.a.key });
+    const some = await t.request('/api/public/v1/changes?limit=1000', { key: k.key });
+    assert.equal(all.status, 200);
+    assert.equal(some.status, 200);
+    const kinds = (res: typeof all) => new Set((res.json() as { items: { resource: string }[] }).items.map((i) => i.resource));
+    assert.ok(kinds(all).has('payments'));
+    assert.deepEqual([...kinds(some)].sort(), ['lessons', 'students']);
+    assert.notEqual(all.headers.etag, some.headers.etag);
+    // Asked again (a stored answer now), each key still gets its own.
+    const again = await t.request('/api/public/v1/changes?limit=1000', { key: k.key });
+    assert.deepEqual([...kinds(again)].sort(), ['lessons', 'students']);
+    const allAgain = await t.request('/api/public/v1/changes?limit=1000', { key: w.a.key });
+    assert.ok(kinds(allAgain).has('payments'));
+    // The full key's tag is not the scoped key's current one.
+    assert.equal((await t.request('/api/public/v1/changes?limit=1000', { key: k.key, headers: { 'if-none-match': String(all.headers.etag) } })).status, 200);
+    const outside = await t.request('/api/public/v1/changes?resources=payments', { key: k.key });
+    assert.equal(outside.status, 403);
+    assert.equal(code(outside), 'insufficient_scope');
+    assert.equal((await t.request('/api/public/v1/changes?resources=students', { key: k.key })).status, 200);
+    // A key with none of the feed's resources reads an empty feed.
+    const f = await keyWith({ scopes: ['finance'] });
+    const empty = await t.request('/api/public/v1/changes', { key: f.key });
+    assert.equal(empty.status, 200);
+    assert.deepEqual((empty.json() as { items: unknown[] }).items, []);
+  });
+
+  it('expiry: refused like a revoked key from expires_at on; the sweep records it once', async () => {
+    const school = await freshSchool();
+    const k = await keyWith({ expiresAt: formatTimestamp(Date.now() + DAY) }, school);
+    assert.equal((await t.request('/api/public/v1/students', { key: k.key })).status, 200);
+    // Time passes: the moment is moved back rather than waited for.
+    await t.store.db.updateTable('api_keys').set({ expires_at: formatTimestamp(Date.now() - 1000) }).where('id', '=', k.id).execute();
+    const res = await t.request('/api/public/v1/students', { key: k.key });
+    assert.equal(res.status, 401);
+    assert.equal(res.headers['www-authenticate'], 'Bearer realm="school-data"');
+    const listed = (await listKeys(t.store.db, school)).find((c) => c.id === k.id)!;
+    assert.equal(listed.status, 'expired');
+    await sweepKeys(t.store.db, { unusedDays: 90 });
+    const events = (await keyEvents(t.store.db, school, { keyId: k.id })).map((e) => e.event);
+    assert.deepEqual(events, ['expired', 'created']);
+  });
+
+  it('unused keys: refused after SCHOOL_DATA_KEY_UNUSED_DAYS from the last use or creation; revoked once as unused', async () => {
+    const school = await freshSchool();
+    const never = await keyWith({}, school);
+    const used = await keyWith({}, school);
+    const old = formatTimestamp(Date.now() - 91 * DAY);
+    await t.store.db.updateTable('api_keys').set({ created_at: old }).where('id', 'in', [never.id, used.id]).execute();
+    await t.store.db.updateTable('api_keys').set({ last_used_at: formatTimestamp(Date.now() - 10 * DAY) }).where('id', '=', used.id).execute();
+    assert.equal((await t.request('/api/public/v1/students', { key: never.key })).status, 401);
+    assert.equal((await t.request('/api/public/v1/students', { key: used.key })).status, 200);
+    const card = (await listKeys(t.store.db, school, { unusedDays: 90 })).find((c) => c.id === never.id)!;
+    assert.equal(card.status, 'revoked');
+    assert.equal(card.revoke_reason, 'unused');
+    assert.equal(await sweepKeys(t.store.db, { unusedDays: 90 }), 0, 'the list already swept it');
+    const events = (await keyEvents(t.store.db, school, { keyId: never.id })).map((e) => [e.event, e.actor]);
+    assert.deepEqual(events, [['revoked_unused', 'operator'], ['created', 'operator']]);
+    const usedCard = (await listKeys(t.store.db, school, { unusedDays: 90 })).find((c) => c.id === used.id)!;
+    assert.equal(usedCard.status, 'active');
+    assert.ok(usedCard.unused_revoke_at !== null && usedCard.unused_revoke_at > formatTimestamp(Date.now() + 79 * DAY));
+  });
+
+  it('allowlist: 403 address_not_allowed from elsewhere; X-Forwarded-For counts only from a trusted proxy', async () => {
+    const school = await freshSchool();
+    const k = await keyWith({ allow: ['203.0.113.7', '10.0.0.0/8'] }, school);
+    const direct = await t.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '203.0.113.7' } });
+    assert.equal(direct.status, 403);
+    assert.equal(code(direct), 'address_not_allowed');
+    assert.equal(direct.headers['www-authenticate'], undefined);
+    assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '203.0.113.7' } })).status, 200);
+    assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '10.20.30.40' } })).status, 200);
+    assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '198.51.100.1' } })).status, 403);
+    // A bad key is 401 whatever the address; the allowlist comes after the key.
+    assert.equal((await t.request('/api/public/v1/students', { key: w.revokedKey })).status, 401);
+    // A change takes effect on the next request.
+    assert.ok((await setAllowlist(t.store.db, k.id, ['127.0.0.1', '::1'], 'director@example.ru')).ok);
+    assert.equal((await t.request('/api/public/v1/students', { key: k.key })).status, 200);
+    assert.ok((await setAllowlist(t.store.db, k.id, ['2001:db8::/32'])).ok);
+    assert.equal((await t.request('/api/public/v1/students', { key: k.key })).status, 403);
+    assert.ok((await setAllowlist(t.store.db, k.id, null)).ok);
+    assert.equal((await t.request('/api/public/v1/students', { key: k.key })).status, 200);
+    const events = (await keyEvents(t.store.db, school, { keyId: k.id })).map((e) => [e.event, e.actor]);
+    assert.deepEqual(events, [['options_changed', 'operator'], ['options_changed', 'operator'], ['options_changed', 'director@example.ru'], ['created', 'operator']]);
+  });
+
+  it('rolling: both keys work during the overlap, the old one is refused after it; "now" ends it at once', async () => {
+    const school = await freshSchool();
+    const k = await keyWith({ scopes: ['students'], allow: ['127.0.0.1', '::1'] }, school);
+    const rolled = await rollKey(t.store.db, k.id, '1h');
+    assert.ok(rolled.ok, rolled.ok ? '' : rolled.reason);
+    const fresh = rolled.value.created;
+    assert.deepEqual(fresh.scopes, ['students']);
+    assert.deepEqual(fresh.allow, ['127.0.0.1', '::1']);
+    assert.equal(fresh.rolled_from, k.id);
+    assert.equal((await t.request('/api/public/v1/students', { key: k.key })).status, 200);
+    assert.equal((await t.request('/api/public/v1/students', { key: fresh.key })).status, 200);
+    assert.equal((await t.request('/api/public/v1/payments', { key: fresh.key })).status, 403);
+    assert.equal((await rollKey(t.store.db, k.id, '1h')).ok, false, 'rolled twice');
+    await t.store.db.updateTable('api_keys').set({ retires_at: formatTimestamp(Date.now() - 1000) }).where('id', '=', k.id).execute();
+    assert.equal((await t.request('/api/public/v1/students', { key: k.key })).status, 401);
+    assert.equal((await t.request('/api/public/v1/students', { key: fresh.key })).status, 200);
+    await sweepKeys(t.store.db, { unusedDays: 90 });
+    await sweepKeys(t.store.db, { unusedDays: 90 });
+    assert.deepEqual((await keyEvents(t.store.db, school, { keyId: k.id })).map((e) => e.event), ['revoked', 'rolled', 'created']);
+
+    const again = await rollKey(t.store.db, fresh.id, 'now');
+    assert.ok(again.ok);
+    assert.equal((await t.request('/api/public/v1/students', { key: fresh.key })).status, 401);
+    assert.equal((await t.request('/api/public/v1/students', { key: again.value.created.key })).status, 200);
+    assert.equal(again.value.old.revoke_reason, 'rolled');
+  });
+
+  it('rolling needs a free place among the 10 active keys', async () => {
+    const school = await freshSchool();
+    const active = (await listKeys(t.store.db, school)).filter((c) => c.status === 'active').length;
+    let last = '';
+    for (let i = active; i < 10; i++) last = (await keyWith({}, school)).id;
+    const refused = await rollKey(t.store.db, last, 'now');
+    assert.equal(refused.ok, false);
+    assert.match(refused.ok ? '' : refused.reason, /10 active keys/);
+  });
+});

@@ -1,0 +1,114 @@
+/**
+ * The key commands of docs/api/keys.md as a real process against the real store: options
+ * at creation, roll, allow, log, audit list and the list's options; every bad value one
+ * line on stderr, a non-zero exit, and nothing written.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { runCli, type CliResult } from '../helpers/processes.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+
+describe('school-data key options (CLI)', () => {
+  let store: TestStore;
+  let env: NodeJS.ProcessEnv;
+  const cli = (...args: string[]) => runCli(args, env);
+  const json = async <T>(...args: string[]): Promise<T> => {
+    const r = await cli(...args, '--json');
+    assert.equal(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout) as T;
+  };
+  const fails = (r: CliResult, pattern: RegExp) => {
+    assert.notEqual(r.code, 0);
+    assert.equal(r.stderr.trim().split('\n').length, 1, `not one line: ${r.stderr}`);
+    assert.match(r.stderr, /^school-data: /);
+    assert.match(r.stderr, pattern);
+  };
+  interface Card { id: string; status: string; scopes: string[]; expires_at: string | null; allow: string[] | null; unused_revoke_at: string | null; revoke_reason: string | null; retires_at: string | null }
+  const keys = () => json<Card[]>('key', 'list', '--school', 'ko-school');
+  const events = () => json<{ event: string; actor: string; key_id: string }[]>('audit', 'list', '--school', 'ko-school');
+
+  before(async () => {
+    store = await createTestStore();
+    env = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, DATABASE_URL: store.url ?? '', SCHOOL_DATA_LOG_LEVEL: 'warn' };
+    await json('school', 'create', '--name', 'Options', '--plan', 'VIP', '--id', 'ko-school');
+  });
+  after(() => store.close());
+
+  it('creates a key with scopes, expiry and allowlist, and lists them with the unused revocation date', async () => {
+    const created = await json<{ id: string; key: string; scopes: string[]; expires_at: string; allow: string[] }>(
+      'key', 'create', '--school', 'ko-school', '--name', 'BI', '--scopes', 'payments,finance', '--expires', '2099-01-01T03:00:00+03:00', '--allow', '203.0.113.7, 10.0.0.0/8,2001:DB8::/32',
+    );
+    assert.match(created.key, /^service_pk_[0-9a-f]{32}$/);
+    assert.deepEqual(created.scopes, ['payments', 'finance']);
+    assert.equal(created.expires_at, '2099-01-01T00:00:00Z');
+    assert.deepEqual(created.allow, ['203.0.113.7', '10.0.0.0/8', '2001:db8::/32']);
+    const listed = (await keys()).find((k) => k.id === created.id)!;
+    assert.deepEqual(listed.scopes, ['payments', 'finance']);
+    assert.equal(listed.status, 'active');
+    assert.ok(listed.unused_revoke_at !== null);
+    const human = await cli('key', 'list', '--school', 'ko-school');
+    assert.match(human.stdout, /payments,finance/);
+    assert.match(human.stdout, /REVOKED IF UNUSED BY/);
+    assert.ok(!human.stdout.includes(created.key));
+  });
+
+  it('refuses bad options with one line and writes nothing', async () => {
+    const before = (await keys()).length;
+    const eventsBefore = (await events()).length;
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--scopes', 'students,money'), /scopes/);
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--scopes', 'students,students'), /twice/);
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--expires', '2020-01-01T00:00:00Z'), /future/);
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--expires', 'tomorrow'), /RFC 3339/);
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--expires', '2099-02-30T00:00:00Z'), /RFC 3339/);
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--allow', '10.0.0.0/33'), /allow/);
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--allow', 'example.com'), /allow/);
+    fails(await cli('key', 'roll', '--key', 'key_nope', '--overlap', '1h'), /no key/);
+    fails(await cli('key', 'roll', '--key', 'key_nope', '--overlap', '2h'), /overlap/);
+    fails(await cli('key', 'roll', '--key', 'key_nope'), /overlap/);
+    fails(await cli('key', 'allow', '--key', 'key_nope', '--allow', '1.2.3.4'), /no key/);
+    fails(await cli('key', 'allow', '--key', 'key_nope', '--allow', '1.2.3.400'), /allow/);
+    fails(await cli('key', 'allow', '--key', 'key_nope'), /--allow|--any/);
+    fails(await cli('key', 'log', '--key', 'key_nope'), /no key/);
+    fails(await cli('audit', 'list', '--school', 'nope'), /no school/);
+    assert.equal((await keys()).length, before);
+    assert.equal((await events()).length, eventsBefore);
+  });
+
+  it('rolls a key: the new one printed once with the old one\'s options, the old one ending after the overlap', async () => {
+    const old = await json<{ id: string; key: string }>('key', 'create', '--school', 'ko-school', '--name', 'Site', '--scopes', 'students', '--allow', '127.0.0.1');
+    const human = await cli('key', 'roll', '--key', old.id, '--overlap', '24h');
+    assert.equal(human.code, 0, human.stderr);
+    const printed = human.stdout.match(/service_pk_[0-9a-f]{32}/g) ?? [];
+    assert.equal(printed.length, 1, 'the new key once, the old one never');
+    assert.notEqual(printed[0], old.key);
+    assert.match(human.stdout, /shown only this once/);
+    const list = await keys();
+    const oldCard = list.find((k) => k.id === old.id)!;
+    assert.ok(oldCard.retires_at !== null);
+    const fresh = list.find((k) => k.id !== old.id && k.scopes.join() === 'students' && k.allow?.join() === '127.0.0.1' && k.status === 'active' && k.retires_at === null)!;
+    assert.ok(fresh, 'the new key has the old one\'s options');
+    fails(await cli('key', 'roll', '--key', old.id, '--overlap', 'now'), /already rolled/);
+    const rolledNow = await json<{ id: string; old_key: { status: string } }>('key', 'roll', '--key', fresh.id, '--overlap', 'now');
+    assert.equal(rolledNow.old_key.status, 'revoked');
+  });
+
+  it('changes a key\'s allowlist, and the audit lists every event with its actor', async () => {
+    const k = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Accounting');
+    const changed = await json<{ allow: string[] }>('key', 'allow', '--key', k.id, '--allow', '192.0.2.10');
+    assert.deepEqual(changed.allow, ['192.0.2.10']);
+    assert.equal((await json<{ allow: null }>('key', 'allow', '--key', k.id, '--any')).allow, null);
+    await json('key', 'revoke', '--key', k.id);
+    const mine = (await events()).filter((e) => e.key_id === k.id);
+    assert.deepEqual(mine.map((e) => e.event), ['revoked', 'options_changed', 'options_changed', 'created']);
+    assert.ok(mine.every((e) => e.actor === 'operator'));
+    const human = await cli('audit', 'list', '--school', 'ko-school');
+    assert.match(human.stdout, /options_changed/);
+  });
+
+  it('prints a key\'s last requests (an empty log for a key not used yet)', async () => {
+    const k = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Quiet');
+    assert.deepEqual(await json('key', 'log', '--key', k.id), []);
+    const human = await cli('key', 'log', '--key', k.id);
+    assert.equal(human.code, 0);
+  });
+});
