@@ -31,6 +31,8 @@ const READ_BATCH = 50_000;
  * block, each row would cost a seek; a whole layout costs a read of the list.
  */
 export const PLACE_AT_MOST = 5_000;
+/** Blocks whose rows one query reads. */
+const RANGES_AT_ONCE = 100;
 
 /** The position of the row of rank `rank` in a list laid out whole. */
 export const laidOut = (rank: number): number => Math.floor(rank / BLOCK_ROWS) * BLOCK_SPAN + (rank % BLOCK_ROWS);
@@ -153,35 +155,45 @@ export async function placeChanges(q: Sql, table: ListTable, schoolId: string, v
     }
     return lo;
   };
-  const gains = new Map<number, string[]>();
   const dirty = new Set<number>(vacated.map(blockAt));
-  for (const row of homeless) {
-    const before = await q.run(
-      db
-        .selectFrom(table)
-        .select('pos')
-        .where('school_id', '=', schoolId)
-        .where('pos', '>=', 0)
-        .where((eb) => eb(eb.refTuple(order, 'id'), '<', eb.tuple(row.at, row.id)))
-        .orderBy(order, 'desc')
-        .orderBy('id', 'desc')
-        .limit(1),
-    );
-    const block = before.rows.length > 0 ? blockAt(Number(before.rows[0]!.pos)) : 0;
-    dirty.add(block);
-    gains.set(block, [...(gains.get(block) ?? []), row.id]);
+  // Each new or moved row's place: after the row before it among those placed (one query for all).
+  const t = sql.table(table);
+  const orderRef = sql.ref(order);
+  const befores = (
+    await q.run(
+      sql`select h.id, (select r.pos from ${t} r where r.school_id = ${schoolId} and r.pos >= 0 and (r.${orderRef}, r.id) < (h.${orderRef}, h.id)
+                         order by r.${orderRef} desc, r.id desc limit 1) as before
+            from ${t} h where h.school_id = ${schoolId} and h.pos = -1`.compile(q.db),
+    )
+  ).rows as { id: string; before: number | null }[];
+  for (const row of befores) dirty.add(row.before === null ? 0 : blockAt(Number(row.before)));
+  if (dirty.size === 0) return;
+
+  // The rows of the changed blocks, kept and gained, in the list's order: a query per
+  // RANGES_AT_ONCE blocks (SQLite caps the selects of a compound at 500).
+  const changed = [...dirty].sort((a, b) => a - b);
+  const blockOf = new Map(befores.map((row) => [row.id, row.before === null ? 0 : blockAt(Number(row.before))]));
+  const membersOf = new Map<number, { id: string; pos: number }[]>(changed.map((i) => [i, []]));
+  for (let at = 0; at < changed.length; at += RANGES_AT_ONCE) {
+    const some = changed.slice(at, at + RANGES_AT_ONCE);
+    // A range scan per block, joined by UNION ALL: SQLite reads a chain of ORs by scanning the school's rows.
+    const kept = some.map((i) => sql`select id, pos, ${orderRef} as at from ${t} where school_id = ${schoolId} and pos >= ${int(blocks[i]!.first_pos)} and pos < ${int(blocks[i]!.first_pos + blocks[i]!.n)}`);
+    const gained = befores.filter((row) => some.includes(blockOf.get(row.id)!)).map((row) => row.id);
+    if (gained.length > 0) kept.push(sql`select id, pos, ${orderRef} as at from ${t} where school_id = ${schoolId} and pos = -1 and id in (${sql.join(gained)})`);
+    const rows = (await q.run(sql`select id, pos from (${sql.join(kept, sql` union all `)}) m order by at, id`.compile(q.db))).rows as { id: string; pos: number }[];
+    for (const row of rows) {
+      const pos = Number(row.pos);
+      membersOf.get(pos === -1 ? blockOf.get(row.id)! : blockAt(pos))!.push(row);
+    }
   }
 
   const layouts: { from: number; to: Block[] }[] = [];
   const moved: [string, number][] = [];
   // Where each rewritten block now ends: the block after it may start there.
   const ends = new Map<number, number>();
-  for (const index of [...dirty].sort((a, b) => a - b)) {
+  for (const index of changed) {
     const block = blocks[index]!;
-    const gained = gains.get(index) ?? [];
-    const kept = sql`select id, pos, ${sql.ref(order)} as at from ${sql.table(table)} where school_id = ${schoolId} and pos >= ${int(block.first_pos)} and pos < ${int(block.first_pos + block.n)}`;
-    const added = sql`select id, pos, ${sql.ref(order)} as at from ${sql.table(table)} where school_id = ${schoolId} and pos = -1 and id in (${sql.join(gained)})`;
-    const members = (await q.run(sql`select id, pos from (${gained.length > 0 ? sql`${kept} union all ${added}` : kept}) m order by at, id`.compile(q.db))).rows as { id: string; pos: number }[];
+    const members = membersOf.get(index)!;
     // The block may take the positions between the block before it and the one after it.
     const before = blocks[index - 1];
     const low = before ? (ends.get(index - 1) ?? before.first_pos + before.n) : 0;
@@ -213,7 +225,7 @@ export async function placeChanges(q: Sql, table: ListTable, schoolId: string, v
     layouts.push({ from: block.first_pos, to });
   }
   await writePositions(q, table, schoolId, moved);
-  for (const { from } of layouts) await q.run(db.deleteFrom('list_blocks').where('school_id', '=', schoolId).where('list', '=', table).where('first_pos', '=', from));
+  await q.run(db.deleteFrom('list_blocks').where('school_id', '=', schoolId).where('list', '=', table).where('first_pos', 'in', layouts.map((l) => l.from)));
   await insertBlocks(q, table, schoolId, layouts.flatMap((l) => l.to));
 }
 
