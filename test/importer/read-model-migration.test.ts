@@ -38,7 +38,7 @@ describe('migrations 0003 and 0005 on a store with data', () => {
               values (${school}, 'e1', 'fuel', 300000, 'RUB', '2026-02-10T08:00:00Z', null)`.execute(store.db);
 
     const applied = await store.migrate();
-    assert.deepEqual(applied, ['0003_read_model', '0004_data_version', '0005_day_totals', '0006_change_log']);
+    assert.deepEqual(applied, ['0003_read_model', '0004_data_version', '0005_day_totals', '0006_change_log', '0008_key_options']);
     assert.deepEqual(await rebuildStale(store.db), ['items', 'positions', 'day_totals']);
     assert.deepEqual(await rebuildStale(store.db), [], 'a rebuilt store is up to date');
     t = await startTestApp({ store });
