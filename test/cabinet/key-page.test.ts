@@ -119,3 +119,37 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.equal((await b.post(`/settings/api/keys/${theirs.value.id}/allow`, { csrf, allow: '' })).status, 404);
   });
 });
+
+describe('the director changes their own password', () => {
+  let store: TestStore;
+  let t: TestCabinet;
+
+  before(async () => {
+    store = await createTestStore();
+    t = await startTestCabinet({ store });
+  });
+  after(async () => {
+    await t.close();
+    await store.close();
+  });
+
+  it('needs the current password, and ends every other session of theirs', async () => {
+    const d = await seedDirector(store.db, 'VIP');
+    const here = t.browser();
+    const elsewhere = t.browser();
+    assert.equal((await here.login(d.email, d.password)).status, 303);
+    assert.equal((await elsewhere.login(d.email, d.password)).status, 303);
+    const wrong = await here.submit('/settings/password', '/settings/password', { current: 'not the password', next: 'a brand new password 1' });
+    assert.equal(wrong.status, 400);
+    assert.match(wrong.text, /current password is not right/);
+    const short = await here.submit('/settings/password', '/settings/password', { current: d.password, next: 'short' });
+    assert.equal(short.status, 400);
+    const changed = await here.submit('/settings/password', '/settings/password', { current: d.password, next: 'a brand new password 1' });
+    assert.equal(changed.status, 200);
+    assert.match(changed.text, /is changed/);
+    assert.equal((await here.get('/settings/api')).status, 200, 'this session stays');
+    assert.notEqual((await elsewhere.get('/settings/api')).status, 200, 'the other session ended');
+    assert.notEqual((await t.browser().login(d.email, d.password)).status, 303, 'the old password no longer signs in');
+    assert.equal((await t.browser().login(d.email, 'a brand new password 1')).status, 303);
+  });
+});

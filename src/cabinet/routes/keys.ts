@@ -18,7 +18,8 @@ import { signedIn } from '../guard.js';
 import { randomToken, TOKEN_FORMAT } from '../security.js';
 import { claimFormNonce, type SignedIn } from '../session.js';
 import { keyPage, type KeyPageModel } from '../views/key.js';
-import { keysPage, newKeyPage, revokePage, type KeysModel } from '../views/pages.js';
+import { keysPage, newKeyPage, passwordPage, revokePage, type KeysModel } from '../views/pages.js';
+import { changeOwnPassword } from '../../management/directors.js';
 
 const KEY_NAME_MAX = 100;
 // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
@@ -151,6 +152,21 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     if (!outcome.ok) throw notFound();
     request.log.info({ event: 'cabinet_key_revoked', keyId }, 'key revoked');
     return reply.redirect(`/settings/api?revoked=${encodeURIComponent(keyId)}`, 303);
+  });
+
+  app.get('/settings/password', (request, reply) => sendPage(reply, 200, passwordPage(viewerOf(request))));
+
+  app.post('/settings/password', async (request, reply) => {
+    const viewer = viewerOf(request);
+    const outcome = await changeOwnPassword(db, {
+      email: viewer.director.email,
+      current: formField(request.body, 'current') ?? '',
+      next: formField(request.body, 'next') ?? '',
+      keepSessionId: viewer.sessionId,
+    });
+    if (!outcome.ok) return sendPage(reply, 400, passwordPage(viewer, { kind: 'error', text: `${capitalise(outcome.reason)}.` }));
+    request.log.info({ event: 'cabinet_password_changed', directorId: viewer.director.id }, 'password changed');
+    return sendPage(reply, 200, passwordPage(viewer, { kind: 'success', text: 'Your password is changed; every other sign-in of yours has ended.' }));
   });
 
   app.get<{ Params: { id: string } }>('/settings/api/keys/:id', async (request, reply) => {

@@ -238,3 +238,25 @@ export function errorPage(model: ErrorModel): SafeHtml {
     <p class="hint">Error ${model.status} · request id <code>${model.requestId}</code></p>`,
   );
 }
+
+export function passwordPage(viewer: SignedIn, status?: Notice): SafeHtml {
+  return layout(
+    { title: 'Change password', viewer },
+    html`<div class="crumbs"><a href="/settings/api">Settings</a> › Password</div>
+    <h1>Change your password</h1>
+    ${notice(status)}
+    <form method="post" action="/settings/password" class="card narrow" id="change-password">
+      ${csrfField(viewer)}
+      <div class="field">
+        <label for="current">Current password</label>
+        <input type="password" id="current" name="current" autocomplete="current-password" required maxlength="256">
+      </div>
+      <div class="field">
+        <label for="next">New password</label>
+        <input type="password" id="next" name="next" autocomplete="new-password" required minlength="12" maxlength="256">
+        <p class="hint">At least 12 characters. Every other sign-in of yours ends when it is changed.</p>
+      </div>
+      <button type="submit">Change password</button>
+    </form>`,
+  );
+}
