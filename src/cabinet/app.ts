@@ -27,7 +27,7 @@ import { CABINET_HEADERS } from './security.js';
 import { sessionPolicy } from './session.js';
 
 export interface CabinetDeps {
-  config: ListenerLimits & Pick<Config, 'rateLimitProfi' | 'rateLimitVip' | 'cabinetSessionIdleMinutes' | 'cabinetSessionMaxHours' | 'dbTimeoutMs'>;
+  config: ListenerLimits & Pick<Config, 'rateLimitProfi' | 'rateLimitVip' | 'keyUnusedDays' | 'cabinetSessionIdleMinutes' | 'cabinetSessionMaxHours' | 'dbTimeoutMs'>;
   db: Kysely<Database>;
   limiter: RateLimiter;
   logger: Logger;

@@ -72,6 +72,12 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 .badge { display: inline-block; padding: .05rem .5rem; border-radius: 1rem; font-size: .8rem; font-weight: 600; }
 .badge.active { background: #e8f5ec; color: var(--ok); }
 .badge.revoked { background: #eef0f3; color: var(--muted); }
+details.options { margin-top: .75rem; }
+details.options summary { cursor: pointer; }
+fieldset.field { border: 0; padding: 0; }
+label.check { display: inline-block; margin-right: 1rem; font-weight: normal; }
+figure.chart { margin: 0 0 1rem; }
+figure.chart rect:hover { fill: #1e40af; }
 .secret { display: flex; gap: .75rem; align-items: center; flex-wrap: wrap; }
 .secret input { flex: 1 1 24rem; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 1.05rem; background: #fbfbfc; }
 .muted { color: var(--muted); }

@@ -189,3 +189,24 @@ export async function setDirectorPassword(db: Kysely<Database>, email: string, p
     return { ok: true, value: found };
   });
 }
+
+/**
+ * A director changes their own password: the current one is required, and every other
+ * session of theirs ends (the one they act from stays signed in).
+ */
+export async function changeOwnPassword(
+  db: Kysely<Database>,
+  input: { email: string; current: string; next: string; keepSessionId: string },
+  params: ScryptParams = DEFAULT_SCRYPT,
+): Promise<Outcome<null>> {
+  const director = await verifyDirector(db, input.email, input.current);
+  if (!director) return { ok: false, reason: 'the current password is not right' };
+  const badPassword = checkPassword(input.next);
+  if (badPassword) return { ok: false, reason: badPassword };
+  const password_hash = await hashPassword(input.next, params);
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable('directors').set({ password_hash }).where('id', '=', director.id).execute();
+    await trx.deleteFrom('cabinet_sessions').where('director_id', '=', director.id).where('id', '!=', input.keepSessionId).execute();
+  });
+  return { ok: true, value: null };
+}

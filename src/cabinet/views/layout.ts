@@ -33,7 +33,7 @@ export function layout(options: PageOptions, body: SafeHtml): SafeHtml {
   <header class="top">
     <div class="wrap">
       <div class="brand">school-data <span>· Director's cabinet</span></div>
-      ${viewer ? html`<div class="who"><span>${viewer.director.email}</span>${signOutForm(viewer)}</div>` : ''}
+      ${viewer ? html`<div class="who"><span>${viewer.director.email}</span><a href="/settings/password" class="link">Password</a>${signOutForm(viewer)}</div>` : ''}
     </div>
   </header>
   <main class="wrap">

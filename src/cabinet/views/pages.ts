@@ -2,10 +2,12 @@
  * The cabinet's pages. Each takes plain data and returns markup; values are escaped by
  * `html`, so nothing a director (or an operator's import) typed can become markup.
  */
+import { KEY_SCOPES } from '../../domain/scopes.js';
 import { MAX_ACTIVE_KEYS, type KeyCard } from '../../management/keys.js';
 import { html, type SafeHtml } from '../html.js';
 import type { SignedIn } from '../session.js';
 import { formatCount, formatWhen } from './format.js';
+import { keyWarning, scopesText, statusBadge } from './key.js';
 import { layout } from './layout.js';
 
 export interface Notice {
@@ -62,6 +64,11 @@ export interface KeysModel {
   nonce: string;
   name?: string;
   nameError?: string;
+  /** The options as typed, shown again with their error when the form is refused. */
+  scopes?: string[];
+  expires?: string;
+  allow?: string;
+  optionsError?: string;
   notice?: Notice;
 }
 
@@ -89,18 +96,34 @@ function createSection(model: KeysModel, active: number): SafeHtml {
         </div>
         <button type="submit">Create key</button>
       </div>
+      <details class="options"${model.optionsError ? html` open` : ''}>
+        <summary>Limit the key (optional)</summary>
+        ${model.optionsError ? html`<p class="field-error" id="options-error">${model.optionsError}</p>` : ''}
+        <fieldset class="field" id="scopes">
+          <legend>Resources it may read (none ticked: all)</legend>
+          ${KEY_SCOPES.map((s) => html`<label class="check"><input type="checkbox" name="scope_${s}" value="1"${model.scopes?.includes(s) ? html` checked` : ''}> ${s}</label>`)}
+        </fieldset>
+        <div class="field">
+          <label for="expires">Expires on (the key works through this day, ${viewer.school.timezone}; empty: never)</label>
+          <input type="date" id="expires" name="expires" value="${model.expires ?? ''}">
+        </div>
+        <div class="field">
+          <label for="allow">Only from these addresses (comma-separated IPv4/IPv6 addresses and CIDR ranges; empty: any)</label>
+          <input type="text" id="allow" name="allow" maxlength="2000" value="${model.allow ?? ''}">
+        </div>
+      </details>
     </form>`;
 }
 
 function keyRow(key: KeyCard, timeZone: string): SafeHtml {
-  const revoked = key.revoked_at !== null;
+  const revoked = key.status !== 'active';
   return html`<tr class="${revoked ? 'revoked' : 'active'}" data-key-id="${key.id}">
-        <td>${key.name}</td>
+        <td><a href="/settings/api/keys/${encodeURIComponent(key.id)}">${key.name}</a></td>
         <td class="nowrap"><code>${key.hint}</code></td>
         <td class="nowrap">${formatWhen(key.created_at, timeZone)}</td>
         <td class="nowrap">${formatWhen(key.last_used_at, timeZone)}</td>
         <td class="num">${formatCount(key.request_count)}</td>
-        <td class="nowrap">${revoked ? html`<span class="badge revoked">Revoked</span><div class="muted small">${formatWhen(key.revoked_at, timeZone)}</div>` : html`<span class="badge active">Active</span>`}</td>
+        <td class="nowrap">${statusBadge(key)}${revoked ? html`<div class="muted small">${formatWhen(key.revoked_at, timeZone)}</div>` : html`<div class="muted small">${scopesText(key)}${key.allow === null ? '' : ' · limited addresses'}${key.expires_at === null ? '' : ` · until ${formatWhen(key.expires_at, timeZone)}`}</div>`}</td>
         <td class="nowrap">${revoked ? '' : html`<a class="button danger small" href="/settings/api/keys/${encodeURIComponent(key.id)}/revoke">Revoke</a>`}</td>
       </tr>`;
 }
@@ -119,11 +142,16 @@ function keysTable(model: KeysModel): SafeHtml {
 export function keysPage(model: KeysModel): SafeHtml {
   const { viewer } = model;
   const active = model.keys.filter((k) => k.revoked_at === null).length;
+  const warnings = model.keys.flatMap((k) => {
+    const w = keyWarning(k, viewer.school.timezone);
+    return w === null ? [] : [html`<li>The key <a href="/settings/api/keys/${encodeURIComponent(k.id)}">“${k.name}”</a> ${w}.</li>`];
+  });
   return layout(
     { title: 'Settings · API', viewer },
     html`<div class="crumbs">Settings › API</div>
     <h1>API keys</h1>
     ${notice(model.notice)}
+    ${warnings.length > 0 ? html`<div class="notice warning" id="key-warnings" role="status"><ul>${warnings}</ul></div>` : ''}
     <section class="card" id="school">
       <h2>${viewer.school.name}</h2>
       <dl class="facts">
@@ -208,5 +236,27 @@ export function errorPage(model: ErrorModel): SafeHtml {
     <div class="notice error"><p>${model.message}</p></div>
     <p><a class="button secondary" href="/settings/api">Back to the cabinet</a></p>
     <p class="hint">Error ${model.status} · request id <code>${model.requestId}</code></p>`,
+  );
+}
+
+export function passwordPage(viewer: SignedIn, status?: Notice): SafeHtml {
+  return layout(
+    { title: 'Change password', viewer },
+    html`<div class="crumbs"><a href="/settings/api">Settings</a> › Password</div>
+    <h1>Change your password</h1>
+    ${notice(status)}
+    <form method="post" action="/settings/password" class="card narrow" id="change-password">
+      ${csrfField(viewer)}
+      <div class="field">
+        <label for="current">Current password</label>
+        <input type="password" id="current" name="current" autocomplete="current-password" required maxlength="256">
+      </div>
+      <div class="field">
+        <label for="next">New password</label>
+        <input type="password" id="next" name="next" autocomplete="new-password" required minlength="12" maxlength="256">
+        <p class="hint">At least 12 characters. Every other sign-in of yours ends when it is changed.</p>
+      </div>
+      <button type="submit">Change password</button>
+    </form>`,
   );
 }

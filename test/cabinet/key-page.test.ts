@@ -1,0 +1,155 @@
+/**
+ * A key's own page and the key options in the cabinet: creating a key with scopes, an
+ * expiry day and an allowlist; the key's page (options, chart, events); changing the
+ * allowlist (seen by the API's next request); rolling with an overlap (the new key shown
+ * once); the warnings for keys that end within 7 days; another school's key is 404.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { formatTimestamp } from '../../src/domain/time.js';
+import { createKey, keyEvents } from '../../src/management/keys.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { formFields, seedDirector, startTestCabinet, type CabinetBrowser, type TestCabinet } from '../helpers/cabinet.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+
+const KEY = /service_pk_[0-9a-f]{32}/g;
+const STUDENTS = '/api/public/v1/students';
+
+describe('a key\'s page and options in the cabinet', () => {
+  let store: TestStore;
+  let t: TestCabinet;
+  let api: TestApp;
+
+  before(async () => {
+    store = await createTestStore();
+    t = await startTestCabinet({ store });
+    api = await startTestApp({ store });
+  });
+  after(async () => {
+    await t.close();
+    await api.close();
+    await store.close();
+  });
+
+  async function signedIn(): Promise<{ b: CabinetBrowser; schoolId: string; email: string }> {
+    const d = await seedDirector(store.db, 'VIP');
+    const b = t.browser();
+    assert.equal((await b.login(d.email, d.password)).status, 303);
+    return { b, schoolId: d.schoolId, email: d.email.toLowerCase() };
+  }
+
+  it('creates a key with scopes, an expiry day and an allowlist, and refuses bad options keeping what was typed', async () => {
+    const { b, schoolId, email } = await signedIn();
+    const form = formFields((await b.get('/settings/api')).text, '/settings/api/keys');
+    const bad = await b.post('/settings/api/keys', { ...form, name: 'Site', allow: '10.0.0.0/40' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.text, /id="options-error"/);
+    assert.match(bad.text, /value="10.0.0.0\/40"/);
+    const body = new URLSearchParams({ ...form, name: 'Site', expires: '2099-01-31', allow: '127.0.0.1, ::1' });
+    for (const name of Object.keys(form)) if (name.startsWith('scope_')) body.delete(name);
+    body.append('scope_students', '1');
+    body.append('scope_lessons', '1');
+    const created = await b.post('/settings/api/keys', {}, { body: body.toString() });
+    assert.equal(created.status, 200, created.text);
+    const key = created.text.match(KEY)![0];
+    const row = await store.db.selectFrom('api_keys').selectAll().where('school_id', '=', schoolId).executeTakeFirstOrThrow();
+    assert.equal(row.scopes, 'students,lessons');
+    assert.equal(row.allow, '127.0.0.1,::1');
+    assert.equal(row.expires_at, '2099-01-31T21:00:00Z', 'the end of 31 January in Moscow');
+    assert.equal((await api.request(STUDENTS, { key })).status, 200);
+    assert.equal((await api.request('/api/public/v1/payments', { key })).status, 403);
+    const events = await keyEvents(store.db, schoolId);
+    assert.equal(events[0]!.actor, email);
+  });
+
+  it('shows the key\'s page, changes its allowlist (the API sees it at once) and rolls it', async () => {
+    const { b, schoolId, email } = await signedIn();
+    const made = await createKey(store.db, schoolId, 'Accounting', { allow: ['127.0.0.1', '::1'] });
+    assert.ok(made.ok);
+    const path = `/settings/api/keys/${made.value.id}`;
+    const page = await b.get(path);
+    assert.equal(page.status, 200);
+    assert.match(page.text, /id="key-scopes">all resources</);
+    assert.match(page.text, /<svg [^>]*role="img"/);
+    assert.ok(!/<(script|img|link)[^>]+(src|href)="https?:/i.test(page.text), 'no external assets');
+    assert.match(page.text, /id="key-events"/);
+
+    const refused = await b.submit(path, `${path}/allow`, { allow: 'not an address' });
+    assert.equal(refused.status, 400);
+    assert.match(refused.text, /id="allow-error"/);
+    const saved = await b.submit(path, `${path}/allow`, { allow: '203.0.113.0/24' });
+    assert.equal(saved.status, 303);
+    assert.equal((await api.request(STUDENTS, { key: made.value.key })).status, 403);
+    assert.equal((await b.submit(path, `${path}/allow`, { allow: '' })).status, 303);
+    assert.equal((await api.request(STUDENTS, { key: made.value.key })).status, 200);
+
+    const rolled = await b.submit(path, `${path}/roll`, { overlap: '1h' });
+    assert.equal(rolled.status, 200);
+    const shown = rolled.text.match(KEY) ?? [];
+    assert.equal(shown.length, 1);
+    assert.notEqual(shown[0], made.value.key);
+    assert.equal((await api.request(STUDENTS, { key: made.value.key })).status, 200, 'the old key works during the overlap');
+    assert.equal((await api.request(STUDENTS, { key: shown[0] })).status, 200);
+    const after = await b.get(path);
+    assert.match(after.text, /id="key-warning"/, 'the old key ends within 7 days');
+    assert.ok(!after.text.includes('id="roll-key"'), 'rolled once');
+    const events = (await keyEvents(store.db, schoolId, { keyId: made.value.id })).map((e) => [e.event, e.actor]);
+    assert.deepEqual(events, [['rolled', email], ['options_changed', email], ['options_changed', email], ['created', 'operator']]);
+  });
+
+  it('warns about keys that expire or will be revoked as unused within 7 days', async () => {
+    const { b, schoolId } = await signedIn();
+    const soon = await createKey(store.db, schoolId, 'Contractor', { expiresAt: formatTimestamp(Date.now() + 3 * 86_400_000) });
+    const idle = await createKey(store.db, schoolId, 'Idle');
+    assert.ok(soon.ok && idle.ok);
+    await store.db.updateTable('api_keys').set({ created_at: formatTimestamp(Date.now() - 86 * 86_400_000) }).where('id', '=', idle.value.id).execute();
+    const list = await b.get('/settings/api');
+    assert.match(list.text, /id="key-warnings"/);
+    assert.match(list.text, /Contractor”<\/a> expires/);
+    assert.match(list.text, /Idle”<\/a> will be revoked as unused/);
+  });
+
+  it('answers 404 for another school\'s key page and forms', async () => {
+    const { b } = await signedIn();
+    const other = await signedIn();
+    const theirs = await createKey(store.db, other.schoolId, 'Theirs');
+    assert.ok(theirs.ok);
+    assert.equal((await b.get(`/settings/api/keys/${theirs.value.id}`)).status, 404);
+    const csrf = formFields((await b.get('/settings/api')).text, '/settings/api/keys').csrf!;
+    assert.equal((await b.post(`/settings/api/keys/${theirs.value.id}/allow`, { csrf, allow: '' })).status, 404);
+  });
+});
+
+describe('the director changes their own password', () => {
+  let store: TestStore;
+  let t: TestCabinet;
+
+  before(async () => {
+    store = await createTestStore();
+    t = await startTestCabinet({ store });
+  });
+  after(async () => {
+    await t.close();
+    await store.close();
+  });
+
+  it('needs the current password, and ends every other session of theirs', async () => {
+    const d = await seedDirector(store.db, 'VIP');
+    const here = t.browser();
+    const elsewhere = t.browser();
+    assert.equal((await here.login(d.email, d.password)).status, 303);
+    assert.equal((await elsewhere.login(d.email, d.password)).status, 303);
+    const wrong = await here.submit('/settings/password', '/settings/password', { current: 'not the password', next: 'a brand new password 1' });
+    assert.equal(wrong.status, 400);
+    assert.match(wrong.text, /current password is not right/);
+    const short = await here.submit('/settings/password', '/settings/password', { current: d.password, next: 'short' });
+    assert.equal(short.status, 400);
+    const changed = await here.submit('/settings/password', '/settings/password', { current: d.password, next: 'a brand new password 1' });
+    assert.equal(changed.status, 200);
+    assert.match(changed.text, /is changed/);
+    assert.equal((await here.get('/settings/api')).status, 200, 'this session stays');
+    assert.notEqual((await elsewhere.get('/settings/api')).status, 200, 'the other session ended');
+    assert.notEqual((await t.browser().login(d.email, d.password)).status, 303, 'the old password no longer signs in');
+    assert.equal((await t.browser().login(d.email, 'a brand new password 1')).status, 303);
+  });
+});
