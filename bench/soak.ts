@@ -55,7 +55,9 @@ async function main(): Promise<number> {
   const requestsFile = path.join(work, 'mixed.txt');
   fs.writeFileSync(requestsFile, MIXED_SCENARIO.requests(shape).map((r) => `${r.key}\t${r.path}\n`).join(''));
   const [port, cabinetPort] = [await freePort(), await freePort()];
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: SERVER_NODE_OPTIONS, SCHOOL_DATA_DIR: loc.dataDir, HOST: '127.0.0.1', PORT: String(port), SCHOOL_DATA_CABINET_PORT: String(cabinetPort), SCHOOL_DATA_RATE_LIMIT_VIP: '10000000', SCHOOL_DATA_LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: SERVER_NODE_OPTIONS, SCHOOL_DATA_DIR: loc.dataDir, HOST: '127.0.0.1', PORT: String(port), SCHOOL_DATA_CABINET_PORT: String(cabinetPort), SCHOOL_DATA_RATE_LIMIT_VIP: '10000000', SCHOOL_DATA_LOG_LEVEL: 'warn',
+    // The data set's keys were made long before a run: a long period keeps them from being revoked as unused.
+    SCHOOL_DATA_KEY_UNUSED_DAYS: '36500' };
   delete env.DATABASE_URL;
   delete env.REDIS_URL;
   const logFile = path.join(work, 'serve.log');
