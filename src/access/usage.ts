@@ -49,6 +49,7 @@ export class UsageRecorder {
 
   /** The recorder of a store and its limiter: usage goes through the limiter's service when it is shared (Redis). */
   static async open(db: Kysely<Database>, log: Logger, flushMs: number, limiter: RateLimiter): Promise<UsageRecorder> {
+    if (!limiter.sharesUsage) return new UsageRecorder(db, log, flushMs);
     const queue = await db.selectFrom('usage_queue').select('id').executeTakeFirstOrThrow();
     return new UsageRecorder(db, log, flushMs, limiter.shareUsage(queue.id));
   }

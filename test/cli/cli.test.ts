@@ -180,7 +180,7 @@ describe('school-data CLI', () => {
     }
     fails(await cli('frobnicate'), /^school-data: unknown command 'frobnicate' \(see npx school-data --help\)$/m);
     fails(await cli('key', 'frob'), /unknown command 'frob' \(see npx school-data key --help\)/);
-    fails(await cli('key'), /key needs a command: create, list, revoke \(see npx school-data key --help\)/);
+    fails(await cli('key'), /key needs a command: create, list, revoke, roll, allow, log \(see npx school-data key --help\)/);
     fails(await cli(), /give a command: serve, migrate, .* \(see npx school-data --help\)/);
     fails(await cli('school', 'create', '--plan', 'VIP'), /--name.*\(see npx school-data school create --help\)/);
     fails(await cli('key', 'list', '--school', 'x', '--bogus'), /unknown option '--bogus' \(see npx school-data key list --help\)/);

@@ -55,6 +55,8 @@ export interface RateLimiter {
    * consume() is given a key id.
    */
   shareUsage(databaseId: string): SharedUsage | null;
+  /** Whether shareUsage gives a shared place (then it needs the database's queue id). */
+  readonly sharesUsage: boolean;
   /** True when the backing service answers now (for readiness checks). */
   ping(): Promise<boolean>;
   /** Waits up to `timeoutMs` for the backing service to be connected; false if it is not. */

@@ -87,6 +87,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.redis = redis as Redis & { sdConsume: ConsumeFn; sdRecord: RecordFn; sdClaim: ClaimFn };
   }
 
+  readonly sharesUsage = true;
   shareUsage(databaseId: string): SharedUsage {
     const queue = (this.queue = queueKeys(databaseId));
     return {
