@@ -56,53 +56,38 @@ const ADDRESS_NOT_ALLOWED = new Problem('address_not_allowed', 'This key may not
 const PUBLIC: Access = { allowed: true, tenant: null, caller: null, rateLimit: null };
 const REFUSED_NO_KEY: Access = { allowed: false, problem: UNAUTHORIZED, caller: null, rateLimit: null };
 
-/** Per limit: the 429 problem and the RateLimit-Policy value, made once. */
-interface LimitTexts {
-  rateLimited: Problem;
-  policy: string;
-}
-const limitTexts = new Map<number, LimitTexts>();
-
-function textsFor(limit: number): LimitTexts {
-  let texts = limitTexts.get(limit);
-  if (texts === undefined) {
-    texts = {
-      rateLimited: new Problem('rate_limited', `The school's limit of ${limit} requests per minute is used up; retry after the time in Retry-After.`, {
-        headers: { 'Retry-After': String(WINDOW_SECONDS) },
-      }),
-      policy: `"default";q=${limit};w=${WINDOW_SECONDS}`,
-    };
-    limitTexts.set(limit, texts);
-  }
-  return texts;
+/** `make` once per distinct argument; at `bound` entries the cache starts again (a backstop against floods of distinct values). */
+function madeOnce<K, V>(make: (key: K) => V, bound = Number.POSITIVE_INFINITY): (key: K) => V {
+  const made = new Map<K, V>();
+  return (key) => {
+    let value = made.get(key);
+    if (value === undefined) {
+      if (made.size >= bound) made.clear();
+      value = make(key);
+      made.set(key, value);
+    }
+    return value;
+  };
 }
 
-/** Per set of needed scopes: the 403, made once. */
-const insufficient = new Map<ScopeSet, Problem>();
+/** Per limit: the 429 problem and the RateLimit-Policy value. */
+const textsFor = madeOnce((limit: number) => ({
+  rateLimited: new Problem('rate_limited', `The school's limit of ${limit} requests per minute is used up; retry after the time in Retry-After.`, {
+    headers: { 'Retry-After': String(WINDOW_SECONDS) },
+  }),
+  policy: `"default";q=${limit};w=${WINDOW_SECONDS}`,
+}));
 
-function insufficientScope(need: ScopeSet): Problem {
-  let problem = insufficient.get(need);
-  if (problem === undefined) {
-    problem = new Problem('insufficient_scope', `This key's scopes do not cover this endpoint; it needs: ${scopesIn(need).join(', ')}.`, {
+/** Per set of needed scopes: the 403. */
+const insufficientScope = madeOnce(
+  (need: ScopeSet) =>
+    new Problem('insufficient_scope', `This key's scopes do not cover this endpoint; it needs: ${scopesIn(need).join(', ')}.`, {
       headers: { 'WWW-Authenticate': 'Bearer error="insufficient_scope"' },
-    });
-    insufficient.set(need, problem);
-  }
-  return problem;
-}
+    }),
+);
 
-/** Per distinct stored allowlist: its BlockList, made once (a bound keeps a flood of lists from growing it). */
-const allowLists = new Map<string, BlockList>();
-
-function allowListOf(text: string): BlockList {
-  let list = allowLists.get(text);
-  if (list === undefined) {
-    if (allowLists.size >= 10_000) allowLists.clear();
-    list = blockListOf(text.split(','));
-    allowLists.set(text, list);
-  }
-  return list;
-}
+/** Per distinct stored allowlist: its BlockList. */
+const allowListOf = madeOnce((text: string): BlockList => blockListOf(text.split(',')), 10_000);
 
 /**
  * "Now" and "unused since" as stored timestamps (UTC whole seconds), made once a second:
