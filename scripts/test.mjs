@@ -1,30 +1,44 @@
 #!/usr/bin/env node
 /**
  * Runs the whole test suite on the embedded stores (SQLite + in-memory rate limiter),
- * then again on PostgreSQL + Redis when DATABASE_URL and REDIS_URL are set, and says
- * plainly which suites ran. With --require-external (CI), a missing PostgreSQL/Redis
- * run is a failure.
+ * and on PostgreSQL + Redis when DATABASE_URL and REDIS_URL are set, and says plainly
+ * which suites ran. With --require-external (CI), a missing PostgreSQL/Redis run is a
+ * failure. With --also-node PATH, the embedded suite runs once more on that Node.js.
  *
- *   node scripts/test.mjs [--require-external] [file-or-dir-filter ...]
+ *   node scripts/test.mjs [--require-external] [--jobs N] [--also-node PATH] [filter ...]
  *
- * Skipped suites and tests are counted with their reasons (the other store's suites).
- * Each test file runs as its own process, two at a time, and its output is printed whole
- * when it ends. The files are not run under `node --test`: its parent process reads the
- * children's stdout as a binary event stream and can spin forever on bytes it mistakes
- * for a frame (nodejs/node#62693), which is what hung CI for 90 minutes. Run alone, a
- * file reports through its own reporter, and a file that does not end in FILE_TIMEOUT_MS
- * is killed and counted as failed.
+ * Every file of every suite is one task in one pool of N processes (default: twice the
+ * cores, from 2 to 8): most files wait on timers, sockets and child processes, so the
+ * suites overlap. The files that took longest last time start first (durations kept in
+ * the temporary directory, as Jest does). Each file runs as its own process, not under
+ * `node --test` (nodejs/node#62693 hung CI), is printed whole when it ends, and is
+ * killed and counted as failed when it has not ended in FILE_TIMEOUT_MS.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 
-const CONCURRENCY = 2;
 const FILE_TIMEOUT_MS = 6 * 60_000;
+const TIMES_FILE = path.join(os.tmpdir(), 'school-data-test-times.json');
 
-const args = process.argv.slice(2);
-const requireExternal = args.includes('--require-external') || process.env.SCHOOL_DATA_TEST_REQUIRE_EXTERNAL === '1';
-const filters = args.filter((a) => !a.startsWith('--'));
+const { values: opts, positionals: filters } = parseArgs({
+  allowPositionals: true,
+  options: {
+    'require-external': { type: 'boolean', default: false },
+    jobs: { type: 'string' },
+    'also-node': { type: 'string', multiple: true, default: [] },
+  },
+});
+const requireExternal = opts['require-external'] || process.env.SCHOOL_DATA_TEST_REQUIRE_EXTERNAL === '1';
+// At most 8 by default: every file holds PostgreSQL connections, and the server's default
+// max_connections (100) is shared by all of them.
+const jobs = Number(opts.jobs ?? process.env.SCHOOL_DATA_TEST_JOBS ?? Math.min(8, Math.max(2, 2 * os.availableParallelism())));
+if (!Number.isInteger(jobs) || jobs < 1) {
+  console.error('--jobs must be a whole number of at least 1');
+  process.exit(2);
+}
 
 function findTests(dir) {
   const out = [];
@@ -42,12 +56,54 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-/** Runs one file; resolves with its counts, after printing its output. */
-function runFile(file, env) {
+/** A suite: the stores it runs on (its environment) and the Node.js it runs with. */
+function suite(name, tag, env, node = process.execPath) {
+  return { name, tag, env, node };
+}
+
+const embeddedEnv = { ...process.env };
+delete embeddedEnv.DATABASE_URL;
+delete embeddedEnv.REDIS_URL;
+const external = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
+
+const suites = [suite('embedded: SQLite + in-memory rate limiter', 'embedded', embeddedEnv)];
+if (external) suites.push(suite('external: PostgreSQL + Redis', 'external', { ...process.env }));
+for (const node of opts['also-node']) {
+  if (!fs.existsSync(node)) {
+    console.error(`--also-node: no Node.js at ${node}`);
+    process.exit(2);
+  }
+  const version = (await output(node, ['--version'])).trim();
+  // The tests' own child processes (the CLI, `serve`) run on the test's Node.js (process.execPath).
+  const env = { ...embeddedEnv, PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH ?? ''}` };
+  suites.push(suite(`embedded on Node.js ${version}: SQLite + in-memory rate limiter`, `embedded ${version}`, env, node));
+}
+
+function output(command, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    const chunks = [];
+    child.stdout.on('data', (c) => chunks.push(c));
+    child.on('error', reject);
+    child.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+}
+
+function readTimes() {
+  try {
+    return JSON.parse(fs.readFileSync(TIMES_FILE, 'utf8'));
+  } catch {
+    return {};
+  }
+}
+
+/** Runs one file of one suite; resolves with its counts, after printing its output. */
+function runFile(task) {
+  const { file, suite: s } = task;
   return new Promise((resolve) => {
     const started = Date.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test-reporter=spec', '--test-force-exit', file], {
-      env,
+    const child = spawn(s.node, ['--import', 'tsx', '--test-reporter=spec', '--test-force-exit', file], {
+      env: s.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const chunks = [];
@@ -60,9 +116,9 @@ function runFile(file, env) {
     }, FILE_TIMEOUT_MS);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      const output = Buffer.concat(chunks).toString('utf8');
+      const text = Buffer.concat(chunks).toString('utf8');
       const count = (name) => {
-        const m = new RegExp(`^ℹ ${name} (\\d+)$`, 'm').exec(output);
+        const m = new RegExp(`^ℹ ${name} (\\d+)$`, 'm').exec(text);
         return m ? Number(m[1]) : 0;
       };
       let fail = count('fail') + count('cancelled');
@@ -71,56 +127,64 @@ function runFile(file, env) {
       if (!ok && fail === 0) fail = 1;
       // node:test's own count leaves out skipped suites; the spec reporter marks every
       // skipped suite and test with "﹣ name (time) # reason".
-      const skipped = [...output.matchAll(/^\s*﹣ .* # (.*)$/gm)].map((m) => m[1]);
-      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      const skipped = [...text.matchAll(/^\s*﹣ .* # (.*)$/gm)].map((m) => m[1]);
+      const ms = Date.now() - started;
       const why = timedOut ? ` (killed: no end after ${FILE_TIMEOUT_MS / 60_000} min)` : !ok ? ` (exit ${code ?? signal})` : '';
-      process.stdout.write(`\n--- ${ok ? 'ok  ' : 'FAIL'} ${file} (${seconds} s)${why}\n${output}`);
-      resolve({ file, ok, pass: count('pass'), fail, skipped });
+      process.stdout.write(`\n--- ${ok ? 'ok  ' : 'FAIL'} [${s.tag}] ${file} (${(ms / 1000).toFixed(1)} s)${why}\n${text}`);
+      resolve({ ...task, ok, ms, pass: count('pass'), fail, skipped, why: ok ? [] : failureLines(text) });
     });
   });
 }
 
-async function run(name, env) {
-  console.log(`\n=== suite: ${name} (${files.length} files) ===`);
-  const started = Date.now();
-  const queue = [...files];
-  const results = [];
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      for (let file = queue.shift(); file !== undefined; file = queue.shift()) results.push(await runFile(file, env));
-    }),
-  );
-  const sum = (k) => results.reduce((n, r) => n + r[k], 0);
-  const skipped = new Map();
-  for (const reason of results.flatMap((r) => r.skipped)) skipped.set(reason, (skipped.get(reason) ?? 0) + 1);
-  return {
-    name,
-    ok: results.every((r) => r.ok),
-    failedFiles: results.filter((r) => !r.ok).map((r) => r.file),
-    pass: sum('pass'),
-    fail: sum('fail'),
-    skipped,
-    seconds: Math.round((Date.now() - started) / 1000),
-  };
+/**
+ * What a failed file says about its failure, for the summary (a CI log is often read from
+ * its end): the spec reporter's "failing tests" section, else the output's last lines.
+ */
+function failureLines(text) {
+  const at = text.lastIndexOf('✖ failing tests:');
+  const lines = (at >= 0 ? text.slice(at) : text).trimEnd().split('\n');
+  return (at >= 0 ? lines.slice(1, 31) : lines.slice(-15)).filter((l) => l.trim() !== '');
 }
 
-const embeddedEnv = { ...process.env };
-delete embeddedEnv.DATABASE_URL;
-delete embeddedEnv.REDIS_URL;
+console.log(`\n=== ${suites.length === 1 ? 'suite' : 'suites'}: ${suites.map((s) => s.name).join('; ')} (${files.length} files each, ${jobs} at a time) ===`);
+const times = readTimes();
+const timeKey = (t) => `${t.suite.tag.split(' ')[0]} ${t.file}`;
+const queue = suites.flatMap((s) => files.map((file) => ({ file, suite: s })));
+// Longest first; a file never timed counts as long, so a new file does not end the run alone.
+queue.sort((a, b) => (times[timeKey(b)] ?? 60_000) - (times[timeKey(a)] ?? 60_000));
 
-const suiteStarted = Date.now();
-const results = [await run('embedded: SQLite + in-memory rate limiter', embeddedEnv)];
-const external = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
-if (external) {
-  results.push(await run('external: PostgreSQL + Redis', { ...process.env }));
+const started = Date.now();
+const results = [];
+await Promise.all(
+  Array.from({ length: Math.min(jobs, queue.length) }, async () => {
+    for (let task = queue.shift(); task !== undefined; task = queue.shift()) results.push(await runFile(task));
+  }),
+);
+const seconds = Math.round((Date.now() - started) / 1000);
+
+// Only whole passing files teach the order: a killed or failed one says little of its length.
+const learned = readTimes();
+for (const r of results) if (r.ok) learned[timeKey(r)] = r.ms;
+try {
+  fs.writeFileSync(TIMES_FILE, JSON.stringify(learned));
+} catch {
+  // The order is an optimisation; a read-only temporary directory only loses it.
 }
 
 console.log('\n=== summary ===');
-for (const r of results) {
-  const skipped = [...r.skipped.values()].reduce((n, k) => n + k, 0);
-  console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name}: ${r.pass} passed, ${r.fail} failed, ${skipped} skipped (${r.seconds} s)`);
-  for (const [reason, n] of r.skipped) console.log(`     skipped: ${n} x "${reason}"`);
-  for (const file of r.failedFiles) console.log(`     failed: ${file}`);
+for (const s of suites) {
+  const mine = results.filter((r) => r.suite === s);
+  const sum = (k) => mine.reduce((n, r) => n + r[k], 0);
+  const reasons = new Map();
+  for (const reason of mine.flatMap((r) => r.skipped)) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+  const skipped = [...reasons.values()].reduce((n, k) => n + k, 0);
+  const busy = Math.round(sum('ms') / 1000);
+  console.log(`${mine.every((r) => r.ok) ? 'ok  ' : 'FAIL'} ${s.name}: ${sum('pass')} passed, ${sum('fail')} failed, ${skipped} skipped (${busy} s in its files)`);
+  for (const [reason, n] of reasons) console.log(`     skipped: ${n} x "${reason}"`);
+  for (const r of mine.filter((x) => !x.ok)) {
+    console.log(`     failed: ${r.file}`);
+    for (const line of r.why) console.log(`       | ${line}`);
+  }
 }
 if (!external) {
   console.log(`${requireExternal ? 'FAIL' : 'skip'} external: PostgreSQL + Redis (set DATABASE_URL and REDIS_URL to run it)`);
@@ -128,5 +192,5 @@ if (!external) {
 const pass = results.reduce((n, r) => n + r.pass, 0);
 const fail = results.reduce((n, r) => n + r.fail, 0);
 const ok = results.every((r) => r.ok) && (external || !requireExternal);
-console.log(`${pass} passed, ${fail} failed, in ${Math.round((Date.now() - suiteStarted) / 1000)} s`);
+console.log(`${pass} passed, ${fail} failed, in ${seconds} s`);
 process.exit(ok ? 0 : 1);

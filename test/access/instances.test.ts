@@ -10,7 +10,7 @@ import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
 import { loadTls } from '../../src/tls.js';
 import { httpsClient } from '../helpers/http.js';
-import { runCli, startServe, type ServeProcess } from '../helpers/processes.js';
+import { runCli, startServes, type ServeProcess } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
@@ -44,7 +44,7 @@ describe('three instances on shared PostgreSQL and Redis', { skip: external ? fa
       SCHOOL_DATA_LOG_LEVEL: 'warn',
     };
     const ports = [await freePort(), await freePort(), await freePort()];
-    servers = await Promise.all(ports.map((port) => startServe({ ...env, PORT: String(port) })));
+    servers = await startServes(ports.map((port) => ({ ...env, PORT: String(port) })));
     clients = ports.map((port) => httpsClient(`https://127.0.0.1:${port}`, tls.cert));
   });
 

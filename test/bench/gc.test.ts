@@ -19,7 +19,7 @@ const keep = [];
 let round = 0;
 const step = () => {
   keep.push(Array.from({ length: 50000 }, (_, i) => ({ i, s: 'x' + i })));
-  if (keep.length > 6) keep.shift();
+  if (keep.length > 3) keep.shift();
   if (++round < 100) setImmediate(step);
   else setTimeout(async () => process.stdout.write(await register.metrics()), 50);
 };

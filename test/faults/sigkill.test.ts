@@ -13,7 +13,7 @@ import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
 import { loadTls } from '../../src/tls.js';
 import { httpsClient } from '../helpers/http.js';
-import { startServe, type ServeProcess } from '../helpers/processes.js';
+import { startServe, startServes, type ServeProcess } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
@@ -44,7 +44,7 @@ describe('one of three instances SIGKILLed under load', { skip: external ? false
     const tls = await loadTls({ dataDir: store.dataDir, tlsCert: null, tlsKey: null });
     const env = { ...process.env, DATABASE_URL: store.url!, SCHOOL_DATA_DIR: store.dataDir, SCHOOL_DATA_RATE_LIMIT_VIP: '1000000', SCHOOL_DATA_USAGE_FLUSH_MS: '500', SCHOOL_DATA_LOG_LEVEL: 'warn' };
     const ports = [await freePort(), await freePort(), await freePort()];
-    servers = await Promise.all(ports.map((port) => startServe({ ...env, PORT: String(port) })));
+    servers = await startServes(ports.map((port) => ({ ...env, PORT: String(port) })));
     clients = ports.map((port) => httpsClient(`https://127.0.0.1:${port}`, tls.cert));
   });
   after(async () => {

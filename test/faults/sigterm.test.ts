@@ -1,9 +1,10 @@
 /**
  * SIGTERM under load on one real `serve` process with the embedded stores (SQLite and
  * the in-memory limiter): requests in flight finish, new connections are refused,
- * every answered request is on the key's counter, and the exit code is 0. (Three
- * instances on PostgreSQL and Redis: test/access/instances.test.ts.) On PostgreSQL, a
- * process that has only read exits at once too, not when its idle connections time out.
+ * every answered request is on the key's counter (and nothing but requests made), and
+ * the exit code is 0. (Three instances on PostgreSQL and Redis:
+ * test/access/instances.test.ts.) On PostgreSQL, a process that has only read exits at
+ * once too, not when its idle connections time out.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -61,6 +62,10 @@ describe('SIGTERM under load, one process on SQLite', { skip: embedded ? false :
     assert.ok(key.ok);
 
     let answered = 0;
+    // Requests that got no answer: refused, or reset while the server closed. One in flight
+    // when the signal landed may have been counted and answered by the server and still
+    // been lost to the client with its connection.
+    let unanswered = 0;
     let exited = false;
     const unexpected: string[] = [];
     // Three loops per client keep several requests in flight when the signal lands.
@@ -73,6 +78,7 @@ describe('SIGTERM under load, one process on SQLite', { skip: embedded ? false :
             else unexpected.push(`${res.status} ${res.text.slice(0, 200)}`);
           } catch {
             // Refused or reset once the server has closed: that request was never answered.
+            unanswered += 1;
             await new Promise((r) => setTimeout(r, 5));
           }
         }
@@ -89,7 +95,8 @@ describe('SIGTERM under load, one process on SQLite', { skip: embedded ? false :
     assert.ok(answered > 50, `only ${answered} requests answered`);
     assert.equal(await connectable(port), false, 'the port refuses new connections');
     const row = await store.db.selectFrom('api_keys').select('request_count').where('id', '=', key.value.id).executeTakeFirstOrThrow();
-    assert.equal(Number(row.request_count), answered, 'the counter holds every answered request');
+    const counted = Number(row.request_count);
+    assert.ok(counted >= answered && counted <= answered + unanswered, `the counter holds every answered request: ${counted} counted, ${answered} answered, ${unanswered} unanswered`);
   });
 });
 

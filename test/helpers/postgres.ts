@@ -36,8 +36,9 @@ export class PrivatePostgres {
   static async create(): Promise<PrivatePostgres> {
     const bin = postgresBin();
     if (!bin) throw new Error('PostgreSQL server programs not found');
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-pg-'));
-    if (process.getuid?.() === 0) fs.chownSync(dir, ...(await postgresIds()));
+    const root = process.getuid?.() === 0;
+    const dir = fs.mkdtempSync(path.join(root ? reachableTemp() : os.tmpdir(), 'school-data-pg-'));
+    if (root) fs.chownSync(dir, ...(await postgresIds()));
     const pg = new PrivatePostgres(bin, dir, await freePort());
     await pg.as(path.join(bin, 'initdb'), ['-D', path.join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync']);
     await pg.start();
@@ -63,6 +64,15 @@ export class PrivatePostgres {
     await this.stop().catch(() => undefined);
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A temporary directory the `postgres` user can enter: the usual one unless it is private
+ * (a `TMPDIR` made by `mktemp -d` is 0700), else /tmp.
+ */
+function reachableTemp(): string {
+  const usual = os.tmpdir();
+  return (fs.statSync(usual).mode & 0o001) !== 0 ? usual : '/tmp';
 }
 
 async function postgresIds(): Promise<[number, number]> {

@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { keyLeak } from './app.js';
+import { keyLeak, TEST_REDIS_TIMEOUT_MS } from './app.js';
 
 export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/school-data.js');
 
@@ -37,11 +37,25 @@ export interface ServeProcess {
   exited: Promise<number>;
 }
 
+/**
+ * Starts one `serve` per environment, side by side; if any does not start, stops those that
+ * did and fails, so a failed start leaves no process behind.
+ */
+export async function startServes(envs: NodeJS.ProcessEnv[]): Promise<ServeProcess[]> {
+  const started = await Promise.allSettled(envs.map((env) => startServe(env)));
+  const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed === undefined) return started.map((r) => (r as PromiseFulfilledResult<ServeProcess>).value);
+  for (const r of started) if (r.status === 'fulfilled') r.value.child.kill('SIGKILL');
+  throw failed.reason;
+}
+
 /** Starts `school-data serve --json` and resolves once it printed its base URL. */
 export function startServe(env: NodeJS.ProcessEnv, args: string[] = []): Promise<ServeProcess> {
   return new Promise((resolve, reject) => {
     // The cabinet listens too: on a free port unless the test names one, so instances never collide on 8444.
-    const child = spawn(process.execPath, [BIN, 'serve', '--json', ...args], { env: { SCHOOL_DATA_CABINET_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The Redis timeout of the in-process test apps (TEST_REDIS_TIMEOUT_MS), unless the test names one.
+    const defaults = { SCHOOL_DATA_CABINET_PORT: '0', SCHOOL_DATA_REDIS_TIMEOUT_MS: String(TEST_REDIS_TIMEOUT_MS) };
+    const child = spawn(process.execPath, [BIN, 'serve', '--json', ...args], { env: { ...defaults, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     // Rejects, once the process is gone, if it ever wrote a key value (its logs are its output).
     const exited = new Promise<number>((resolve, rejectExit) =>
@@ -51,7 +65,11 @@ export function startServe(env: NodeJS.ProcessEnv, args: string[] = []): Promise
         else resolve(code ?? (signal ? 128 : -1));
       }),
     );
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 20_000);
+    // A process that does not start in time is stopped, so no test leaves it running.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not start:\n${out}`));
+    }, 20_000);
     const onData = (c: Buffer) => {
       out += c.toString();
       if (out.includes('"base_url"')) {

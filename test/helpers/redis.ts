@@ -5,16 +5,25 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 
+/**
+ * Ports tests choose for servers they start (and may restart on the same port): below the
+ * kernel's ephemeral range (32768-60999 here), which the outgoing connections of every test
+ * running beside this one draw from, so none of those can take the port between the check
+ * and the server's listen. Picked at random and checked free by a listen.
+ */
+const CHOSEN_PORTS = { from: 20_000, to: 32_000 };
+
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      srv.close(() => resolve(port));
+  for (let attempt = 0; ; attempt++) {
+    const port = CHOSEN_PORTS.from + Math.floor(Math.random() * (CHOSEN_PORTS.to - CHOSEN_PORTS.from));
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
     });
-    srv.on('error', reject);
-  });
+    if (free) return port;
+    if (attempt === 100) throw new Error('no free port found in 100 tries');
+  }
 }
 
 async function waitForPort(port: number, up: boolean, timeoutMs = 5000): Promise<void> {

@@ -164,8 +164,10 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
+  /** Whether Redis answers now; like a request, waits for a connection still being made. */
   async ping(): Promise<boolean> {
     try {
+      await this.whenReady();
       return (await this.redis.ping()) === 'PONG';
     } catch {
       return false;
