@@ -2,7 +2,8 @@
  * buildCabinetApp assembles the director's cabinet: server-rendered pages over HTTPS on a
  * listener of its own, apart from the public API. It never listens, and it does not own
  * the stores it is given (the caller closes them after closing the app). Every response
- * gets the security headers and, when it is an error, an HTML page. The sign-in gate and
+ * gets the security headers and, when it is an error, an HTML page; pages are in the
+ * request's language (src/cabinet/i18n). The sign-in gate and
  * the form checks live inside the pages' own plugins, so the operator's /healthz, /readyz
  * and /metrics share the listener without them.
  */
@@ -21,6 +22,7 @@ import type { Database } from '../db/schema.js';
 import type { TlsMaterial } from '../tls.js';
 import { assets } from './assets.js';
 import { cabinetErrorHandler, cabinetNotFound } from './errors.js';
+import { chooseLocale } from './i18n/index.js';
 import { loginRoutes } from './routes/login.js';
 import { keyRoutes } from './routes/keys.js';
 import { CABINET_HEADERS } from './security.js';
@@ -67,6 +69,12 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   app.removeAllContentTypeParsers();
   await app.register(formbody, { bodyLimit: FORM_LIMIT });
   await app.register(cookie, { hook: 'onRequest' });
+  // After the cookies are read: the page's language (a `?lang=` switch sets its cookie here).
+  app.decorateRequest('locale', null);
+  app.addHook('onRequest', (request, reply, done) => {
+    request.locale = chooseLocale(request, reply);
+    done();
+  });
   await app.register(assets);
 
   const context = { config, db, limiter, policy: sessionPolicy(config) };

@@ -25,6 +25,14 @@ header.top .wrap { display: flex; align-items: center; gap: 1rem; min-height: 3.
 .brand span { color: var(--muted); font-weight: 400; }
 .who { margin-left: auto; display: flex; align-items: center; gap: .75rem; color: var(--muted); font-size: .9rem; }
 .who form { margin: 0; }
+.langs { display: flex; gap: .6rem; margin-right: .5rem; }
+.langs strong { color: var(--ink); font-weight: 600; }
+.langs a { color: var(--accent); }
+.langs .leave { position: relative; }
+.langs .leave summary { color: var(--accent); cursor: pointer; text-decoration: underline; list-style: none; }
+.langs .leave summary::-webkit-details-marker { display: none; }
+.langs .leave-box { position: absolute; right: 0; top: 1.6rem; z-index: 1; width: 22rem; padding: .8rem 1rem; background: var(--paper); border: 1px solid var(--line); border-radius: 6px; box-shadow: 0 4px 14px rgba(0,0,0,.12); }
+.langs .leave-box p { margin: 0 0 .5rem; }
 main { padding: 1.5rem 1.25rem 3rem; }
 h1 { font-size: 1.6rem; margin: .25rem 0 1rem; }
 h2 { font-size: 1.15rem; margin: 0 0 .75rem; }
@@ -38,7 +46,8 @@ label { display: block; font-weight: 600; margin-bottom: .25rem; }
 input[type=text], input[type=email], input[type=password] {
   font: inherit; padding: .5rem .65rem; border: 1px solid #b9c0cc; border-radius: .375rem; width: 100%; background: var(--paper); color: var(--ink);
 }
-input:focus, button:focus, a:focus { outline: 3px solid #9cc1f5; outline-offset: 1px; }
+select, input[type=date] { font: inherit; padding: .45rem .6rem; border: 1px solid #b9c0cc; border-radius: .375rem; background: var(--paper); color: var(--ink); min-width: 14rem; }
+input:focus, button:focus, select:focus, a:focus { outline: 3px solid #9cc1f5; outline-offset: 1px; }
 input[aria-invalid=true] { border-color: var(--danger); }
 .field { margin-bottom: 1rem; }
 .field-error { color: var(--danger); font-size: .9rem; margin-top: .25rem; }
@@ -80,13 +89,16 @@ figure.chart { margin: 0 0 1rem; }
 figure.chart rect:hover { fill: #1e40af; }
 .secret { display: flex; gap: .75rem; align-items: center; flex-wrap: wrap; }
 .secret input { flex: 1 1 24rem; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 1.05rem; background: #fbfbfc; }
+main > section { margin-bottom: 1.75rem; }
+.card > p.hint { margin: 0 0 .75rem; }
 .muted { color: var(--muted); }
 .small { font-size: .85rem; }
 [hidden] { display: none !important; }
 `;
 
 const COPY_SCRIPT = `'use strict';
-// Copy buttons: <button data-copy="ID" hidden> copies the value of the element ID.
+// Copy buttons: <button data-copy="ID" hidden> copies the value of the element ID; what it
+// says then comes from the page (data-copied, data-copy-by-hand), in the page's language.
 // Without this script the button stays hidden and the key is plain selectable text.
 for (const button of document.querySelectorAll('button[data-copy]')) {
   const target = document.getElementById(button.dataset.copy);
@@ -96,11 +108,11 @@ for (const button of document.querySelectorAll('button[data-copy]')) {
   button.addEventListener('click', async () => {
     try {
       await navigator.clipboard.writeText(target.value);
-      button.textContent = 'Copied';
+      button.textContent = button.dataset.copied;
     } catch {
       target.focus();
       target.select();
-      button.textContent = 'Press Ctrl+C to copy';
+      button.textContent = button.dataset.copyByHand;
     }
     setTimeout(() => { button.textContent = label; }, 4000);
   });

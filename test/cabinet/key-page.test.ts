@@ -2,14 +2,15 @@
  * A key's own page and the key options in the cabinet: creating a key with scopes, an
  * expiry day and an allowlist; the key's page (options, chart, events); changing the
  * allowlist (seen by the API's next request); rolling with an overlap (the new key shown
- * once); the warnings for keys that end within 7 days; another school's key is 404.
+ * once); requests made with the key through the API, in its last requests and its chart;
+ * the warnings for keys that end within 7 days; another school's key is 404.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { formatTimestamp } from '../../src/domain/time.js';
 import { createKey, keyEvents } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { formFields, seedDirector, startTestCabinet, type CabinetBrowser, type TestCabinet } from '../helpers/cabinet.js';
+import { formFields, seedDirector, startTestCabinet, unescapeHtml, type CabinetBrowser, type TestCabinet } from '../helpers/cabinet.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 const KEY = /service_pk_[0-9a-f]{32}/g;
@@ -95,6 +96,54 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.ok(!after.text.includes('id="roll-key"'), 'rolled once');
     const events = (await keyEvents(store.db, schoolId, { keyId: made.value.id })).map((e) => [e.event, e.actor]);
     assert.deepEqual(events, [['rolled', email], ['options_changed', email], ['options_changed', email], ['created', 'operator']]);
+  });
+
+  /** The key's page once the usage flush has written `n` requests to its log and its day (polled, bounded). */
+  async function pageWithRequests(b: CabinetBrowser, path: string, n: number): Promise<string> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const page = await b.get(path);
+      assert.equal(page.status, 200);
+      const rows = [...page.text.matchAll(/<tr><td class="nowrap">[^<]*<\/td><td><code>GET /g)].length;
+      const today = /data-day="(\d{4}-\d\d-\d\d)" data-requests="(\d+)"><title>[^<]*<\/title><\/rect><\/g>/.exec(page.text);
+      if ((rows >= n && Number(today?.[2]) >= n) || Date.now() > deadline) return page.text;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  it('shows the requests made with the key in its last requests and in the day\'s bar of its chart', async () => {
+    const { b, schoolId } = await signedIn();
+    const made = await createKey(store.db, schoolId, 'Integration');
+    assert.ok(made.ok);
+    const path = `/settings/api/keys/${made.value.id}`;
+    const targets = [`${STUDENTS}?limit=2`, `${STUDENTS}?limit=0`, `${STUDENTS}/nobody`];
+    const ids: string[] = [];
+    for (const target of targets) ids.push(String((await api.request(target, { key: made.value.key })).headers['x-request-id']));
+
+    const text = await pageWithRequests(b, path, 3);
+    const rows = [...text.matchAll(/<tr><td class="nowrap">([^<]*)<\/td><td><code>GET ([^<]*)<\/code><\/td><td class="num">(\d+)<\/td><td class="num">[^<]*<\/td><td><code>([^<]*)<\/code><\/td><td><code class="small">([^<]*)<\/code>/g)];
+    assert.deepEqual(rows.map((r) => unescapeHtml(r[2]!)), [...targets].reverse(), 'newest first');
+    assert.deepEqual(rows.map((r) => r[3]), ['404', '400', '200']);
+    assert.deepEqual(rows.map((r) => r[5]), [...ids].reverse());
+    for (const r of rows) {
+      assert.match(r[1]!, /^\d{4}-\d\d-\d\d \d\d:\d\d$/);
+      assert.match(r[4]!, /^(127\.0\.0\.1|::ffff:127\.0\.0\.1)$/);
+    }
+    const bars = [...text.matchAll(/<rect [^>]*data-day="([^"]+)" data-requests="(\d+)"><title>([^<]*)<\/title>/g)];
+    assert.equal(bars.length, 90);
+    const today = new Date().toISOString().slice(0, 10);
+    assert.deepEqual([bars.at(-1)![1], bars.at(-1)![2], bars.at(-1)![3]], [today, '3', `${today}: 3 requests`]);
+    assert.ok(bars.slice(0, -1).every((bar) => bar[2] === '0'));
+    assert.match(text, /aria-label="Requests per day: 3 in 90 days"/);
+    assert.match(text, /3 requests in the last 90 days \(UTC days\)\./);
+    assert.match(text, /<dd id="key-count">3<\/dd>/);
+
+    // The same page in Russian: the bar's title, the caption, the dates.
+    const ru = (await b.get(`${path}?lang=ru`)).text;
+    const [y, m, d] = today.split('-');
+    assert.match(ru, new RegExp(`<title>${d}\\.${m}\\.${y}: 3 запроса</title>`));
+    assert.match(ru, /3 запроса за последние 90 дней \(дни по UTC\)\./);
+    assert.match(ru, /<tr><td class="nowrap">\d\d\.\d\d\.\d{4}, \d\d:\d\d<\/td><td><code>GET /);
   });
 
   it('warns about keys that expire or will be revoked as unused within 7 days', async () => {

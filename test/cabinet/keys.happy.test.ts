@@ -11,7 +11,7 @@ import { hashKey } from '../../src/access/keys.js';
 import { createKey, MAX_ACTIVE_KEYS } from '../../src/management/keys.js';
 import { setPlan } from '../../src/management/schools.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { formFields, keyRows, seedDirector, startTestCabinet, type CabinetBrowser, type TestCabinet } from '../helpers/cabinet.js';
+import { formFields, keyRows, seedDirector, startTestCabinet, type CabinetBrowser, type TestCabinet, unescapeHtml } from '../helpers/cabinet.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 const KEY = /service_pk_[0-9a-f]{32}/;
@@ -174,7 +174,7 @@ describe('Settings -> API', () => {
       const { b, schoolId } = await signedIn(plan);
       const page = await b.get('/settings/api');
       assert.equal(page.status, 200);
-      assert.match(page.text, new RegExp(`Your school's plan, ${plan}, does not include API access`));
+      assert.match(unescapeHtml(page.text), new RegExp(`Your school's plan, ${plan}, does not include API access`));
       assert.match(page.text, /Profi and VIP plans/);
       assert.ok(!page.text.includes('action="/settings/api/keys"'), 'create form shown');
       assert.ok(!page.text.includes('Create key'));
@@ -182,7 +182,8 @@ describe('Settings -> API', () => {
       const csrf = formFields(page.text, '/logout').csrf!;
       const forced = await b.post('/settings/api/keys', { csrf, nonce: randomBytes(32).toString('base64url'), name: 'x' });
       assert.equal(forced.status, 409);
-      assert.match(forced.text, /has no API access/);
+      assert.match(forced.text, /The key was not created/);
+      assert.match(forced.text, /id="no-api-plan"/);
       assert.equal(await activeKeys(schoolId), 0);
     });
   }
@@ -211,7 +212,8 @@ describe('Settings -> API', () => {
     const csrf = formFields(full.text, '/logout').csrf!;
     const forced = await b.post('/settings/api/keys', { csrf, nonce: randomBytes(32).toString('base64url'), name: 'eleventh' });
     assert.equal(forced.status, 409);
-    assert.match(forced.text, /revoke an unused key first/);
+    assert.match(forced.text, /The key was not created/);
+    assert.match(forced.text, /id="key-limit"/);
     assert.equal(await activeKeys(schoolId), MAX_ACTIVE_KEYS);
 
     const href = `/settings/api/keys/${ids[0]}/revoke`;

@@ -19,6 +19,7 @@ import { addDirector, type ScryptParams } from '../../src/management/directors.j
 import { createSchool } from '../../src/management/schools.js';
 import { createLimiter } from '../../src/server.js';
 import { loadTls } from '../../src/tls.js';
+import { TEST_REDIS_TIMEOUT_MS } from './app.js';
 import { createTestStore, type TestStore } from './store.js';
 
 /** Cheap hashing for seeded directors; the stored parameters make verification follow. */
@@ -47,7 +48,7 @@ export async function startTestCabinet(options: TestCabinetOptions = {}): Promis
   const store = options.store ?? (await createTestStore());
   const config = loadConfig(
     { ...process.env, DATABASE_URL: store.url ?? '', SCHOOL_DATA_DIR: store.dataDir },
-    { host: '127.0.0.1', port: 0, cabinetPort: 0, logLevel: 'info', ...options.config },
+    { host: '127.0.0.1', port: 0, cabinetPort: 0, logLevel: 'info', redisTimeoutMs: TEST_REDIS_TIMEOUT_MS, ...options.config },
   );
   const logs: string[] = [];
   const sink = new Writable({

@@ -5,71 +5,93 @@
  */
 import type { FastifyPluginCallback, FastifyReply } from 'fastify';
 import { planLimit } from '../../access/plans.js';
+import { MAX_ALLOW_ENTRIES, parseAllowlist } from '../../domain/addresses.js';
 import { ID } from '../../domain/ids.js';
-import { parseAllowlist } from '../../domain/addresses.js';
 import { KEY_SCOPES, type KeyScope } from '../../domain/scopes.js';
 import { formatTimestamp, parseDate, startOfLocalDay } from '../../domain/time.js';
+import { changeOwnPassword, checkPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../management/directors.js';
 import { keyDays, keyRequests } from '../../management/key-activity.js';
-import { createKey, findKey, isOverlap, keyEvents, listKeys, parseKeyOptions, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
+import { createKey, findKey, isOverlap, keyEvents, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
 import type { CabinetContext } from '../context.js';
 import { CabinetError, notFound, sendPage } from '../errors.js';
 import { formField } from '../form.js';
+import { signedView } from '../view.js';
 import { signedIn } from '../guard.js';
+import type { Messages } from '../i18n/index.js';
 import { randomToken, TOKEN_FORMAT } from '../security.js';
-import { claimFormNonce, type SignedIn } from '../session.js';
+import { claimFormNonce } from '../session.js';
 import { keyPage, type KeyPageModel } from '../views/key.js';
+import type { SignedView } from '../views/layout.js';
 import { keysPage, newKeyPage, passwordPage, revokePage, type KeysModel } from '../views/pages.js';
-import { changeOwnPassword } from '../../management/directors.js';
 
 const KEY_NAME_MAX = 100;
 // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
 const CONTROL = /[\u0000-\u001f\u007f]/u;
 
+type FormText = Messages['form'];
+
 /** Why a key name cannot be used, in the words shown under the field; null when it can. */
-function keyNameError(name: string | null): string | null {
+function keyNameError(t: FormText, name: string | null): string | null {
   const trimmed = name?.trim() ?? '';
-  if (trimmed.length === 0) return 'Enter a name for the key.';
-  if (trimmed.length > KEY_NAME_MAX) return `The name can be at most ${KEY_NAME_MAX} characters long (it has ${trimmed.length}).`;
-  if (CONTROL.test(trimmed)) return 'The name cannot contain control characters such as tabs or line breaks.';
+  if (trimmed.length === 0) return t.nameMissing;
+  if (trimmed.length > KEY_NAME_MAX) return t.nameTooLong(KEY_NAME_MAX, trimmed.length);
+  if (CONTROL.test(trimmed)) return t.nameControl;
   return null;
 }
 
-const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+/** Why a new password cannot be used (the rules of management/directors.ts), in the page's words; null when it can. */
+function passwordError(t: Messages['password'], next: string): string | null {
+  if (checkPassword(next) === null) return null;
+  if (next.length < PASSWORD_MIN_LENGTH) return t.tooShort(PASSWORD_MIN_LENGTH);
+  if (next.length > PASSWORD_MAX_LENGTH) return t.tooLong(PASSWORD_MAX_LENGTH);
+  return t.control;
+}
 
-const alreadySubmitted = () =>
-  new CabinetError(
-    409,
-    'Form already sent',
-    'This form was already sent. A new key is shown only once, right after it is created, so it cannot be shown again. Open API keys to see your keys; revoke a key you did not copy and create another.',
-  );
+const incomplete = () => new CabinetError(400, { page: 'incomplete' });
+const alreadySubmitted = () => new CabinetError(409, { page: 'alreadySent' });
 
 /** The scopes ticked in the create form (one checkbox `scope_<name>` each; none ticked: all). */
 function tickedScopes(body: unknown): KeyScope[] {
   return KEY_SCOPES.filter((s) => formField(body, `scope_${s}`) !== null);
 }
 
-/** The end of a local calendar day (`YYYY-MM-DD`) in `timeZone`, as an RFC 3339 UTC timestamp; null when not a date. */
-function endOfLocalDay(text: string, timeZone: string): string | null {
+/** An allowlist as typed (empty: any address, null), or why it is refused, naming the first bad entry. */
+function typedAllowlist(t: FormText, text: string): { ok: true; allow: string[] | null } | { ok: false; error: string } {
+  if (text === '') return { ok: true, allow: null };
+  const parsed = parseAllowlist(text);
+  if (parsed.ok) return { ok: true, allow: parsed.entries };
+  const entries = text.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  if (entries.length === 0) return { ok: false, error: t.allowEmpty };
+  if (entries.length > MAX_ALLOW_ENTRIES) return { ok: false, error: t.allowTooMany(MAX_ALLOW_ENTRIES) };
+  const bad = entries.find((e) => !parseAllowlist(e).ok) ?? text;
+  return { ok: false, error: t.allowBad(bad.slice(0, 60)) };
+}
+
+/** The end of a local calendar day (`YYYY-MM-DD`) in `timeZone`, as epoch milliseconds; null when not a date. */
+function endOfLocalDay(text: string, timeZone: string): number | null {
   const ymd = parseDate(text);
   if (ymd === null) return null;
   const next = new Date(Date.UTC(ymd[0], ymd[1] - 1, ymd[2] + 1));
-  return formatTimestamp(startOfLocalDay([next.getUTCFullYear(), next.getUTCMonth() + 1, next.getUTCDate()], timeZone));
+  return startOfLocalDay([next.getUTCFullYear(), next.getUTCMonth() + 1, next.getUTCDate()], timeZone);
 }
 
 /** The create form's options, checked: the values to show again and either the options or why they are refused. */
-function formOptions(body: unknown, timeZone: string): { scopes: string[]; expires: string; allow: string; options: KeyOptions | null; error?: string } {
-  const scopes: string[] = tickedScopes(body);
+function formOptions(t: FormText, body: unknown, timeZone: string): { scopes: string[]; expires: string; allow: string; options: KeyOptions | null; error?: string } {
+  const scopes = tickedScopes(body);
   const expires = (formField(body, 'expires') ?? '').trim();
   const allow = (formField(body, 'allow') ?? '').trim();
-  let expiresAt: string | undefined;
+  const refused = (error: string) => ({ scopes, expires, allow, options: null, error });
+  const options: KeyOptions = scopes.length === 0 ? {} : { scopes };
   if (expires !== '') {
     const end = endOfLocalDay(expires, timeZone);
-    if (end === null) return { scopes, expires, allow, options: null, error: 'The expiry date is not a date.' };
-    expiresAt = end;
+    if (end === null || end >= Date.UTC(10000, 0, 1)) return refused(t.notADate);
+    if (end <= Date.now()) return refused(t.pastDate);
+    options.expiresAt = formatTimestamp(end);
   }
-  const parsed = parseKeyOptions({ scopes: scopes.join(','), expires: expiresAt, allow });
-  if (!parsed.ok) return { scopes, expires, allow, options: null, error: `${capitalise(parsed.reason)}.` };
-  return { scopes, expires, allow, options: parsed.value };
+  const typed = typedAllowlist(t, allow);
+  if (!typed.ok) return refused(typed.error);
+  if (typed.allow !== null) options.allow = typed.allow;
+  return { scopes, expires, allow, options };
 }
 
 export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, config, policy }, done) => {
@@ -77,75 +99,72 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
   const keyPolicy: KeyPolicy = { unusedDays: config.keyUnusedDays };
 
   /** The director's own school's key, or 404 for anything else. */
-  async function ownKey(viewer: SignedIn, keyId: string): Promise<KeyCard> {
-    const key = ID.test(keyId) ? await findKey(db, keyId, keyPolicy, viewer.school.id) : undefined;
+  async function ownKey(view: SignedView, keyId: string): Promise<KeyCard> {
+    const key = ID.test(keyId) ? await findKey(db, keyId, keyPolicy, view.viewer.school.id) : undefined;
     if (!key) throw notFound();
     return key;
   }
 
-  async function showKey(reply: FastifyReply, viewer: SignedIn, status: number, keyId: string, extra: Partial<KeyPageModel> = {}): Promise<FastifyReply> {
-    const key = await ownKey(viewer, keyId);
+  async function showKey(reply: FastifyReply, view: SignedView, status: number, keyId: string, extra: Partial<KeyPageModel> = {}): Promise<FastifyReply> {
+    const key = await ownKey(view, keyId);
+    const schoolId = view.viewer.school.id;
     const [requests, days, events] = await Promise.all([
-      keyRequests(db, viewer.school.id, key.id),
-      keyDays(db, viewer.school.id, key.id, 90),
-      keyEvents(db, viewer.school.id, { keyId: key.id, limit: 200 }),
+      keyRequests(db, schoolId, key.id),
+      keyDays(db, schoolId, key.id, 90),
+      keyEvents(db, schoolId, { keyId: key.id, limit: 200 }),
     ]);
-    return sendPage(reply, status, keyPage({ viewer, key, requests, days, events, nonce: randomToken(), ...extra }));
+    return sendPage(reply, status, keyPage(view, { key, requests, days, events, nonce: randomToken(), ...extra }));
   }
 
-  async function showKeys(reply: FastifyReply, viewer: SignedIn, status: number, extra: Partial<KeysModel> = {}): Promise<FastifyReply> {
-    const keys = await listKeys(db, viewer.school.id, keyPolicy);
-    return sendPage(reply, status, keysPage({ viewer, keys, limitPerMinute: planLimit(config, viewer.school.plan), nonce: randomToken(), ...extra }));
+  async function showKeys(reply: FastifyReply, view: SignedView, status: number, extra: Partial<KeysModel> = {}): Promise<FastifyReply> {
+    const keys = await listKeys(db, view.viewer.school.id, keyPolicy);
+    return sendPage(reply, status, keysPage(view, { keys, limitPerMinute: planLimit(config, view.viewer.school.plan), nonce: randomToken(), ...extra }));
   }
-
-  const viewerOf = (request: { cabinet: SignedIn | null }): SignedIn => {
-    if (!request.cabinet) throw new Error('cabinet page reached without a signed-in director');
-    return request.cabinet;
-  };
 
   app.get('/', (_request, reply) => reply.redirect('/settings/api', 303));
   app.get('/settings', (_request, reply) => reply.redirect('/settings/api', 303));
 
   app.get('/settings/api', async (request, reply) => {
-    const viewer = viewerOf(request);
+    const view = signedView(request);
     const revokedId = (request.query as Record<string, unknown>).revoked;
     if (typeof revokedId === 'string') {
-      const keys = await listKeys(db, viewer.school.id, keyPolicy);
+      const keys = await listKeys(db, view.viewer.school.id, keyPolicy);
       const revoked = keys.find((k) => k.id === revokedId && k.revoked_at !== null);
-      if (revoked) {
-        return showKeys(reply, viewer, 200, { notice: { kind: 'success', text: `The key “${revoked.name}” is revoked: every request with it is now refused (401).` } });
-      }
+      if (revoked) return showKeys(reply, view, 200, { notice: { kind: 'success', text: view.locale.t.keys.revoked(revoked.name) } });
     }
-    return showKeys(reply, viewer, 200);
+    return showKeys(reply, view, 200);
   });
 
   app.post('/settings/api/keys', async (request, reply) => {
-    const viewer = viewerOf(request);
+    const view = signedView(request);
+    const { viewer } = view;
+    const t = view.locale.t.form;
     const name = formField(request.body, 'name');
     const nonce = formField(request.body, 'nonce');
-    if (nonce === null || !TOKEN_FORMAT.test(nonce)) throw new CabinetError(400, 'Form not accepted', 'The form was incomplete. Nothing was changed. Open API keys again and retry.');
-    const nameError = keyNameError(name);
-    const typed = formOptions(request.body, viewer.school.timezone);
+    if (nonce === null || !TOKEN_FORMAT.test(nonce)) throw incomplete();
+    const nameError = keyNameError(t, name);
+    const typed = formOptions(t, request.body, viewer.school.timezone);
     const again = { scopes: typed.scopes, expires: typed.expires, allow: typed.allow };
-    if (nameError !== null || name === null) return showKeys(reply, viewer, 400, { name: name ?? '', nameError: nameError ?? undefined, ...again });
-    if (typed.options === null) return showKeys(reply, viewer, 400, { name, ...again, ...(typed.error === undefined ? {} : { optionsError: typed.error }) });
+    if (nameError !== null || name === null) return showKeys(reply, view, 400, { name: name ?? '', nameError: nameError ?? undefined, ...again });
+    if (typed.options === null) return showKeys(reply, view, 400, { name, ...again, ...(typed.error === undefined ? {} : { optionsError: typed.error }) });
     if (!(await claimFormNonce(db, viewer.sessionId, nonce))) throw alreadySubmitted();
 
     const outcome = await createKey(db, viewer.school.id, name, typed.options, viewer.director.email, keyPolicy);
-    if (!outcome.ok) return showKeys(reply, viewer, 409, { name, ...again, notice: { kind: 'error', text: `${capitalise(outcome.reason)}.` } });
+    // The form was checked above: what is left is the plan or the key limit, which the page shows.
+    if (!outcome.ok) return showKeys(reply, view, 409, { name, ...again, notice: { kind: 'error', text: view.locale.t.keys.notCreated } });
     request.log.info({ event: 'cabinet_key_created', keyId: outcome.value.id }, 'key created');
     // The value exists only in this answer (no-store, like every cabinet page): a reload
     // or a step back cannot bring it back, it is never in a URL, a cookie or a log line.
-    return sendPage(reply, 200, newKeyPage(viewer, outcome.value));
+    return sendPage(reply, 200, newKeyPage(view, outcome.value));
   });
 
   app.get<{ Params: { id: string } }>('/settings/api/keys/:id/revoke', async (request, reply) => {
-    const viewer = viewerOf(request);
-    return sendPage(reply, 200, revokePage(viewer, await ownKey(viewer, request.params.id)));
+    const view = signedView(request);
+    return sendPage(reply, 200, revokePage(view, await ownKey(view, request.params.id)));
   });
 
   app.post<{ Params: { id: string } }>('/settings/api/keys/:id/revoke', async (request, reply) => {
-    const viewer = viewerOf(request);
+    const { viewer } = signedView(request);
     const keyId = request.params.id;
     if (!ID.test(keyId)) throw notFound();
     const outcome = await revokeKey(db, keyId, viewer.school.id, viewer.director.email, keyPolicy);
@@ -154,54 +173,56 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     return reply.redirect(`/settings/api?revoked=${encodeURIComponent(keyId)}`, 303);
   });
 
-  app.get('/settings/password', (request, reply) => sendPage(reply, 200, passwordPage(viewerOf(request))));
+  app.get('/settings/password', (request, reply) => sendPage(reply, 200, passwordPage(signedView(request))));
 
   app.post('/settings/password', async (request, reply) => {
-    const viewer = viewerOf(request);
+    const view = signedView(request);
+    const t = view.locale.t.password;
+    const next = formField(request.body, 'next') ?? '';
+    const refused = (text: string) => sendPage(reply, 400, passwordPage(view, { kind: 'error', text }));
+    const badNext = passwordError(t, next);
+    if (badNext !== null) return refused(badNext);
     const outcome = await changeOwnPassword(db, {
-      email: viewer.director.email,
+      email: view.viewer.director.email,
       current: formField(request.body, 'current') ?? '',
-      next: formField(request.body, 'next') ?? '',
-      keepSessionId: viewer.sessionId,
+      next,
+      keepSessionId: view.viewer.sessionId,
     });
-    if (!outcome.ok) return sendPage(reply, 400, passwordPage(viewer, { kind: 'error', text: `${capitalise(outcome.reason)}.` }));
-    request.log.info({ event: 'cabinet_password_changed', directorId: viewer.director.id }, 'password changed');
-    return sendPage(reply, 200, passwordPage(viewer, { kind: 'success', text: 'Your password is changed; every other sign-in of yours has ended.' }));
+    // The new password passed the same rules above: only the current one can be wrong.
+    if (!outcome.ok) return refused(t.wrongCurrent);
+    request.log.info({ event: 'cabinet_password_changed', directorId: view.viewer.director.id }, 'password changed');
+    return sendPage(reply, 200, passwordPage(view, { kind: 'success', text: t.changed }));
   });
 
   app.get<{ Params: { id: string } }>('/settings/api/keys/:id', async (request, reply) => {
-    const viewer = viewerOf(request);
+    const view = signedView(request);
     const saved = (request.query as Record<string, unknown>).saved === '1';
-    return showKey(reply, viewer, 200, request.params.id, saved ? { notice: { kind: 'success', text: 'The addresses are saved: the next request with this key is checked against them.' } } : {});
+    return showKey(reply, view, 200, request.params.id, saved ? { notice: { kind: 'success', text: view.locale.t.key.allowSaved } } : {});
   });
 
   app.post<{ Params: { id: string } }>('/settings/api/keys/:id/allow', async (request, reply) => {
-    const viewer = viewerOf(request);
-    const key = await ownKey(viewer, request.params.id);
-    const typed = (formField(request.body, 'allow') ?? '').trim();
-    let allow: string[] | null = null;
-    if (typed !== '') {
-      const parsed = parseAllowlist(typed);
-      if (!parsed.ok) return showKey(reply, viewer, 400, key.id, { allow: typed, allowError: `${capitalise(parsed.reason)}.` });
-      allow = parsed.entries;
-    }
-    const outcome = await setAllowlist(db, key.id, allow, viewer.director.email, keyPolicy, viewer.school.id);
-    if (!outcome.ok) return showKey(reply, viewer, 409, key.id, { notice: { kind: 'error', text: `${capitalise(outcome.reason)}.` } });
+    const view = signedView(request);
+    const key = await ownKey(view, request.params.id);
+    const text = (formField(request.body, 'allow') ?? '').trim();
+    const typed = typedAllowlist(view.locale.t.form, text);
+    if (!typed.ok) return showKey(reply, view, 400, key.id, { allow: text, allowError: typed.error });
+    const outcome = await setAllowlist(db, key.id, typed.allow, view.viewer.director.email, keyPolicy, view.viewer.school.id);
+    if (!outcome.ok) return showKey(reply, view, 409, key.id, { notice: { kind: 'error', text: view.locale.t.key.allowNotSaved } });
     request.log.info({ event: 'cabinet_key_allowlist_changed', keyId: key.id }, 'key allowlist changed');
     return reply.redirect(`/settings/api/keys/${encodeURIComponent(key.id)}?saved=1`, 303);
   });
 
   app.post<{ Params: { id: string } }>('/settings/api/keys/:id/roll', async (request, reply) => {
-    const viewer = viewerOf(request);
-    const key = await ownKey(viewer, request.params.id);
+    const view = signedView(request);
+    const key = await ownKey(view, request.params.id);
     const overlap = formField(request.body, 'overlap') ?? '';
     const nonce = formField(request.body, 'nonce');
-    if (!isOverlap(overlap) || nonce === null || !TOKEN_FORMAT.test(nonce)) throw new CabinetError(400, 'Form not accepted', 'The form was incomplete. Nothing was changed. Open the key again and retry.');
-    if (!(await claimFormNonce(db, viewer.sessionId, nonce))) throw alreadySubmitted();
-    const outcome = await rollKey(db, key.id, overlap, viewer.director.email, keyPolicy, viewer.school.id);
-    if (!outcome.ok) return showKey(reply, viewer, 409, key.id, { notice: { kind: 'error', text: `${capitalise(outcome.reason)}.` } });
+    if (!isOverlap(overlap) || nonce === null || !TOKEN_FORMAT.test(nonce)) throw incomplete();
+    if (!(await claimFormNonce(db, view.viewer.sessionId, nonce))) throw alreadySubmitted();
+    const outcome = await rollKey(db, key.id, overlap, view.viewer.director.email, keyPolicy, view.viewer.school.id);
+    if (!outcome.ok) return showKey(reply, view, 409, key.id, { notice: { kind: 'error', text: view.locale.t.key.notRolled } });
     request.log.info({ event: 'cabinet_key_rolled', keyId: key.id, newKeyId: outcome.value.created.id }, 'key rolled');
-    return sendPage(reply, 200, newKeyPage(viewer, outcome.value.created));
+    return sendPage(reply, 200, newKeyPage(view, outcome.value.created));
   });
 
   done();

@@ -13,13 +13,16 @@ import type { CabinetContext } from '../context.js';
 import { randomToken, TOKEN_FORMAT } from '../security.js';
 import { COOKIE_OPTIONS, endSession, endSessionByToken, findSession, LOGIN_COOKIE, SESSION_COOKIE, startSession } from '../session.js';
 import { accountTag, countLoginAttempt } from '../throttle.js';
+import { publicView } from '../view.js';
 import { loginPage, type Notice } from '../views/pages.js';
+import type { Messages } from '../i18n/index.js';
 
 const LOGIN_FORM_SECONDS = 3600;
 
-const NOTICES: Record<string, Notice> = {
-  expired: { kind: 'info', text: 'Your session has ended. Sign in again to continue.' },
-  'signed-out': { kind: 'success', text: 'You have signed out.' },
+/** The notices the sign-in page shows for a query flag (`/login?expired=1`, `/login?signed-out`). */
+const NOTICES: Record<string, (t: Messages['login']) => Notice> = {
+  expired: (t) => ({ kind: 'info', text: t.expired }),
+  'signed-out': (t) => ({ kind: 'success', text: t.signedOut }),
 };
 
 /** The sign-in form's token: the browser's current one, or a new one set in its cookie. */
@@ -36,8 +39,9 @@ export const loginRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, li
     if (lookup.state === 'active') return reply.redirect('/settings/api', 303);
     if (lookup.state === 'expired') reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS);
     const query = request.query as Record<string, unknown>;
+    const view = publicView(request);
     const notice = Object.keys(NOTICES).find((k) => Object.hasOwn(query, k));
-    return sendPage(reply, 200, loginPage({ csrf: loginToken(request, reply), notice: notice ? NOTICES[notice] : undefined }));
+    return sendPage(reply, 200, loginPage(view, { csrf: loginToken(request, reply), notice: notice ? NOTICES[notice]?.(view.locale.t.login) : undefined }));
   });
 
   app.post('/login', async (request, reply) => {
@@ -46,8 +50,10 @@ export const loginRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, li
 
     const email = formField(request.body, 'email')?.trim() ?? '';
     const password = formField(request.body, 'password') ?? '';
-    const again = (status: number, text: string) => sendPage(reply, status, loginPage({ csrf: formToken, email, notice: { kind: 'error', text } }));
-    if (email === '' || password === '') return again(400, 'Enter your email and your password.');
+    const view = publicView(request);
+    const t = view.locale.t.login;
+    const again = (status: number, text: string) => sendPage(reply, status, loginPage(view, { csrf: formToken, email, notice: { kind: 'error', text } }));
+    if (email === '' || password === '') return again(400, t.enterBoth);
 
     const attempt = { event: 'cabinet_login', account: accountTag(email), address: request.ip };
     let verdict;
@@ -57,18 +63,18 @@ export const loginRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, li
       if (!(err instanceof RateLimiterUnavailable)) throw err;
       request.log.error({ ...attempt, outcome: 'unavailable', err }, 'sign-in refused: rate-limit service unavailable');
       reply.header('Retry-After', '5');
-      return again(503, 'Signing in is unavailable for a moment. Try again shortly.');
+      return again(503, t.unavailable);
     }
     if (!verdict.allowed) {
       request.log.warn({ ...attempt, outcome: 'throttled' }, 'sign-in throttled');
       reply.header('Retry-After', String(verdict.retryAfterSeconds));
-      return again(429, 'Too many sign-in attempts. Wait a minute, then try again.');
+      return again(429, t.throttled);
     }
 
     const director = await verifyDirector(db, email, password);
     if (!director) {
       request.log.warn({ ...attempt, outcome: 'failed' }, 'sign-in failed');
-      return again(400, 'Wrong email or password.');
+      return again(400, t.wrong);
     }
     await endSessionByToken(db, request.cookies[SESSION_COOKIE]);
     const token = await startSession(db, director.id, policy);

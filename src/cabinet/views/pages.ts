@@ -1,25 +1,16 @@
 /**
- * The cabinet's pages. Each takes plain data and returns markup; values are escaped by
- * `html`, so nothing a director (or an operator's import) typed can become markup.
+ * The cabinet's pages. Each takes the request's view (language, director) and plain data
+ * and returns markup; values are escaped by `html`, so nothing a director (or an
+ * operator's import) typed can become markup. Every word comes from the catalogue.
  */
 import { KEY_SCOPES } from '../../domain/scopes.js';
+import { PASSWORD_MIN_LENGTH } from '../../management/directors.js';
 import { MAX_ACTIVE_KEYS, type KeyCard } from '../../management/keys.js';
 import { html, type SafeHtml } from '../html.js';
-import type { SignedIn } from '../session.js';
-import { formatCount, formatWhen } from './format.js';
-import { keyWarning, scopesText, statusBadge } from './key.js';
-import { layout } from './layout.js';
+import { layout, type SignedView, type View } from './layout.js';
+import { csrfField, keyPath, keyWarning, notice, scopesText, statusBadge, type Notice } from './parts.js';
 
-export interface Notice {
-  kind: 'info' | 'success' | 'warning' | 'error';
-  text: string;
-}
-
-function notice(n: Notice | undefined): SafeHtml | '' {
-  return n ? html`<div class="notice ${n.kind}" role="${n.kind === 'error' ? 'alert' : 'status'}"><p>${n.text}</p></div>` : '';
-}
-
-const csrfField = (viewer: SignedIn) => html`<input type="hidden" name="csrf" value="${viewer.csrf}">`;
+export type { Notice } from './parts.js';
 
 export interface LoginModel {
   csrf: string;
@@ -27,36 +18,33 @@ export interface LoginModel {
   notice?: Notice;
 }
 
-export function loginPage(model: LoginModel): SafeHtml {
+export function loginPage(view: View, model: LoginModel): SafeHtml {
+  const t = view.locale.t.login;
   return layout(
-    { title: 'Sign in' },
-    html`<h1>Sign in</h1>
-    <p class="muted">The cabinet of a driving school's director: the school's API keys.</p>
+    { title: t.title, view, here: '/login' },
+    html`<h1>${t.title}</h1>
+    <p class="muted">${t.intro}</p>
     ${notice(model.notice)}
     <form method="post" action="/login" class="card narrow">
       <input type="hidden" name="csrf" value="${model.csrf}">
       <div class="field">
-        <label for="email">Email</label>
+        <label for="email">${t.email}</label>
         <input type="email" id="email" name="email" autocomplete="username" required maxlength="254" value="${model.email ?? ''}">
       </div>
       <div class="field">
-        <label for="password">Password</label>
+        <label for="password">${t.password}</label>
         <input type="password" id="password" name="password" autocomplete="current-password" required maxlength="256">
       </div>
-      <button type="submit">Sign in</button>
+      <button type="submit">${t.submit}</button>
     </form>
     <section class="narrow" id="no-account">
-      <h2>No account yet?</h2>
-      <p class="hint">A director's account is made by whoever runs this service, in the service's folder on its server:
-        <code>npx school-data director add --school SCHOOL_ID --email EMAIL</code> prints a password once
-        (<code>npx school-data school list</code> shows the school ids). The demo, <code>npx school-data demo</code>,
-        makes a director for each demo school and prints their sign-in beside the keys.</p>
+      <h2>${t.noAccount}</h2>
+      <p class="hint">${t.noAccountHint()}</p>
     </section>`,
   );
 }
 
 export interface KeysModel {
-  viewer: SignedIn;
   keys: KeyCard[];
   /** Requests per minute of the school's plan; null when the plan has no API access. */
   limitPerMinute: number | null;
@@ -72,151 +60,166 @@ export interface KeysModel {
   notice?: Notice;
 }
 
-function createSection(model: KeysModel, active: number): SafeHtml {
-  const { viewer } = model;
+function createSection(view: SignedView, model: KeysModel, active: number): SafeHtml {
+  const { viewer, locale } = view;
+  const t = locale.t.keys;
   if (model.limitPerMinute === null) {
-    return html`<div class="notice warning" id="no-api-plan"><p><strong>Your school's plan, ${viewer.school.plan}, does not include API access.</strong></p>
-      <p>API keys can be created on the Profi and VIP plans. ${model.keys.some((k) => k.revoked_at === null) ? 'The keys listed below stay valid but are refused (402) until the school moves back to Profi or VIP.' : ''}</p></div>`;
+    return html`<div class="notice warning" id="no-api-plan"><p><strong>${t.noApiPlan(viewer.school.plan)}</strong></p>
+      <p>${t.apiPlans} ${model.keys.some((k) => k.revoked_at === null) ? t.keptKeysRefused : ''}</p></div>`;
   }
   if (active >= MAX_ACTIVE_KEYS) {
-    return html`<div class="notice warning" id="key-limit"><p><strong>Your school has ${MAX_ACTIVE_KEYS} active keys, the most it can have.</strong></p>
-      <p>Revoke a key that is no longer used to create a new one.</p></div>`;
+    return html`<div class="notice warning" id="key-limit"><p><strong>${t.keyLimit(MAX_ACTIVE_KEYS)}</strong></p>
+      <p>${t.keyLimitHint}</p></div>`;
   }
   const invalid = model.nameError !== undefined;
   return html`<form method="post" action="/settings/api/keys" class="card" id="create-key">
-      <h2>Create a key</h2>
-      ${csrfField(viewer)}
+      <h2>${t.create}</h2>
+      ${csrfField(view)}
       <input type="hidden" name="nonce" value="${model.nonce}">
       <div class="inline">
         <div class="field">
-          <label for="key-name">Key name</label>
+          <label for="key-name">${t.name}</label>
           <input type="text" id="key-name" name="name" required maxlength="100" value="${model.name ?? ''}" aria-describedby="key-name-hint${invalid ? ' key-name-error' : ''}"${invalid ? html` aria-invalid="true"` : ''}>
           ${invalid ? html`<p class="field-error" id="key-name-error">${model.nameError}</p>` : ''}
-          <p class="hint" id="key-name-hint">1-100 characters, for you to tell keys apart, such as "Accounting" or "Website". ${active} of ${MAX_ACTIVE_KEYS} active keys in use.</p>
+          <p class="hint" id="key-name-hint">${t.nameHint(active, MAX_ACTIVE_KEYS)}</p>
         </div>
-        <button type="submit">Create key</button>
+        <button type="submit">${t.createButton}</button>
       </div>
       <details class="options"${model.optionsError ? html` open` : ''}>
-        <summary>Limit the key (optional)</summary>
+        <summary>${t.options}</summary>
         ${model.optionsError ? html`<p class="field-error" id="options-error">${model.optionsError}</p>` : ''}
         <fieldset class="field" id="scopes">
-          <legend>Resources it may read (none ticked: all)</legend>
-          ${KEY_SCOPES.map((s) => html`<label class="check"><input type="checkbox" name="scope_${s}" value="1"${model.scopes?.includes(s) ? html` checked` : ''}> ${s}</label>`)}
+          <legend>${t.scopes}</legend>
+          ${KEY_SCOPES.map((s) => html`<label class="check"><input type="checkbox" name="scope_${s}" value="1"${model.scopes?.includes(s) ? html` checked` : ''}> ${locale.t.key.scope[s]}</label>`)}
         </fieldset>
         <div class="field">
-          <label for="expires">Expires on (the key works through this day, ${viewer.school.timezone}; empty: never)</label>
+          <label for="expires">${t.expires(viewer.school.timezone)}</label>
           <input type="date" id="expires" name="expires" value="${model.expires ?? ''}">
         </div>
         <div class="field">
-          <label for="allow">Only from these addresses (comma-separated IPv4/IPv6 addresses and CIDR ranges; empty: any)</label>
+          <label for="allow">${t.allow}</label>
           <input type="text" id="allow" name="allow" maxlength="2000" value="${model.allow ?? ''}">
         </div>
       </details>
     </form>`;
 }
 
-function keyRow(key: KeyCard, timeZone: string): SafeHtml {
+function keyRow(view: SignedView, key: KeyCard): SafeHtml {
+  const { locale } = view;
+  const t = locale.t.keys;
+  const tz = view.viewer.school.timezone;
   const revoked = key.status !== 'active';
+  const limits = [scopesText(locale, key), key.allow === null ? '' : t.limitedAddresses, key.expires_at === null ? '' : t.until(locale.when(key.expires_at, tz))];
   return html`<tr class="${revoked ? 'revoked' : 'active'}" data-key-id="${key.id}">
-        <td><a href="/settings/api/keys/${encodeURIComponent(key.id)}">${key.name}</a></td>
+        <td><a href="${keyPath(key)}">${key.name}</a></td>
         <td class="nowrap"><code>${key.hint}</code></td>
-        <td class="nowrap">${formatWhen(key.created_at, timeZone)}</td>
-        <td class="nowrap">${formatWhen(key.last_used_at, timeZone)}</td>
-        <td class="num">${formatCount(key.request_count)}</td>
-        <td class="nowrap">${statusBadge(key)}${revoked ? html`<div class="muted small">${formatWhen(key.revoked_at, timeZone)}</div>` : html`<div class="muted small">${scopesText(key)}${key.allow === null ? '' : ' · limited addresses'}${key.expires_at === null ? '' : ` · until ${formatWhen(key.expires_at, timeZone)}`}</div>`}</td>
-        <td class="nowrap">${revoked ? '' : html`<a class="button danger small" href="/settings/api/keys/${encodeURIComponent(key.id)}/revoke">Revoke</a>`}</td>
+        <td class="nowrap">${locale.when(key.created_at, tz)}</td>
+        <td class="nowrap">${locale.when(key.last_used_at, tz)}</td>
+        <td class="num">${locale.count(key.request_count)}</td>
+        <td class="nowrap">${statusBadge(locale, key)}<div class="muted small">${revoked ? locale.when(key.revoked_at, tz) : limits.filter((l) => l !== '').join(' · ')}</div></td>
+        <td class="nowrap">${revoked ? '' : html`<a class="button danger small" href="${keyPath(key)}/revoke">${t.revoke}</a>`}</td>
       </tr>`;
 }
 
-function keysTable(model: KeysModel): SafeHtml {
-  if (model.keys.length === 0) return html`<p class="muted">No keys yet.</p>`;
+function keysTable(view: SignedView, model: KeysModel): SafeHtml {
+  const t = view.locale.t.keys;
+  if (model.keys.length === 0) return html`<p class="muted">${t.none}</p>`;
+  const c = t.columns;
   return html`<div class="table-wrap"><table id="keys">
-      <thead><tr><th>Name</th><th>Key</th><th>Created</th><th>Last used</th><th class="num">Requests</th><th>Status</th><th><span class="muted">Action</span></th></tr></thead>
+      <thead><tr><th>${c.name}</th><th>${c.key}</th><th>${c.created}</th><th>${c.lastUsed}</th><th class="num">${c.requests}</th><th>${c.status}</th><th><span class="muted">${c.action}</span></th></tr></thead>
       <tbody>
-      ${model.keys.map((k) => keyRow(k, model.viewer.school.timezone))}
+      ${model.keys.map((k) => keyRow(view, k))}
       </tbody>
     </table></div>
-    <p class="hint">Times are in ${model.viewer.school.timezone}. The request counter and last use are updated within a few seconds of each request.</p>`;
+    <p class="hint">${t.timesHint(view.viewer.school.timezone)}</p>`;
 }
 
-export function keysPage(model: KeysModel): SafeHtml {
-  const { viewer } = model;
+export function keysPage(view: SignedView, model: KeysModel): SafeHtml {
+  const { viewer, locale } = view;
+  const t = locale.t.keys;
   const active = model.keys.filter((k) => k.revoked_at === null).length;
   const warnings = model.keys.flatMap((k) => {
-    const w = keyWarning(k, viewer.school.timezone);
-    return w === null ? [] : [html`<li>The key <a href="/settings/api/keys/${encodeURIComponent(k.id)}">“${k.name}”</a> ${w}.</li>`];
+    const w = keyWarning(k);
+    if (w === null) return [];
+    const name = html`<a href="${keyPath(k)}">${locale.t.key.quoted(k.name)}</a>`;
+    return [html`<li>${locale.t.key.warningListed(w.kind, name, locale.when(w.at, viewer.school.timezone))}</li>`];
   });
   return layout(
-    { title: 'Settings · API', viewer },
-    html`<div class="crumbs">Settings › API</div>
-    <h1>API keys</h1>
+    { title: t.title, view, here: '/settings/api' },
+    html`<div class="crumbs">${t.crumbs}</div>
+    <h1>${t.heading}</h1>
     ${notice(model.notice)}
     ${warnings.length > 0 ? html`<div class="notice warning" id="key-warnings" role="status"><ul>${warnings}</ul></div>` : ''}
     <section class="card" id="school">
       <h2>${viewer.school.name}</h2>
       <dl class="facts">
-        <dt>Plan</dt><dd id="plan">${viewer.school.plan}</dd>
-        <dt>Request limit</dt><dd id="limit">${model.limitPerMinute === null ? 'no API access on this plan' : `${formatCount(model.limitPerMinute)} requests per minute, shared by all of the school's keys`}</dd>
-        <dt>How to use a key</dt><dd>send the header <code>Authorization: Bearer &lt;key&gt;</code> with each request</dd>
+        <dt>${t.plan}</dt><dd id="plan">${viewer.school.plan}</dd>
+        <dt>${t.limit}</dt><dd id="limit">${model.limitPerMinute === null ? t.noApiOnPlan : t.limitValue(model.limitPerMinute)}</dd>
+        <dt>${t.howToUse}</dt><dd>${t.howToUseValue()}</dd>
       </dl>
     </section>
-    ${createSection(model, active)}
+    ${createSection(view, model, active)}
     <section>
-      <h2>Keys</h2>
-      ${keysTable(model)}
+      <h2>${t.list}</h2>
+      ${keysTable(view, model)}
     </section>`,
   );
 }
 
-export function newKeyPage(viewer: SignedIn, created: { name: string; key: string; hint: string }): SafeHtml {
+export function newKeyPage(view: SignedView, created: { name: string; key: string; hint: string }): SafeHtml {
+  const t = view.locale.t.newKey;
   return layout(
-    { title: 'New API key', viewer, copyScript: true },
-    html`<div class="crumbs">Settings › API › New key</div>
-    <h1>Your new API key</h1>
+    { title: t.title, view, here: '/settings/api', switchLeaves: true, copyScript: true },
+    html`<div class="crumbs">${t.crumbs}</div>
+    <h1>${t.heading}</h1>
     <div class="notice warning" role="alert">
-      <p><strong>Copy the key now: it will not be shown again.</strong></p>
-      <p>Only a fingerprint of the key is kept, so nobody can show it to you later. If it is lost, revoke it and create another.</p>
+      <p><strong>${t.copyNow}</strong></p>
+      <p>${t.onlyFingerprint}</p>
     </div>
     <section class="card">
       <h2>${created.name}</h2>
-      <label for="new-key">API key</label>
+      <label for="new-key">${t.label}</label>
       <div class="secret">
         <input type="text" id="new-key" value="${created.key}" readonly autocomplete="off" spellcheck="false">
-        <button type="button" data-copy="new-key" hidden>Copy</button>
+        <button type="button" data-copy="new-key" data-copied="${t.copied}" data-copy-by-hand="${t.copyByHand}" hidden>${t.copy}</button>
       </div>
-      <p class="hint">In the key list it appears as <code>${created.hint}</code>. Send it as <code>Authorization: Bearer &lt;key&gt;</code>.</p>
+      <p class="hint">${t.hint(created.hint)}</p>
     </section>
-    <p><a class="button" href="/settings/api">I have copied the key — back to API keys</a></p>`,
+    <p><a class="button" href="/settings/api">${t.back}</a></p>`,
   );
 }
 
-export function revokePage(viewer: SignedIn, key: KeyCard): SafeHtml {
-  const tz = viewer.school.timezone;
+export function revokePage(view: SignedView, key: KeyCard): SafeHtml {
+  const { locale } = view;
+  const t = locale.t.revoke;
+  const f = locale.t.key.facts;
+  const tz = view.viewer.school.timezone;
   const facts = html`<dl class="facts">
-        <dt>Key</dt><dd><code>${key.hint}</code></dd>
-        <dt>Created</dt><dd>${formatWhen(key.created_at, tz)}</dd>
-        <dt>Last used</dt><dd>${formatWhen(key.last_used_at, tz)}</dd>
-        <dt>Requests</dt><dd>${formatCount(key.request_count)}</dd>
+        <dt>${f.key}</dt><dd><code>${key.hint}</code></dd>
+        <dt>${f.created}</dt><dd>${locale.when(key.created_at, tz)}</dd>
+        <dt>${f.lastUsed}</dt><dd>${locale.when(key.last_used_at, tz)}</dd>
+        <dt>${f.requests}</dt><dd>${locale.count(key.request_count)}</dd>
       </dl>`;
+  const here = `${keyPath(key)}/revoke`;
   if (key.revoked_at !== null) {
     return layout(
-      { title: 'Key revoked', viewer },
-      html`<div class="crumbs">Settings › API › Revoke key</div>
-      <h1>Key “${key.name}” is already revoked</h1>
+      { title: t.doneTitle, view, here },
+      html`<div class="crumbs">${t.crumbs}</div>
+      <h1>${t.already(key.name)}</h1>
       <section class="card">${facts}</section>
-      <p><a class="button secondary" href="/settings/api">Back to API keys</a></p>`,
+      <p><a class="button secondary" href="/settings/api">${locale.t.key.back}</a></p>`,
     );
   }
   return layout(
-    { title: 'Revoke key', viewer },
-    html`<div class="crumbs">Settings › API › Revoke key</div>
-    <h1>Revoke the key “${key.name}”?</h1>
-    <div class="notice warning"><p><strong>This takes effect at once and cannot be undone.</strong> Every request made with this key from now on is refused (401), so whatever uses it stops working.</p></div>
+    { title: t.title, view, here },
+    html`<div class="crumbs">${t.crumbs}</div>
+    <h1>${t.heading(key.name)}</h1>
+    <div class="notice warning"><p><strong>${t.cannotUndo}</strong> ${t.consequence}</p></div>
     <section class="card">${facts}</section>
-    <form method="post" action="/settings/api/keys/${encodeURIComponent(key.id)}/revoke" class="actions">
-      ${csrfField(viewer)}
-      <button type="submit" class="danger">Revoke key</button>
-      <a class="button secondary" href="/settings/api">Cancel</a>
+    <form method="post" action="${here}" class="actions">
+      ${csrfField(view)}
+      <button type="submit" class="danger">${t.button}</button>
+      <a class="button secondary" href="/settings/api">${t.cancel}</a>
     </form>`,
   );
 }
@@ -226,37 +229,40 @@ export interface ErrorModel {
   title: string;
   message: string;
   requestId: string;
-  viewer?: SignedIn | undefined;
+  /** Where the language switch leads. */
+  here: string;
 }
 
-export function errorPage(model: ErrorModel): SafeHtml {
+export function errorPage(view: View, model: ErrorModel): SafeHtml {
+  const t = view.locale.t.errors;
   return layout(
-    { title: model.title, viewer: model.viewer },
+    { title: model.title, view, here: model.here },
     html`<h1>${model.title}</h1>
     <div class="notice error"><p>${model.message}</p></div>
-    <p><a class="button secondary" href="/settings/api">Back to the cabinet</a></p>
-    <p class="hint">Error ${model.status} · request id <code>${model.requestId}</code></p>`,
+    <p><a class="button secondary" href="/settings/api">${t.back}</a></p>
+    <p class="hint">${t.footer(model.status)} <code>${model.requestId}</code></p>`,
   );
 }
 
-export function passwordPage(viewer: SignedIn, status?: Notice): SafeHtml {
+export function passwordPage(view: SignedView, status?: Notice): SafeHtml {
+  const t = view.locale.t.password;
   return layout(
-    { title: 'Change password', viewer },
-    html`<div class="crumbs"><a href="/settings/api">Settings</a> › Password</div>
-    <h1>Change your password</h1>
+    { title: t.title, view, here: '/settings/password' },
+    html`<div class="crumbs"><a href="/settings/api">${t.crumbs}</a> › ${t.crumb}</div>
+    <h1>${t.heading}</h1>
     ${notice(status)}
     <form method="post" action="/settings/password" class="card narrow" id="change-password">
-      ${csrfField(viewer)}
+      ${csrfField(view)}
       <div class="field">
-        <label for="current">Current password</label>
+        <label for="current">${t.current}</label>
         <input type="password" id="current" name="current" autocomplete="current-password" required maxlength="256">
       </div>
       <div class="field">
-        <label for="next">New password</label>
-        <input type="password" id="next" name="next" autocomplete="new-password" required minlength="12" maxlength="256">
-        <p class="hint">At least 12 characters. Every other sign-in of yours ends when it is changed.</p>
+        <label for="next">${t.next}</label>
+        <input type="password" id="next" name="next" autocomplete="new-password" required minlength="${PASSWORD_MIN_LENGTH}" maxlength="256">
+        <p class="hint">${t.hint(PASSWORD_MIN_LENGTH)}</p>
       </div>
-      <button type="submit">Change password</button>
+      <button type="submit">${t.button}</button>
     </form>`,
   );
 }
