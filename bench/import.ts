@@ -2,18 +2,20 @@
  * npm run bench:import [-- options]: the import scenarios, through the built CLI as an
  * operator runs it (docs/performance.md, "Imports"):
  * - bulk: a file of --records records into an empty school, then the same records each
- *   changed into the now full school: seconds, records/s and the process's peak RSS; on
- *   PostgreSQL also a bare COPY of the same rows into copies of the same tables with the
- *   same indexes, in the same run, and the import's ratio to it;
+ *   changed into the now full school: seconds, records/s, the process's CPU time and peak
+ *   RSS; on PostgreSQL also, right after each import, a bare COPY of the same rows into
+ *   copies of the same tables with the same indexes, and the import's ratio to it;
  * - delta: 100 changed records (upserts, inserts and deletes spread over the lists' order)
  *   into the data set's large school (bench/dataset), then the inverse delta, which puts
- *   the data set back as it was.
+ *   the data set back as it was; two rounds, each after its baseline (the same rows
+ *   written bare, and back).
  * The store is SQLite unless DATABASE_URL is set.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { pipeline } from 'node:stream/promises';
@@ -32,10 +34,18 @@ const BIN = path.join(ROOT, 'bin/school-data.js');
 interface Run {
   seconds: number;
   peakRssBytes: number | null;
+  /** The process's user + system CPU time, as last sampled (Linux), else null. */
+  cpuSeconds: number | null;
   stdout: string;
 }
 
-/** Runs the CLI, reading its peak RSS (the kernel's high-water mark) until it exits. */
+/** Clock ticks a second of /proc/<pid>/stat's times (USER_HZ, 100 on Linux). */
+const TICKS = 100;
+
+/**
+ * Runs the CLI, reading its peak RSS (the kernel's high-water mark) and its CPU time until
+ * it exits: on a shared machine, records per CPU-second say more than records per second.
+ */
 function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
@@ -43,10 +53,14 @@ function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
     let stdout = '';
     let stderr = '';
     let peak: number | null = null;
+    let cpu: number | null = null;
     const sample = () => {
       try {
         const kb = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
         if (kb) peak = Number(kb) * 1024;
+        // utime and stime: the 14th and 15th fields, counted after the command's closing parenthesis.
+        const fields = fs.readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        cpu = (Number(fields[11]) + Number(fields[12])) / TICKS;
       } catch {
         // Gone, or not Linux.
       }
@@ -59,7 +73,7 @@ function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
       clearInterval(timer);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       if (code !== 0) reject(new Error(`school-data ${args.join(' ')} failed (${code}): ${stderr.trim()}`));
-      else resolve({ seconds, peakRssBytes: peak, stdout });
+      else resolve({ seconds, peakRssBytes: peak, cpuSeconds: cpu, stdout });
     });
     // The child writes its status only while it runs: sample at once too.
     sample();
@@ -107,6 +121,7 @@ async function bareCopy(url: string, school: string, dir: string): Promise<{ row
     for (const table of ARRAY_NAMES) {
       const file = path.join(dir, `${table}.copy`);
       await pipeline(client.query(copyTo(`COPY (select * from ${table} where school_id = '${school}') TO STDOUT`)), fs.createWriteStream(file));
+      await client.query(`drop table if exists copy_${table}`);
       await client.query(`create table copy_${table} (like ${table} including all)`);
       const started = process.hrtime.bigint();
       const stream = client.query(copyFrom(`COPY copy_${table} FROM STDIN`));
@@ -134,20 +149,21 @@ async function bulk(records: number): Promise<void> {
   }
   const target = await freshTarget(path.join(dir, 'store'));
   await runCli(['school', 'create', '--name', 'Import bench', '--plan', 'VIP', '--id', school.id], target.env);
-  const results: [string, Run][] = [];
   for (const [label, file] of [['into an empty school', files.first], ['every record changed, into the full school', files.changed]] as const) {
     const run = await runCli(['import', '--school', school.id, '--json', file], target.env);
     const changes = (JSON.parse(run.stdout) as { changes: number }).changes;
-    results.push([label, run]);
-    say(`${label}: ${run.seconds.toFixed(1)} s, ${Math.round(records / run.seconds).toLocaleString('en-US')} records/s, peak RSS ${mib(run.peakRssBytes)}, ${changes.toLocaleString('en-US')} rows changed`);
-  }
-  if (target.url) {
-    const copy = await bareCopy(target.url, school.id, dir);
-    const copyRate = copy.rows / copy.seconds;
-    say(`bare COPY of the same ${copy.rows.toLocaleString('en-US')} rows into the same tables and indexes: ${copy.seconds.toFixed(1)} s, ${Math.round(copyRate).toLocaleString('en-US')} rows/s`);
-    for (const [label, run] of results) say(`  import ${label}: ${((records / run.seconds) / copyRate).toFixed(2)} of COPY's speed`);
+    const cpu = run.cpuSeconds === null ? '' : `, ${run.cpuSeconds.toFixed(1)} CPU-s (${Math.round(records / run.cpuSeconds).toLocaleString('en-US')} records per CPU-second)`;
+    say(`${label}: ${run.seconds.toFixed(1)} s, ${Math.round(records / run.seconds).toLocaleString('en-US')} records/s${cpu}, peak RSS ${mib(run.peakRssBytes)}, ${changes.toLocaleString('en-US')} rows changed (load average ${loadAverage()})`);
+    // The baseline right after each import, so that both see about the same machine.
+    if (target.url) {
+      const copy = await bareCopy(target.url, school.id, dir);
+      say(`  bare COPY of the same ${copy.rows.toLocaleString('en-US')} rows into the same tables and indexes: ${copy.seconds.toFixed(1)} s, ${Math.round(copy.rows / copy.seconds).toLocaleString('en-US')} rows/s`);
+      say(`  import ${label}: ${(records / run.seconds / (copy.rows / copy.seconds)).toFixed(2)} of COPY's speed`);
+    }
   }
 }
+
+const loadAverage = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 async function delta(scale: number): Promise<void> {
   const shape = datasetShape(scale, 1);
@@ -189,16 +205,39 @@ async function delta(scale: number): Promise<void> {
       payments: gone.map((p) => payment(p, p.id as string)),
       deleted: { payments: copied.map((_, i) => `bench-delta-${i}`) },
     };
+    // The baseline: the same rows written bare (no read model, no change log), in one
+    // transaction each way; the pair leaves the data set as it was.
+    const db = store.db as unknown as Kysely<any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- rows as read
+    const bare = async (changed: Record<string, unknown>[], added: Record<string, unknown>[], removed: string[]) => {
+      const started = process.hrtime.bigint();
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto('students').values(changed).onConflict((oc) => oc.columns(['school_id', 'id']).doUpdateSet((eb) => ({ status: eb.ref('excluded.status') }))).execute();
+        await trx.insertInto('payments').values(added).execute();
+        await trx.deleteFrom('payments').where('school_id', '=', school).where('id', 'in', removed).execute();
+      });
+      return Number(process.hrtime.bigint() - started) / 1e9;
+    };
+    const flipped = students.map((s) => ({ ...s, status: s.status === 'graduated' ? 'expelled' : 'graduated' }));
+    const copies = copied.map((p, i) => ({ ...p, id: `bench-delta-${i}` }));
     const dir = fs.mkdtempSync(path.join(ROOT, 'data', 'bench', 'delta-'));
     try {
-      for (const [label, file] of [['delta', forward], ['inverse delta', back]] as const) {
-        const text = path.join(dir, `${label.replace(' ', '-')}.json`);
-        fs.writeFileSync(text, JSON.stringify(file));
-        const started = process.hrtime.bigint();
-        const result = await importFile(store.db, school, text, {});
-        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-        if (!result.ok) throw new Error(`${label} refused: ${JSON.stringify(result.errors.slice(0, 3))}`);
-        say(`${label} of 100 records into ${school} (${shape.large.students.toLocaleString('en-US')} students): ${seconds.toFixed(2)} s to commit, ${result.changes} rows changed`);
+      for (const round of [1, 2]) {
+        const baseline = [await bare(flipped, copies, gone.map((p) => p.id as string)), await bare(students, gone, copies.map((p) => p.id))];
+        say(`round ${round}: baseline, the same rows written bare: ${baseline[0]!.toFixed(2)} s, inverse ${baseline[1]!.toFixed(2)} s (load average ${loadAverage()})`);
+        for (const [label, file] of [['delta', forward], ['inverse delta', back]] as const) {
+          const text = path.join(dir, `${label.replace(' ', '-')}.json`);
+          fs.writeFileSync(text, JSON.stringify(file));
+          const cpu = process.cpuUsage();
+          const started = process.hrtime.bigint();
+          const result = await importFile(store.db, school, text, {});
+          const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+          const used = process.cpuUsage(cpu);
+          if (!result.ok) throw new Error(`${label} refused: ${JSON.stringify(result.errors.slice(0, 3))}`);
+          say(
+            `round ${round}: ${label} of 100 records into ${school} (${shape.large.students.toLocaleString('en-US')} students): ${seconds.toFixed(2)} s to commit` +
+              ` (this process ${((used.user + used.system) / 1e6).toFixed(2)} CPU-s), ${result.changes} rows changed (load average ${loadAverage()})`,
+          );
+        }
       }
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

@@ -22,44 +22,61 @@ export interface TouchedDays {
   expenses: Set<string>;
 }
 
+/** Days per statement. */
 const BATCH = 500;
-/** Up to this many touched days, each day's totals are made by a statement of its own. */
+/** Up to this many touched days, each is found by a seek of its own. */
 const DAY_BY_DAY = 100;
 
 /**
  * Writes one side's totals of the rows `narrow` selects (all of them by default), grouped by
- * school, day and name.
+ * school, day and name; `from` is where the statement starts (a `with` the rows join).
  */
-async function insertTotals(q: Sql, side: FinanceSide, narrow: (rows: SelectRows) => SelectRows = (rows) => rows): Promise<void> {
+async function insertTotals(q: Sql, side: FinanceSide, narrow: (rows: SelectRows) => SelectRows = (rows) => rows, from: Pick<Untyped, 'insertInto'> = q.db): Promise<void> {
   const db = q.db as unknown as Untyped;
   const day = rowDay(side);
   const rows = db.selectFrom(side.rows).select(['school_id', day.as('day'), side.name, sql`sum(${side.amount})`.as('amount_minor')]);
   await q.run(
-    db
+    from
       .insertInto(side.totals)
       .columns(['school_id', 'day', side.name, 'amount_minor'])
       .expression(narrow(rows).groupBy(['school_id', day, side.name])),
   );
 }
 
-/** Makes the totals of these days of one school again from its rows (after the import wrote them). */
+/**
+ * Makes the totals of these days of one school again from its rows (after the import wrote
+ * them), per side one statement to delete them and one to write them. A few days (a
+ * delta's, spread over years) are found by a seek per day, joined to the list of days; more
+ * than DAY_BY_DAY by one range over a batch of them, which reads every row between its
+ * first and last day (SQLite stops seeking by day past about 150 days, and builds an index
+ * of the school's rows instead, at every statement).
+ */
 export async function refreshDayTotals(q: Sql, schoolId: string, touched: TouchedDays): Promise<void> {
   const db = q.db as unknown as Untyped;
   for (const side of FINANCE_SIDES) {
     const days = [...touched[side.rows]].sort();
-    // A few days spread over years are a seek each; one range over them all would read every row between.
-    const size = days.length <= DAY_BY_DAY ? 1 : BATCH;
+    const size = days.length <= DAY_BY_DAY ? DAY_BY_DAY : BATCH;
     for (let i = 0; i < days.length; i += size) {
       const batch = days.slice(i, i + size);
       await q.run(db.deleteFrom(side.totals).where('school_id', '=', schoolId).where('day', 'in', batch));
-      await insertTotals(q, side, (rows) =>
-        rows
-          .where('school_id', '=', schoolId)
-          // The range lets the (school_id, at ...) index find the rows; the list keeps the days asked for.
-          .where(side.at, '>=', batch[0]!)
-          .where(side.at, '<', `${batch.at(-1)!}T99`)
-          .where(rowDay(side), 'in', batch),
-      );
+      const at = sql.ref(`${side.rows}.${side.at}`);
+      if (days.length <= DAY_BY_DAY) {
+        await insertTotals(
+          q,
+          side,
+          (rows) => rows.innerJoin('d', (join) => join.on(sql<boolean>`${at} >= d.day and ${at} < d.day || 'T99'`)).where(`${side.rows}.school_id`, '=', schoolId),
+          db.with('d(day)', () => sql`(values ${sql.join(batch.map((day) => sql`(${day})`))})`),
+        );
+      } else {
+        await insertTotals(q, side, (rows) =>
+          rows
+            .where('school_id', '=', schoolId)
+            // The range lets the (school_id, at ...) index find the rows; the list keeps the days asked for.
+            .where(side.at, '>=', batch[0]!)
+            .where(side.at, '<', `${batch.at(-1)!}T99`)
+            .where(rowDay(side), 'in', batch),
+        );
+      }
     }
   }
 }

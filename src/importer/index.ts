@@ -74,6 +74,10 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
   }
   const conn = await openBulkConnection(db);
   try {
+    // Staging writes only this connection's temporary tables: its commits (the tables'
+    // creation, their statistics) need not wait for the log to reach the disk; the
+    // merge's own commit does (merge below).
+    if (conn.dialect === 'postgres') await conn.run(CompiledQuery.raw('set synchronous_commit = off'));
     const errors = new ErrorList();
     const stage = new Stage(conn);
     await stage.create();
@@ -104,6 +108,12 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
   await conn.run(CompiledQuery.raw(conn.dialect === 'sqlite' ? 'begin immediate' : 'begin'));
   let committed = false;
   try {
+    if (conn.dialect === 'postgres') {
+      // A small import's joins meet few rows, which the planner cannot know of ranges it
+      // is given as parameters: JIT compiled them for longer than they ran.
+      const small = ARRAY_NAMES.reduce((n, a) => n + stage.staged[a] + intake.deletes[a].size, 0) < STATISTICS_AFTER;
+      await conn.run(CompiledQuery.raw(`set local synchronous_commit = on${small ? '; set local jit = off' : ''}`));
+    }
     const version = await lockSchool(conn, schoolId);
     const seq = version + 1;
     if (!errors.full) await checkOpenReferences(conn, schoolId, intake, errors);
@@ -120,7 +130,7 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
     }
     if (errors.empty) {
       for (const array of deleting) await work.collectGone(array, replace && intake.present.has(array));
-      await work.noteTouched(stage.staged);
+      await work.noteTouched(stage.staged, new Set(deleting));
       for (const array of ARRAY_NAMES) if (stage.staged[array] > 0) await work.upsert(array);
       for (const array of deleting) await work.delete(array);
       await checkDeletedUnreferred(conn, schoolId, work.deletedFrom, errors);

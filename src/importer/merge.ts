@@ -69,26 +69,43 @@ export class Merge {
     return this.q.db;
   }
 
-  /** Before anything is written: the days and contracts whose totals the staged and deleted rows touch. */
-  async noteTouched(staged: Record<ArrayName, number>): Promise<void> {
+  /**
+   * Before anything is written: the days and contracts whose totals the staged rows and
+   * the rows of `gone_<array>` (`deleting` has those arrays) touch.
+   */
+  async noteTouched(staged: Record<ArrayName, number>, deleting: ReadonlySet<ArrayName>): Promise<void> {
     for (const side of FINANCE_SIDES) {
       const days = this.touchedDays[side.rows];
       const at = sql.ref(side.at);
       const queries = [
-        sql`select distinct substr(${at}, 1, 10) as day from ${sql.table(stageTable(side.rows))}`,
-        sql`select distinct substr(r.${at}, 1, 10) as day from ${sql.table(side.rows)} r join ${sql.table(stageTable(side.rows))} s on s.id = r.id where r.school_id = ${this.schoolId}`,
-        sql`select distinct substr(r.${at}, 1, 10) as day from ${sql.table(side.rows)} r join ${sql.table(goneTable(side.rows))} g on g.id = r.id where r.school_id = ${this.schoolId}`,
+        ...(staged[side.rows] > 0
+          ? [
+              sql`select distinct substr(${at}, 1, 10) as day from ${sql.table(stageTable(side.rows))}`,
+              sql`select distinct substr(r.${at}, 1, 10) as day from ${sql.table(side.rows)} r join ${sql.table(stageTable(side.rows))} s on s.id = r.id where r.school_id = ${this.schoolId}`,
+            ]
+          : []),
+        ...(deleting.has(side.rows)
+          ? [sql`select distinct substr(r.${at}, 1, 10) as day from ${sql.table(side.rows)} r join ${sql.table(goneTable(side.rows))} g on g.id = r.id where r.school_id = ${this.schoolId}`]
+          : []),
       ];
-      for (const query of staged[side.rows] > 0 ? queries : queries.slice(2)) for (const row of (await this.q.run(query.compile(this.q.db))).rows) days.add(row.day as string);
+      for (const query of queries) for (const row of (await this.q.run(query.compile(this.q.db))).rows) days.add(row.day as string);
     }
     // The contracts whose balance may move: of the payments written or deleted, before and after.
     await this.q.run(sql`create temp table touched_contracts (id text primary key)`.compile(this.q.db));
     const into = sql`insert into touched_contracts (id)`;
     const fill = [
-      sql`${into} select distinct contract_id from ${sql.table(stageTable('payments'))} where contract_id is not null`,
-      sql`${into} select distinct p.contract_id from payments p join ${sql.table(stageTable('payments'))} s on s.id = p.id where p.school_id = ${this.schoolId} and p.contract_id is not null and p.contract_id not in (select id from touched_contracts)`,
-      sql`${into} select distinct p.contract_id from payments p join ${sql.table(goneTable('payments'))} g on g.id = p.id where p.school_id = ${this.schoolId} and p.contract_id is not null and p.contract_id not in (select id from touched_contracts)`,
-      sql`${into} select id from ${sql.table(stageTable('contracts'))} where id not in (select id from touched_contracts)`,
+      ...(staged.payments > 0
+        ? [
+            sql`${into} select distinct contract_id from ${sql.table(stageTable('payments'))} where contract_id is not null`,
+            sql`${into} select distinct p.contract_id from payments p join ${sql.table(stageTable('payments'))} s on s.id = p.id where p.school_id = ${this.schoolId} and p.contract_id is not null and p.contract_id not in (select id from touched_contracts)`,
+          ]
+        : []),
+      ...(deleting.has('payments')
+        ? [
+            sql`${into} select distinct p.contract_id from payments p join ${sql.table(goneTable('payments'))} g on g.id = p.id where p.school_id = ${this.schoolId} and p.contract_id is not null and p.contract_id not in (select id from touched_contracts)`,
+          ]
+        : []),
+      ...(staged.contracts > 0 ? [sql`${into} select id from ${sql.table(stageTable('contracts'))} where id not in (select id from touched_contracts)`] : []),
     ];
     for (const query of fill) await this.q.run(query.compile(this.q.db));
   }
@@ -232,31 +249,36 @@ export class Merge {
             from touched_contracts c left join payments p on p.school_id = ${this.schoolId} and p.contract_id = c.id
            group by c.id`.compile(this.q.db),
     );
-    // PostgreSQL never analyzes temporary tables by itself.
-    if (onPostgres(this.q.db)) await this.q.run(sql`analyze balances`.compile(this.q.db));
     let after = '';
     let moved = 0;
     for (;;) {
+      // A batch of the touched contracts in key order, then their rows by key. (Joined whole
+      // and cut by LIMIT, every batch read the school's contracts from its first on
+      // PostgreSQL, or from the batch to the last on SQLite: quadratic in a first import.)
+      const touched = (await this.q.run(sql`select id, paid from balances where id > ${after} order by id limit ${BALANCE_BATCH}`.compile(this.q.db))).rows;
+      if (touched.length === 0) return moved;
+      const paid = new Map(touched.map((row) => [row.id as string, Number(row.paid)]));
       const { rows } = await this.q.run(
-        // Walked in the order of the touched contracts, each looked up by its key.
-        sql`select c.*, b.paid from balances b join contracts c on c.school_id = ${this.schoolId} and c.id = b.id
-             where b.id > ${after} and (c.paid_minor <> b.paid or c.change_seq = ${this.seq})
-             order by b.id limit ${BALANCE_BATCH}`.compile(this.q.db),
+        sql`select * from contracts where school_id = ${this.schoolId} and id in (${sql.join([...paid.keys()])})`.compile(this.q.db),
       );
-      if (rows.length === 0) return moved;
-      const values = rows.map((row) => {
-        if (Number(row.paid_minor) !== Number(row.paid)) moved += 1;
-        const item = itemOf('contracts', { ...row, paid_minor: Number(row.paid) });
-        return sql`(${row.id}, cast(${Number(row.paid)} as bigint), ${item})`;
-      });
-      await this.q.run(
-        sql`with v(id, paid, item) as (values ${sql.join(values)})
-            update contracts set paid_minor = v.paid, item = v.item, change_seq = ${this.seq}
-              from v
-             where contracts.school_id = ${this.schoolId} and contracts.id = v.id`.compile(this.q.db),
-      );
-      after = rows[rows.length - 1]!.id as string;
-      if (rows.length < BALANCE_BATCH) return moved;
+      const values = rows
+        .filter((row) => Number(row.paid_minor) !== paid.get(row.id as string) || Number(row.change_seq) === this.seq)
+        .map((row) => {
+          const balance = paid.get(row.id as string)!;
+          if (Number(row.paid_minor) !== balance) moved += 1;
+          const item = itemOf('contracts', { ...row, paid_minor: balance });
+          return sql`(${row.id}, cast(${balance} as bigint), ${item})`;
+        });
+      if (values.length > 0) {
+        await this.q.run(
+          sql`with v(id, paid, item) as (values ${sql.join(values)})
+              update contracts set paid_minor = v.paid, item = v.item, change_seq = ${this.seq}
+                from v
+               where contracts.school_id = ${this.schoolId} and contracts.id = v.id`.compile(this.q.db),
+        );
+      }
+      if (touched.length < BALANCE_BATCH) return moved;
+      after = touched[touched.length - 1]!.id as string;
     }
   }
 

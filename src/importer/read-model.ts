@@ -82,16 +82,27 @@ export async function layOut(q: Sql, table: ListTable, schoolId: string): Promis
   await q.run(db.deleteFrom('list_blocks').where('school_id', '=', schoolId).where('list', '=', table));
   const blocks: Block[] = [];
   for (let first = 0; first < rank; first += BLOCK_ROWS) blocks.push({ first_pos: laidOut(first), n: Math.min(BLOCK_ROWS, rank - first) });
-  await insertBlocks(q, table, schoolId, blocks);
+  await insertBlocks(q, table, schoolId, blocks, 0);
 }
 
-async function insertBlocks(q: Sql, table: ListTable, schoolId: string, blocks: Block[]): Promise<void> {
-  // first_rank is made right by rankBlocks; 0 stands in until then.
+/**
+ * Writes `blocks`, in the list's order: their first ranks follow from `firstRank`, the rank
+ * of the first of them, when it is known (a list laid out whole, rows appended); null: the
+ * blocks are among others whose ranks move too, and every rank of the list is made again.
+ */
+async function insertBlocks(q: Sql, table: ListTable, schoolId: string, blocks: Block[], firstRank: number | null): Promise<void> {
+  let rank = firstRank ?? 0;
   for (let i = 0; i < blocks.length; i += BATCH) {
-    const values = blocks.slice(i, i + BATCH).map((b) => ({ school_id: schoolId, list: table, first_pos: b.first_pos, first_rank: 0, n: b.n }));
+    const values = blocks.slice(i, i + BATCH).map((b) => {
+      const value = { school_id: schoolId, list: table, first_pos: b.first_pos, first_rank: rank, n: b.n };
+      rank += b.n;
+      return value;
+    });
     await q.run(q.db.insertInto('list_blocks').values(values));
   }
-  await rankBlocks(q, table, schoolId);
+  // A statement over the whole list: past a first import's thousands of new blocks, before
+  // they had statistics, PostgreSQL planned it as a nested loop (4.4 s for 200,000 records).
+  if (firstRank === null) await rankBlocks(q, table, schoolId);
 }
 
 /** Sets each block's first rank: the sizes of the blocks before it. */
@@ -112,9 +123,8 @@ async function rankBlocks(q: Sql, table: ListTable, schoolId: string): Promise<v
  */
 export async function appendPositions(q: Sql, table: ListTable, schoolId: string, count: number): Promise<(n: RawBuilder<number>) => RawBuilder<number>> {
   const db = q.db as unknown as Untyped;
-  const last = (await q.run(db.selectFrom('list_blocks').select(['first_pos', 'n']).where('school_id', '=', schoolId).where('list', '=', table).orderBy('first_pos', 'desc').limit(1))).rows[0] as
-    | Block
-    | undefined;
+  const last = (await q.run(db.selectFrom('list_blocks').select(['first_pos', 'first_rank', 'n']).where('school_id', '=', schoolId).where('list', '=', table).orderBy('first_pos', 'desc').limit(1)))
+    .rows[0] as (Block & { first_rank: number }) | undefined;
   const lastPos = last ? Number(last.first_pos) : 0;
   const lastN = last ? Number(last.n) : 0;
   const fill = last ? Math.min(count, Math.max(0, BLOCK_ROWS - lastN)) : 0;
@@ -122,7 +132,8 @@ export async function appendPositions(q: Sql, table: ListTable, schoolId: string
   if (last && fill > 0) await q.run(db.updateTable('list_blocks').set({ n: lastN + fill }).where('school_id', '=', schoolId).where('list', '=', table).where('first_pos', '=', lastPos));
   const blocks: Block[] = [];
   for (let first = 0; first < count - fill; first += BLOCK_ROWS) blocks.push({ first_pos: base + laidOut(first), n: Math.min(BLOCK_ROWS, count - fill - first) });
-  await insertBlocks(q, table, schoolId, blocks);
+  // The ranks of the list's blocks hold here (an import places its other changes after), and the new ones come after them all.
+  await insertBlocks(q, table, schoolId, blocks, last ? Number(last.first_rank) + lastN + fill : 0);
   return (n) => sql<number>`case when ${n} < ${int(fill)} then ${int(lastPos + lastN)} + ${n} else ${int(base)} + ((${n} - ${int(fill)}) / ${int(BLOCK_ROWS)}) * ${int(BLOCK_SPAN)} + (${n} - ${int(fill)}) % ${int(BLOCK_ROWS)} end`;
 }
 
@@ -130,9 +141,10 @@ export async function appendPositions(q: Sql, table: ListTable, schoolId: string
  * Puts right the positions of one school's list after an import changed it: `vacated` are
  * the positions its deleted and moved rows held, and the rows at position -1 (new, or
  * moved) are placed after the row before them in the list's order. Only the blocks that
- * lost or gained a row are rewritten, each keeping the place of its first row or of its
- * last, whichever moves fewer (a block that grows past twice BLOCK_ROWS is split in the
- * room between its neighbours), then the ranks of the blocks. When there is too much to
+ * lost or gained a row are rewritten: one that only lost rows is cut where they were (no
+ * row moves); one that gained keeps the place of its first row or of its last, whichever
+ * moves fewer (a block that grows past twice BLOCK_ROWS is split in the room between its
+ * neighbours); then the ranks of the blocks. When there is too much to
  * place, or no room, the list is laid out whole. `vacated` null: too many to list.
  */
 export async function placeChanges(q: Sql, table: ListTable, schoolId: string, vacated: number[] | null): Promise<void> {
@@ -200,8 +212,10 @@ export async function placeChanges(q: Sql, table: ListTable, schoolId: string, v
     const high = blocks[index + 1]?.first_pos ?? Number.POSITIVE_INFINITY;
     const count = members.length;
     const movedFrom = (first: number) => members.reduce((n, row, i) => (Number(row.pos) === first + i ? n : n + 1), 0);
+    const runs = runsOf(members);
     let to: Block[];
     if (count === 0) to = [];
+    else if (runs !== null) to = runs;
     else if (count <= 2 * BLOCK_ROWS && count <= high - low) {
       // Keeping the first row's position, or the last row's: whichever moves fewer rows.
       const places = [block.first_pos, block.first_pos + block.n - count].filter((first) => first >= low && first + count <= high);
@@ -226,7 +240,27 @@ export async function placeChanges(q: Sql, table: ListTable, schoolId: string, v
   }
   await writePositions(q, table, schoolId, moved);
   await q.run(db.deleteFrom('list_blocks').where('school_id', '=', schoolId).where('list', '=', table).where('first_pos', 'in', layouts.map((l) => l.from)));
-  await insertBlocks(q, table, schoolId, layouts.flatMap((l) => l.to));
+  await insertBlocks(q, table, schoolId, layouts.flatMap((l) => l.to), null);
+}
+
+/** Pieces a block that only lost rows may be cut into, at most, rather than moving rows. */
+const RUNS_AT_MOST = 8;
+
+/**
+ * A block that only lost rows keeps every row where it is: it becomes the runs of
+ * consecutive positions it has left (a few blocks in place of one; no row is written).
+ * Null when it gained a row, or when it would be cut in more than RUNS_AT_MOST pieces.
+ */
+function runsOf(members: readonly { pos: number }[]): Block[] | null {
+  const runs: Block[] = [];
+  for (const row of members) {
+    const pos = Number(row.pos);
+    if (pos === -1) return null;
+    const last = runs.at(-1);
+    if (last && pos === last.first_pos + last.n) last.n += 1;
+    else runs.push({ first_pos: pos, n: 1 });
+  }
+  return runs.length > RUNS_AT_MOST ? null : runs;
 }
 
 async function writePositions(q: Sql, table: ListTable, schoolId: string, moved: [string, number][]): Promise<void> {

@@ -5,7 +5,7 @@
  * the API reads is touched until the merge (merge.ts) copies them over in one
  * transaction. PostgreSQL fills them with COPY, SQLite with prepared multi-row INSERTs.
  */
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { BulkConnection, RowLoader } from '../db/bulk.js';
 import type { ErrorList } from './errors.js';
 import { isListTable } from './read-model.js';
@@ -33,13 +33,16 @@ export class Stage {
   constructor(private readonly conn: BulkConnection) {}
 
   async create(): Promise<void> {
-    for (const array of ARRAY_NAMES) {
+    const statements = ARRAY_NAMES.flatMap((array) => {
       const columns = stagedColumns(array).slice(1).map((c) => sql.ref(c));
-      await this.conn.run(
+      return [
         sql`create temp table ${sql.table(stageTable(array))} as select cast(0 as integer) as idx, ${sql.join(columns)} from ${sql.table(array)} where 1 = 0`.compile(this.conn.db),
-      );
-      await this.conn.run(sql`create temp table ${sql.table(goneTable(array))} (id text primary key, idx integer)`.compile(this.conn.db));
-    }
+        sql`create temp table ${sql.table(goneTable(array))} (id text primary key, idx integer)`.compile(this.conn.db),
+      ];
+    });
+    // PostgreSQL takes them in one round trip (a statement without parameters may hold several).
+    if (this.conn.dialect === 'postgres') await this.conn.run(CompiledQuery.raw(statements.map((s) => s.sql).join(';\n')));
+    else for (const statement of statements) await this.conn.run(statement);
   }
 
   add(array: ArrayName, row: unknown[]): void {

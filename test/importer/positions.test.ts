@@ -104,6 +104,14 @@ describe('importer: blocks of positions against ORDER BY/OFFSET', () => {
     ok(await importData(store.db, school, { ...sampleFile(), payments: first }));
     await check(school);
 
+    // Rows deleted inside blocks: the blocks are cut where they were, no other row moves.
+    const placed = async () => new Map((await store.db.selectFrom('payments').select(['id', 'pos']).where('school_id', '=', school).execute()).map((r) => [r.id, Number(r.pos)]));
+    const before = await placed();
+    ok(await importData(store.db, school, { deleted: { payments: ['p-0030', 'p-0031', 'p-0100', 'p-0402'] } }));
+    await check(school);
+    const after = await placed();
+    assert.deepEqual([...after].filter(([id, pos]) => before.get(id) !== pos), [], 'no row moved');
+
     // Deletions at the start, in the middle and at the end; inserts at each; moves both ways.
     ok(
       await importData(store.db, school, {
