@@ -10,12 +10,13 @@ import querystring from 'node:querystring';
 import Fastify, { type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { accessCheck } from './access/decide.js';
+import { earlyId, frontOf, RouteTable } from './access/front.js';
 import { accessHook } from './access/hook.js';
 import type { RateLimiter } from './access/ratelimit/index.js';
 import type { UsageRecorder } from './access/usage.js';
 import type { Config } from './config/index.js';
 import type { Store } from './db/index.js';
-import { answerWriter, noteArrival, SECURITY_HEADERS } from './edge/answer.js';
+import { answerWriter, dataAnswer, noteArrival, SECURITY_HEADERS, type Answer } from './edge/answer.js';
 import { edgeChecks } from './edge/checks.js';
 import { errorHandler, notFoundHandler } from './edge/errors.js';
 import { COMPRESS_FROM_BYTES } from './edge/encoding.js';
@@ -30,6 +31,7 @@ import { ResponseCache } from './resources/cache.js';
 import { validatorCompiler } from './resources/common/query.js';
 import { ENDPOINTS, publicApi } from './resources/index.js';
 import { scopeSetOf, type ScopeSet } from './domain/scopes.js';
+import type { Tenant } from './domain/tenant.js';
 
 export interface AppDeps {
   config: Config;
@@ -57,16 +59,25 @@ export async function buildApp(deps: AppDeps) {
   metrics.watchDependencies([database, rateLimiter]);
 
   const accessLog = new AccessLog(lineWriter(logger), logger.isLevelEnabled('info'));
-  const send = answerWriter({ accessLog, unmatched, closing: () => !app.server.listening, keyRequests: (r) => usage.logRequest(r) });
+  const writer = answerWriter({ accessLog, unmatched, closing: () => !app.server.listening, keyRequests: (r) => usage.logRequest(r) });
+  const send = writer.send;
   const onError = errorHandler(logger, send, database);
+  const scopes = routeScopes();
+  const check = accessCheck({ config, reads: store.reads, limiter, usage, database, rateLimiter, routeScopes: scopes });
+  // The front (src/access/front.ts) answers refusals and stored answers before Fastify; with
+  // trusted proxies the client's address is Fastify's to read, so every request goes there.
+  const frontRoutes = new RouteTable();
+  const serverFactory: FastifyServerFactory =
+    config.trustedProxies !== '' ? deps.serverFactory
+    : (handler, options) => deps.serverFactory(frontOf({ check, write: writer.write, routes: frontRoutes, maxUrlBytes: config.maxUrlBytes, stored: storedAnswer(cache) }, handler), options);
   const app = Fastify({
-    serverFactory: deps.serverFactory,
+    serverFactory,
     // request.ip is the TCP peer, or the address a trusted proxy reports (X-Forwarded-For)
     // when the peer is one of SCHOOL_DATA_TRUSTED_PROXIES: key allowlists check it.
     trustProxy: config.trustedProxies === '' ? false : config.trustedProxies,
     // Every answer is logged by the writer (one access line); errors by the error handler.
     logger: false,
-    genReqId: () => crypto.randomUUID(),
+    genReqId: (raw) => earlyId(raw) ?? crypto.randomUUID(),
     requestIdHeader: false,
     bodyLimit: 1024,
     // A path parameter can be as long as the URL limit allows: a longer one is a URL over
@@ -98,10 +109,11 @@ export async function buildApp(deps: AppDeps) {
   // Each route's metrics recorder is bound when the route is added: an answer then costs a
   // few additions; answers on no route share the `unmatched` label.
   app.addHook('onRoute', (route) => {
-    route.config = { ...route.config, recordAnswer: metrics.recorderFor(route.url) };
+    const recordAnswer = metrics.recorderFor(route.url);
+    route.config = { ...route.config, recordAnswer };
+    if (scopes.has(route.url) && [route.method].flat().includes('GET')) frontRoutes.add({ url: route.url, recordAnswer });
   });
   app.addHook('onRequest', edgeChecks({ maxUrlBytes: config.maxUrlBytes, unmatched, send }));
-  const check = accessCheck({ config, reads: store.reads, limiter, usage, database, rateLimiter, routeScopes: routeScopes() });
   app.addHook('onRequest', accessHook({ check, publicPaths: new Set([OPENAPI_PATH]), send }));
   app.setErrorHandler(onError);
   app.setNotFoundHandler(notFoundHandler(send));
@@ -118,6 +130,14 @@ export async function buildApp(deps: AppDeps) {
   });
 
   return app;
+}
+
+/** The stored answer to a request allowed by the front, as the route's hook would send it. */
+function storedAnswer(cache: ResponseCache) {
+  return (tenant: Tenant, target: string): Answer | undefined => {
+    const stored = cache.hit(tenant, target);
+    return stored === undefined ? undefined : dataAnswer(stored, stored.contentType, stored.validator);
+  };
 }
 
 /** The key scopes each API route needs, by the route's URL (the access step checks them). */

@@ -3,13 +3,15 @@
  * took to an API route another way: an absolute-form target, a percent-encoded path),
  * decides access before the route runs, so an unknown path with a bad key is 401. A
  * refusal is answered here; an allowed request goes on with its tenant. A decision that
- * could not be made (the data store did not answer) goes to the error handler.
+ * could not be made (the data store did not answer) goes to the error handler. A request
+ * the front (front.ts) decided comes with its decision.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Tenant } from '../domain/tenant.js';
 import { problemAnswer, type SendAnswer } from '../edge/answer.js';
 import { API_PREFIX, pathOf } from '../edge/paths.js';
 import type { Access, AccessCheck } from './decide.js';
+import { takeEarly } from './front.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,6 +40,15 @@ export function accessHook({ check, publicPaths, send }: AccessHookOptions) {
   }
 
   return function access(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
+    // Decided by the front (front.ts) before Fastify saw it: applied as decided there.
+    const early = takeEarly(request.raw);
+    if (early !== undefined) {
+      request.startedAt = early.startedAt;
+      request.arrivedInTurn = early.arrivedInTurn;
+      if ('failure' in early) done(early.failure as Error);
+      else apply(request, reply, early.decided, done);
+      return;
+    }
     const route = request.route;
     if (!request.url.startsWith(API_PREFIX) && !route?.startsWith(API_PREFIX)) {
       done();

@@ -7,6 +7,7 @@
  * given it; nothing else writes to an API response.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { ResponseRecorder } from '../ops/metrics.js';
 import type { AccessLog, Caller, KeyRequest } from '../ops/request-log.js';
@@ -20,7 +21,8 @@ export interface Answer {
   /** Headers of this answer beyond the common ones, as name, value, name, value ... */
   headers: readonly string[];
   contentType: string;
-  body: KeptBody;
+  /** A data body, or a problem's text (sent as text, in one write with the headers, never compressed). */
+  body: KeptBody | string;
   /** Data answers may be compressed; problems never are. */
   compressible: boolean;
   cacheControl: string;
@@ -122,7 +124,7 @@ export function problemAnswer(problem: Problem, requestId: string): Answer {
     headers = Object.entries(problem.options.headers ?? {}).flat();
     problemHeaders.set(problem, headers);
   }
-  return { status: problem.status, headers, contentType: PROBLEM_CONTENT_TYPE, body: plain(problem.json(requestId)), compressible: false, cacheControl: NO_STORE };
+  return { status: problem.status, headers, contentType: PROBLEM_CONTENT_TYPE, body: problem.json(requestId), compressible: false, cacheControl: NO_STORE };
 }
 
 export interface WriterDeps {
@@ -139,6 +141,32 @@ export interface WriterDeps {
 export type SendAnswer = (reply: FastifyReply, answer: Answer) => void;
 
 /**
+ * What the writer reads of a request: Fastify's request has all of it, and so has the
+ * exchange of a request answered before Fastify saw it (src/access/front.ts).
+ */
+export interface Exchange {
+  readonly id: string;
+  readonly raw: IncomingMessage;
+  readonly headers: IncomingHttpHeaders;
+  /** The client's address (trusted proxies applied); read only for a request made with a key. */
+  readonly ip: string;
+  startedAt: number;
+  arrivedInTurn: number;
+  caller: Caller | null;
+  rateLimitHeaders: readonly string[] | null;
+  recordAnswer: ResponseRecorder | null;
+}
+
+/** The writer itself: `answer` to the exchange's request, on `res`. */
+export type WriteAnswer = (exchange: Exchange, res: ServerResponse, answer: Answer) => void;
+
+/** The app's writer: the one for Fastify's replies, and the one it calls for every answer. */
+export interface Writer {
+  send: SendAnswer;
+  write: WriteAnswer;
+}
+
+/**
  * Notes a request's arrival, the first thing the app does with every request: the time,
  * the turn, and its route's pattern and recorder (`unmatched` when it has none).
  */
@@ -151,7 +179,7 @@ export function noteArrival(request: FastifyRequest, unmatched: ResponseRecorder
 }
 
 /** The client's address as Fastify sees it (the trusted proxies' setting applied); '' when the connection is already gone. */
-function clientAddress(request: FastifyRequest): string {
+function clientAddress(request: Exchange): string {
   try {
     return request.ip ?? '';
   } catch {
@@ -160,11 +188,10 @@ function clientAddress(request: FastifyRequest): string {
 }
 
 /** The app's writer, bound to its access log, metrics and listener. */
-export function answerWriter(deps: WriterDeps): SendAnswer {
+export function answerWriter(deps: WriterDeps): Writer {
   const { accessLog, unmatched, closing, keyRequests } = deps;
 
-  function write(request: FastifyRequest, reply: FastifyReply, status: number, headers: string[], bytes: Buffer): void {
-    const res = reply.raw;
+  function write(request: Exchange, res: ServerResponse, status: number, headers: string[], bytes: Buffer | string): void {
     const caller = request.caller ?? null;
     // Read before the answer is written: once the connection is gone, Node detaches its socket.
     const address = caller !== null && keyRequests !== undefined ? clientAddress(request) : '';
@@ -183,20 +210,16 @@ export function answerWriter(deps: WriterDeps): SendAnswer {
     }
   }
 
-  return function sendAnswer(reply, answer) {
-    const request = reply.request;
-    // A request no hook has seen (a method no router knows: Fastify makes it a 404 with none
-    // of the app's decorations) is noted here.
-    if (!request.recordAnswer) noteArrival(request, unmatched);
-    reply.hijack();
+  function writeAnswer(request: Exchange, res: ServerResponse, answer: Answer): void {
     const method = request.raw.method;
+    const body = answer.body;
     const negotiated = answer.compressible ? chosenEncoding(method, request.headers) : undefined;
-    const encoding = answer.body.plainLength >= COMPRESS_FROM_BYTES ? negotiated : undefined;
+    const encoding = typeof body !== 'string' && body.plainLength >= COMPRESS_FROM_BYTES ? negotiated : undefined;
     const headers = [...COMMON, 'X-Request-Id', request.id, 'Cache-Control', answer.cacheControl];
     if (request.rateLimitHeaders) headers.push(...request.rateLimitHeaders);
     if (encoding !== undefined) headers.push('Vary', 'accept-encoding');
     let status = answer.status;
-    let bytes = EMPTY;
+    let bytes: Buffer | string = EMPTY;
     if (answer.validator !== undefined) {
       const tag = entityTag(answer.validator, negotiated);
       headers.push('ETag', tag);
@@ -204,13 +227,25 @@ export function answerWriter(deps: WriterDeps): SendAnswer {
     }
     // A 304 has no body, and no header that describes one.
     if (status !== 304) {
-      bytes = encoded(answer.body, encoding);
+      bytes = typeof body === 'string' ? body : encoded(body, encoding);
       headers.push(...answer.headers, 'Content-Type', answer.contentType);
       if (encoding !== undefined) headers.push('Content-Encoding', encoding);
-      headers.push('Content-Length', String(bytes.length));
+      headers.push('Content-Length', String(typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.length));
     }
     if (closing()) headers.push('Connection', 'close');
-    if (isRead(method) && request.arrivedInTurn === currentTurn()) holdUntilTurnEnd(() => write(request, reply, status, headers, bytes));
-    else write(request, reply, status, headers, bytes);
+    if (isRead(method) && request.arrivedInTurn === currentTurn()) holdUntilTurnEnd(() => write(request, res, status, headers, bytes));
+    else write(request, res, status, headers, bytes);
+  }
+
+  return {
+    write: writeAnswer,
+    send(reply, answer) {
+      const request = reply.request;
+      // A request no hook has seen (a method no router knows: Fastify makes it a 404 with none
+      // of the app's decorations) is noted here.
+      if (!request.recordAnswer) noteArrival(request, unmatched);
+      reply.hijack();
+      writeAnswer(request, reply.raw, answer);
+    },
   };
 }

@@ -115,6 +115,14 @@ export class ResponseCache {
     return found;
   }
 
+  /** The stored answer when there is one, counted as a hit; a miss is not counted (the route's own lookup, get, counts it). */
+  hit(tenant: Tenant, target: string): StoredResponse | undefined {
+    if (this.maxBytes === 0) return undefined;
+    const found = this.entries.get(ResponseCache.key(tenant, target));
+    if (found !== undefined) this.hits += 1;
+    return found;
+  }
+
   set(tenant: Tenant, target: string, body: Buffer, contentType: string, validator: string): void {
     const key = ResponseCache.key(tenant, target);
     const bytes = body.length + key.length * 2 + ENTRY_OVERHEAD;

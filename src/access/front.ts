@@ -1,0 +1,163 @@
+/**
+ * The API's first step, in the listener before Fastify: a request that surely reaches an
+ * API route (GET or HEAD under the prefix, a plain path that one route matches, none of
+ * the edge checks' cases) is decided here by the access hook's own check. A refusal, and
+ * an allowed request's stored answer, are written here by the app's one writer with an
+ * exchange of this request; everything else goes to Fastify, an allowed request with its
+ * decision (the access hook applies it: nothing is checked or counted twice). What this
+ * step is not sure of, Fastify decides the same way. Why: docs/performance.md, "One
+ * request path".
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Tenant } from '../domain/tenant.js';
+import { problemAnswer, type Answer, type Exchange, type WriteAnswer } from '../edge/answer.js';
+import { API_PREFIX, pathOf } from '../edge/paths.js';
+import { currentTurn } from '../edge/turn-end.js';
+import type { ResponseRecorder } from '../ops/metrics.js';
+import type { Caller } from '../ops/request-log.js';
+import type { Access, AccessCheck } from './decide.js';
+
+type Listener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** An API route as the front knows it: its pattern and its metrics. */
+export interface FrontRoute {
+  url: string;
+  recordAnswer: ResponseRecorder;
+}
+
+/**
+ * The API's GET routes by pattern, matched as Fastify's router matches them where that is
+ * sure: a static path first; else the one pattern whose parameters take non-empty
+ * segments (two such patterns: left to the router).
+ */
+export class RouteTable {
+  private readonly exact = new Map<string, FrontRoute>();
+  private readonly withParams: { segments: string[]; route: FrontRoute }[] = [];
+
+  add(route: FrontRoute): void {
+    if (!route.url.includes(':')) this.exact.set(route.url, route);
+    else if (!this.withParams.some((p) => p.route.url === route.url)) this.withParams.push({ segments: route.url.split('/'), route });
+  }
+
+  find(path: string): FrontRoute | undefined {
+    const exact = this.exact.get(path);
+    if (exact !== undefined) return exact;
+    const segments = path.split('/');
+    let found: FrontRoute | undefined;
+    for (const p of this.withParams) {
+      if (p.segments.length !== segments.length) continue;
+      let matches = true;
+      for (let i = 0; i < segments.length && matches; i++) {
+        const want = p.segments[i]!;
+        matches = want.startsWith(':') ? segments[i] !== '' : want === segments[i];
+      }
+      if (!matches) continue;
+      if (found !== undefined) return undefined;
+      found = p.route;
+    }
+    return found;
+  }
+}
+
+/** What the front gives Fastify with a request it decided: the arrival and the decision (or the check's failure). */
+export type Early = { id: string; startedAt: number; arrivedInTurn: number } & ({ decided: Access } | { failure: unknown });
+
+/** The requests handed to Fastify with their decision, until the access hook takes it. */
+const handedOn = new WeakMap<IncomingMessage, Early>();
+
+/** The request id the front gave a request it handed to Fastify (Fastify's genReqId asks). */
+export function earlyId(raw: IncomingMessage): string | undefined {
+  return handedOn.get(raw)?.id;
+}
+
+/** The front's decision of a request, taken once (by the access hook). */
+export function takeEarly(raw: IncomingMessage): Early | undefined {
+  const early = handedOn.get(raw);
+  if (early !== undefined) handedOn.delete(raw);
+  return early;
+}
+
+/** A request the front answers: what the writer reads of it. */
+class FrontExchange implements Exchange {
+  caller: Caller | null = null;
+  rateLimitHeaders: readonly string[] | null = null;
+
+  constructor(
+    readonly raw: IncomingMessage,
+    readonly id: string,
+    public startedAt: number,
+    public arrivedInTurn: number,
+    public recordAnswer: ResponseRecorder | null,
+  ) {}
+
+  get headers() {
+    return this.raw.headers;
+  }
+
+  /** No proxy is trusted when the front runs: the client is the TCP peer. */
+  get ip(): string {
+    return this.raw.socket.remoteAddress ?? '';
+  }
+}
+
+export interface FrontDeps {
+  check: AccessCheck;
+  write: WriteAnswer;
+  routes: RouteTable;
+  maxUrlBytes: number;
+  /** The stored answer to an allowed request, when there is one (counted as a hit; a miss is counted by the route's lookup). */
+  stored: (tenant: Tenant, target: string) => Answer | undefined;
+}
+
+/** The API's listener: the front, then Fastify's (`app`). Only for a listener that trusts no proxy. */
+export function frontOf(deps: FrontDeps, app: Listener): Listener {
+  const { check, write, routes, maxUrlBytes, stored } = deps;
+
+  function handOn(exchange: FrontExchange, res: ServerResponse, outcome: { decided: Access } | { failure: unknown }): void {
+    handedOn.set(exchange.raw, { id: exchange.id, startedAt: exchange.startedAt, arrivedInTurn: exchange.arrivedInTurn, ...outcome });
+    app(exchange.raw, res);
+  }
+
+  function answer(exchange: FrontExchange, res: ServerResponse, decided: Access): void {
+    exchange.caller = decided.caller;
+    exchange.rateLimitHeaders = decided.rateLimit;
+    if (!decided.allowed) {
+      write(exchange, res, problemAnswer(decided.problem, exchange.id));
+      return;
+    }
+    const found = decided.tenant === null ? undefined : stored(decided.tenant, exchange.raw.url!);
+    if (found === undefined) handOn(exchange, res, { decided });
+    else write(exchange, res, found);
+  }
+
+  return function front(req, res) {
+    const url = req.url ?? '';
+    const method = req.method;
+    if ((method !== 'GET' && method !== 'HEAD') || !url.startsWith(API_PREFIX) || url.length > maxUrlBytes || url.includes('#') || (req.headers.host === undefined && req.httpVersion === '1.1')) {
+      app(req, res);
+      return;
+    }
+    const path = pathOf(url);
+    const route = path.includes('%') || path.includes(';') ? undefined : routes.find(path);
+    if (route === undefined) {
+      app(req, res);
+      return;
+    }
+    const exchange = new FrontExchange(req, randomUUID(), performance.now(), currentTurn(), route.recordAnswer);
+    let decided: Access | Promise<Access>;
+    try {
+      decided = check(method, req.headers.authorization, route.url, false, exchange);
+    } catch (failure) {
+      handOn(exchange, res, { failure });
+      return;
+    }
+    if (decided instanceof Promise) {
+      decided.then(
+        (d) => answer(exchange, res, d),
+        (failure: unknown) => handOn(exchange, res, { failure }),
+      );
+    } else answer(exchange, res, decided);
+  };
+}
