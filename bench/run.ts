@@ -17,8 +17,8 @@ import { fetchOnce, probe, serverCounts } from './probe.js';
 import { formatProfile, summariseProfile } from './profile.js';
 import { machine, markdownReport, summarise, writeReport, type Report, type ScenarioRun, type Settings } from './report.js';
 import { deepOffset, MIXED_SCENARIO, SCENARIOS, type BenchRequest, type Scenario } from './scenarios.js';
-import { cpuSeconds, freePort, PeakRss, ROOT, SERVER_NODE_OPTIONS, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
-import { Accumulator, checkWrk, runWrk } from './wrk.js';
+import { cpuSeconds, freePort, PeakRss, RATE_LIMIT_PROFI, RATE_LIMIT_VIP, ROOT, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
+import { Accumulator, checkWrk, runWrk, requestLines } from './wrk.js';
 
 
 const USAGE = `usage: npm run bench -- [options]
@@ -122,37 +122,8 @@ function parseOptions(argv: string[]): Options | null {
   };
 }
 
-/** Limits: VIP high enough never to bite; Profi at its default, so the Profi school's key floods into 429. */
-const RATE_LIMIT_VIP = 10_000_000;
-const RATE_LIMIT_PROFI = 60;
-
-
-function serverEnv(loc: DatasetLocation, port: number, cabinetPort: number, options: Options): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  // Only the caller's general environment: no SCHOOL_DATA_* setting of theirs changes the server under test.
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SCHOOL_DATA_') && k !== 'DATABASE_URL' && k !== 'PORT' && k !== 'HOST') env[k] = v;
-  return {
-    ...env,
-    NODE_OPTIONS: [env.NODE_OPTIONS, options.nodeOptions].filter(Boolean).join(' '),
-    ...(loc.databaseUrl ? { DATABASE_URL: loc.databaseUrl } : {}),
-    SCHOOL_DATA_DIR: loc.dataDir,
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    SCHOOL_DATA_CABINET_PORT: String(cabinetPort),
-    SCHOOL_DATA_LOG_LEVEL: options.logLevel,
-    SCHOOL_DATA_RESPONSE_CACHE_MB: String(options.responseCacheMb),
-    SCHOOL_DATA_RATE_LIMIT_VIP: String(RATE_LIMIT_VIP),
-    SCHOOL_DATA_RATE_LIMIT_PROFI: String(RATE_LIMIT_PROFI),
-    // The data set's keys were made (and last used) long before a run: a long period keeps
-    // the unused-key check on the request path without revoking them.
-    SCHOOL_DATA_KEY_UNUSED_DAYS: '36500',
-  };
-}
-
 const say = (text: string) => process.stderr.write(`${text}\n`);
 
-/** The request list as wrk's script reads it: key, path and an optional entity tag per line. */
-const requestLines = (requests: BenchRequest[]) => requests.map((r) => `${r.key}\t${r.path}${r.ifNoneMatch ? `\t${r.ifNoneMatch}` : ''}\n`).join('');
 
 interface Context {
   options: Options;

@@ -20,6 +20,44 @@ export const ROOT = path.resolve(import.meta.dirname, '..');
 export const SERVER_NODE_OPTIONS = '--max-old-space-size=96 --max-semi-space-size=8';
 
 
+/** Limits: VIP high enough never to bite; Profi at its default, so the Profi school's key floods into 429. */
+export const RATE_LIMIT_VIP = 10_000_000;
+export const RATE_LIMIT_PROFI = 60;
+
+/** The settings of a served benchmark run that the server's environment carries. */
+export interface ServedSettings {
+  logLevel: string;
+  responseCacheMb: number;
+  nodeOptions: string;
+}
+
+/**
+ * The served server's environment: the caller's general one, no SCHOOL_DATA_* setting of
+ * theirs, the data set's store and directory, and the benchmark's limits. `redisUrl`
+ * replaces the caller's REDIS_URL (a comparison gives each build its own database).
+ */
+export function serverEnv(loc: { databaseUrl: string | null; dataDir: string }, port: number, cabinetPort: number, options: ServedSettings, redisUrl?: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SCHOOL_DATA_') && k !== 'DATABASE_URL' && k !== 'PORT' && k !== 'HOST') env[k] = v;
+  return {
+    ...env,
+    ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl }),
+    NODE_OPTIONS: [env.NODE_OPTIONS, options.nodeOptions].filter(Boolean).join(' '),
+    ...(loc.databaseUrl ? { DATABASE_URL: loc.databaseUrl } : {}),
+    SCHOOL_DATA_DIR: loc.dataDir,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    SCHOOL_DATA_CABINET_PORT: String(cabinetPort),
+    SCHOOL_DATA_LOG_LEVEL: options.logLevel,
+    SCHOOL_DATA_RESPONSE_CACHE_MB: String(options.responseCacheMb),
+    SCHOOL_DATA_RATE_LIMIT_VIP: String(RATE_LIMIT_VIP),
+    SCHOOL_DATA_RATE_LIMIT_PROFI: String(RATE_LIMIT_PROFI),
+    // The data set's keys were made (and last used) long before a run: a long period keeps
+    // the unused-key check on the request path without revoking them.
+    SCHOOL_DATA_KEY_UNUSED_DAYS: '36500',
+  };
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -42,6 +80,8 @@ export interface ApiServerOptions {
   metricsUrl: string;
   /** With a directory, the server runs under --cpu-prof and writes its profile there on exit. */
   cpuProfileDir?: string | undefined;
+  /** The checkout whose built CLI serves (default this one; a comparison starts another's). */
+  root?: string;
 }
 
 export interface ApiServer {
@@ -63,7 +103,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   fs.closeSync(log);
   const out = fs.openSync(options.logFile, 'a');
   const nodeArgs = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : [];
-  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'bin/school-data.js'), 'serve', '--json', '--workers', String(options.workers)], {
+  const child = spawn(process.execPath, [...nodeArgs, path.join(options.root ?? ROOT, 'bin/school-data.js'), 'serve', '--json', '--workers', String(options.workers)], {
     env: options.env,
     stdio: ['ignore', out, out],
   });

@@ -7,6 +7,7 @@
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
+import type { BenchRequest } from './scenarios.js';
 import { ROOT } from './servers.js';
 
 export interface WrkErrors {
@@ -48,6 +49,9 @@ export interface Measurement {
 }
 
 const SCRIPT = path.join(ROOT, 'bench/wrk/requests.lua');
+
+/** The request list as wrk's script reads it: key, path and an optional entity tag per line. */
+export const requestLines = (requests: BenchRequest[]) => requests.map((r) => `${r.key}\t${r.path}${r.ifNoneMatch ? `\t${r.ifNoneMatch}` : ''}\n`).join('');
 
 export function checkWrk(): Promise<void> {
   return new Promise((resolve, reject) => {
