@@ -137,29 +137,49 @@ export class UsageRecorder {
     }
   }
 
-  /** The request logs: new rows, then each key's beyond the last KEY_REQUESTS_KEPT removed. */
+  /**
+   * The request logs: each key's log is a ring of KEY_REQUESTS_KEPT slots. One statement
+   * advances every written key's count of requests and returns it, which gives each key's
+   * new rows their slots (the count's last values, modulo the ring's size); the rows then
+   * overwrite those slots. Nothing is deleted, so the table holds at most KEY_REQUESTS_KEPT
+   * rows a key and a busy log leaves no dead rows behind for the database to clear.
+   */
   private async writeRequests(): Promise<void> {
     if (this.requests.size === 0) return;
     const batch = this.requests;
     this.requests = new Map();
-    const rows: Insertable<KeyRequestsTable>[] = [];
-    for (const list of batch.values()) {
-      for (const r of list.slice(-KEY_REQUESTS_KEPT)) {
-        rows.push({
-          key_id: r.keyId, request_id: r.requestId, at_ms: Math.round(r.at), method: r.method, target: redactKeys(r.target),
-          status: r.status, address: r.address, duration_ms: Math.round(r.durationMs * 10) / 10,
-        });
-      }
-    }
+    const newest = [...batch.values()].map((list) => list.slice(-KEY_REQUESTS_KEPT));
     try {
       await this.db.transaction().execute(async (trx) => {
-        for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-          await trx.insertInto('key_requests').values(rows.slice(i, i + INSERT_CHUNK)).onConflict((oc) => oc.columns(['key_id', 'request_id']).doNothing()).execute();
+        const counts = newest.map((list) => ({ key_id: list[0]!.keyId, next: list.length }));
+        const advanced = await trx
+          .insertInto('key_request_next')
+          .values(counts)
+          .onConflict((oc) => oc.column('key_id').doUpdateSet((eb) => ({ next: eb('key_request_next.next', '+', eb.ref('excluded.next')) })))
+          .returning(['key_id', 'next'])
+          .execute();
+        const nextOf = new Map(advanced.map((r) => [r.key_id, Number(r.next)]));
+        const rows: Insertable<KeyRequestsTable>[] = [];
+        for (const list of newest) {
+          const first = nextOf.get(list[0]!.keyId)! - list.length;
+          list.forEach((r, i) => {
+            rows.push({
+              key_id: r.keyId, slot: (first + i) % KEY_REQUESTS_KEPT, request_id: r.requestId, at_ms: Math.round(r.at), method: r.method,
+              target: redactKeys(r.target), status: r.status, address: r.address, duration_ms: Math.round(r.durationMs * 10) / 10,
+            });
+          });
         }
-        for (const keyId of batch.keys()) {
-          // Older than the key's 100th newest: one seek down the (key_id, at_ms) index.
-          const edge = await trx.selectFrom('key_requests').select('at_ms').where('key_id', '=', keyId).orderBy('at_ms', 'desc').limit(1).offset(KEY_REQUESTS_KEPT - 1).executeTakeFirst();
-          if (edge !== undefined) await trx.deleteFrom('key_requests').where('key_id', '=', keyId).where('at_ms', '<', edge.at_ms).execute();
+        for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+          await trx
+            .insertInto('key_requests')
+            .values(rows.slice(i, i + INSERT_CHUNK))
+            .onConflict((oc) =>
+              oc.columns(['key_id', 'slot']).doUpdateSet((eb) => ({
+                request_id: eb.ref('excluded.request_id'), at_ms: eb.ref('excluded.at_ms'), method: eb.ref('excluded.method'), target: eb.ref('excluded.target'),
+                status: eb.ref('excluded.status'), address: eb.ref('excluded.address'), duration_ms: eb.ref('excluded.duration_ms'),
+              })),
+            )
+            .execute();
         }
       });
     } catch (err) {

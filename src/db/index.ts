@@ -18,6 +18,7 @@ import * as m0006 from './migrations/0006_change_log.js';
 import * as m0007 from './migrations/0007_key_activity.js';
 import * as m0009 from './migrations/0009_list_blocks.js';
 import * as m0008 from './migrations/0008_key_options.js';
+import * as m0010 from './migrations/0010_request_log_ring.js';
 import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
@@ -54,6 +55,7 @@ const migrations: Record<string, Migration> = {
   '0006_change_log': m0006,
   '0007_key_activity': m0007,
   '0009_list_blocks': m0009,
+  '0010_request_log_ring': m0010,
   '0008_key_options': m0008,
 };
 

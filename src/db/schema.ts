@@ -293,9 +293,17 @@ export interface KeyDaysTable {
   requests: ColumnType<number, number, number>;
 }
 
-/** One of a key's last requests (at most 100 kept per key). */
+/** Per key, how many requests its log has had written: the next slot is this modulo the ring's size. */
+export interface KeyRequestNextTable {
+  key_id: string;
+  next: number;
+}
+
+/** A key's request log: a ring of KEY_REQUESTS_KEPT slots (src/access/usage.ts). */
 export interface KeyRequestsTable {
   key_id: string;
+  /** The ring's slot: the request's number in the key's log modulo the ring's size. */
+  slot: number;
   request_id: string;
   /** Epoch milliseconds: the order of the log. */
   at_ms: ColumnType<number, number, number>;
@@ -332,6 +340,7 @@ export interface Database {
   usage_batches: UsageBatchesTable;
   key_days: KeyDaysTable;
   key_requests: KeyRequestsTable;
+  key_request_next: KeyRequestNextTable;
   list_blocks: ListBlocksTable;
 }
 

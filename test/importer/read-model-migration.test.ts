@@ -38,7 +38,7 @@ describe('migrations 0003 and 0005 on a store with data', () => {
               values (${school}, 'e1', 'fuel', 300000, 'RUB', '2026-02-10T08:00:00Z', null)`.execute(store.db);
 
     const applied = await store.migrate();
-    assert.deepEqual(applied, ['0003_read_model', '0004_data_version', '0005_day_totals', '0006_change_log', '0007_key_activity', '0008_key_options', '0009_list_blocks']);
+    assert.deepEqual(applied, ['0003_read_model', '0004_data_version', '0005_day_totals', '0006_change_log', '0007_key_activity', '0008_key_options', '0009_list_blocks', '0010_request_log_ring']);
     assert.deepEqual(await rebuildStale(store.db), ['items', 'positions', 'day_totals']);
     assert.deepEqual(await rebuildStale(store.db), [], 'a rebuilt store is up to date');
     t = await startTestApp({ store });
@@ -94,5 +94,37 @@ describe('migrations 0003 and 0005 on a store with data', () => {
     assert.equal(summary.profit, '9500.00');
     assert.equal((summary.income_by_method as Record<string, string>).card, '12500.00');
     assert.equal((summary.expense_by_category as Record<string, string>).fuel, '3000.00');
+  });
+});
+
+describe('migration 0010 on a store with request logs', () => {
+  let store: TestStore;
+  before(async () => {
+    store = await createTestStore({ migrateTo: '0009_list_blocks' });
+  });
+  after(async () => {
+    await store.close();
+  });
+
+  it('keeps the newest 100 requests of each key in its ring and goes on from there', async () => {
+    // 150 requests of one key and 3 of another, as the log held them before the ring.
+    const row = (key: string, i: number) =>
+      sql`insert into key_requests (key_id, request_id, at_ms, method, target, status, address, duration_ms)
+          values (${key}, ${`r${i}`}, ${1_700_000_000_000 + i}, 'GET', ${`/api/public/v1/students?limit=${i}`}, 200, '127.0.0.1', 1.5)`.execute(store.db);
+    for (let i = 0; i < 150; i++) await row('key_a', i);
+    for (let i = 0; i < 3; i++) await row('key_b', i);
+    assert.deepEqual(await store.migrate(), ['0010_request_log_ring']);
+
+    const ring = await store.db.selectFrom('key_requests').select(['key_id', 'slot', 'request_id']).orderBy('key_id').orderBy('slot').execute();
+    const a = ring.filter((r) => r.key_id === 'key_a');
+    assert.equal(a.length, 100);
+    assert.deepEqual(a.map((r) => Number(r.slot)), Array.from({ length: 100 }, (_, i) => i));
+    // The 150th request (r149) was the key's 150th: slot 149 % 100; the oldest kept, r50, slot 50.
+    assert.equal(a.find((r) => r.request_id === 'r149')!.slot, 49);
+    assert.equal(a.find((r) => r.request_id === 'r50')!.slot, 50);
+    assert.ok(!a.some((r) => r.request_id === 'r49'), 'the oldest are left behind');
+    assert.deepEqual(ring.filter((r) => r.key_id === 'key_b').map((r) => [Number(r.slot), r.request_id]), [[0, 'r0'], [1, 'r1'], [2, 'r2']]);
+    const next = await store.db.selectFrom('key_request_next').select(['key_id', 'next']).orderBy('key_id').execute();
+    assert.deepEqual(next.map((r) => [r.key_id, Number(r.next)]), [['key_a', 150], ['key_b', 3]]);
   });
 });
