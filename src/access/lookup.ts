@@ -7,10 +7,9 @@
  * the lookups of one turn go out together as one statement (`key_hash = any($1)`) and
  * each request gets its own row back (docs/performance.md, "Where the time goes").
  */
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { prepared, type Reader } from '../db/index.js';
 import { SqliteReader } from '../db/reader.js';
-import type { Database } from '../db/schema.js';
 
 export interface KeyRow {
   keyHash: string;
@@ -30,18 +29,58 @@ export interface KeyRow {
   dataVersion: number;
 }
 
-const COLUMNS = [
+const KEY_COLUMNS = [
   'api_keys.key_hash as keyHash', 'api_keys.id as keyId', 'api_keys.revoked_at as revokedAt',
   'api_keys.scopes', 'api_keys.expires_at as expiresAt', 'api_keys.retires_at as retiresAt', 'api_keys.allow',
   'api_keys.created_at as createdAt', 'api_keys.last_used_at as lastUsedAt',
-  'schools.id as schoolId', 'schools.plan', 'schools.timezone', 'schools.currency', 'schools.data_version as dataVersion',
 ] as const;
 
-const keysWithSchools = (db: Kysely<Database>) => db.selectFrom('api_keys').innerJoin('schools', 'schools.id', 'api_keys.school_id').select(COLUMNS);
+/**
+ * On SQLite the school's columns are read by scalar subqueries, each a primary-key seek:
+ * the join, though planned as the same seeks, costs many times more there, on a miss as
+ * on a hit (docs/performance.md, "One request path"), and a flood of unknown keys is all
+ * misses. A key whose school is gone (no plan) is no key, as with the join.
+ */
+const findOneRow = prepared((db, p: { hash: string }) =>
+  db
+    .selectFrom('api_keys')
+    .select(KEY_COLUMNS)
+    .select((eb) => {
+      const school = () => eb.selectFrom('schools').whereRef('schools.id', '=', 'api_keys.school_id');
+      return [
+        'api_keys.school_id as schoolId',
+        school().select('schools.plan').as('plan'),
+        school().select('schools.timezone').as('timezone'),
+        school().select('schools.currency').as('currency'),
+        school().select('schools.data_version').as('dataVersion'),
+      ];
+    })
+    .where('api_keys.key_hash', '=', p.hash),
+);
 
-const findOne = prepared((db, p: { hash: string }) => keysWithSchools(db).where('api_keys.key_hash', '=', p.hash));
+function findOne(reads: SqliteReader, hash: string): KeyRow | undefined {
+  const row = (findOneRow(reads, { hash }) as (Omit<KeyRow, 'plan'> & { plan: string | null })[])[0];
+  return row === undefined || row.plan === null ? undefined : (row as KeyRow);
+}
 
-const findMany = prepared((db, p: { hashes: string[] }) => keysWithSchools(db).where('api_keys.key_hash', '=', sql<string>`any(${p.hashes})`));
+/**
+ * On PostgreSQL each key's school is a lateral subquery, one primary-key seek per key: as a
+ * plain join, the generic plan of the prepared statement merge-joins the keys with the
+ * schools' index in order, which reads every school up to the largest id asked for
+ * (docs/performance.md, "The database path on PostgreSQL"). The LIMIT keeps PostgreSQL from
+ * turning the subquery back into a join.
+ */
+const findMany = prepared((db, p: { hashes: string[] }) =>
+  db
+    .selectFrom('api_keys')
+    .innerJoinLateral(
+      (eb) => eb.selectFrom('schools').select(['schools.plan', 'schools.timezone', 'schools.currency', 'schools.data_version']).whereRef('schools.id', '=', 'api_keys.school_id').limit(sql.lit(1)).as('school'),
+      (join) => join.onTrue(),
+    )
+    .select(KEY_COLUMNS)
+    .select(['api_keys.school_id as schoolId', 'school.plan', 'school.timezone', 'school.currency', 'school.data_version as dataVersion'])
+    .where('api_keys.key_hash', '=', sql<string>`any(${p.hashes})`),
+);
 
 /** Lookups per statement at most; more waiting go out in further statements at once. */
 const MAX_BATCH = 500;
@@ -78,7 +117,7 @@ export class KeyFinder {
     const kept = this.inSnapshot;
     if (kept.snapshot !== 0 && kept.snapshot === reads.snapshot && kept.rows.has(hash)) return kept.rows.get(hash);
     // Reading opens the turn's snapshot if none is open.
-    const row = (findOne(reads, { hash }) as KeyRow[])[0];
+    const row = findOne(reads, hash);
     if (kept.snapshot !== reads.snapshot) {
       kept.snapshot = reads.snapshot;
       kept.rows.clear();
