@@ -3,7 +3,8 @@
  * compiled statement runs straight on the driver, without Kysely's executor (it costs more
  * than the API's small indexed reads: docs/performance.md).
  * - SQLite: a read-only connection of its own, opened on first use; each query text is
- *   prepared once; the reads of one turn of the event loop share one read transaction.
+ *   prepared and planned once (its parameters hidden from the planner: opaqueParameters);
+ *   the reads of one turn of the event loop share one read transaction.
  * - PostgreSQL: the store's pool, each query text a named prepared statement.
  */
 import SQLite from 'better-sqlite3';
@@ -55,6 +56,42 @@ export function objectRows(statement: SQLite.Statement): SqliteStatement {
       for (const row of statement.iterate(parameters) as IterableIterator<unknown[]>) yield toObject(row);
     },
   };
+}
+
+/**
+ * The query with every parameter written `+?`, so that SQLite plans it without its
+ * values. A statement whose plan read a bound value (the index statistics of
+ * `sqlite_stat4`, an ORDER BY or LIMIT the value could change) is planned again on every
+ * run, as each run binds its values anew: for the API's statements that planning costs
+ * several times the reading (docs/performance.md, "SQLite planned every read again").
+ * `+?` is the same value with the same affinity (none), and an index takes it as it takes
+ * `?`; SQLite then plans once, by the statistics alone, as PostgreSQL's generic plans do.
+ * Question marks in quoted text or names, and in comments, are left as they are.
+ */
+export function opaqueParameters(text: string): string {
+  let out = '';
+  let from = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === "'" || c === '"' || c === '`') {
+      const end = text.indexOf(c, i + 1);
+      // A doubled quote inside is two quoted runs one after the other: the loop goes on at the next.
+      i = end === -1 ? text.length : end;
+    } else if (c === '[') {
+      const end = text.indexOf(']', i + 1);
+      i = end === -1 ? text.length : end;
+    } else if (c === '-' && text[i + 1] === '-') {
+      const end = text.indexOf('\n', i + 2);
+      i = end === -1 ? text.length : end;
+    } else if (c === '/' && text[i + 1] === '*') {
+      const end = text.indexOf('*/', i + 2);
+      i = end === -1 ? text.length : end + 1;
+    } else if (c === '?') {
+      out += `${text.slice(from, i)}+`;
+      from = i;
+    }
+  }
+  return out + text.slice(from);
 }
 
 export class SqliteReader implements Reader {
@@ -127,7 +164,7 @@ export class SqliteReader implements Reader {
         this.turn = { begin: this.connection.prepare('BEGIN'), commit: this.connection.prepare('COMMIT') };
       }
       if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.clear();
-      statement = objectRows(this.connection.prepare(text));
+      statement = objectRows(this.connection.prepare(opaqueParameters(text)));
       this.statements.set(text, statement);
     }
     return statement;

@@ -2,6 +2,8 @@
  * The API's read path (src/db/reader.ts). On SQLite the reads of one turn of the event
  * loop share one read transaction: they see one snapshot, and what commits during the
  * turn is seen from the next turn on, never later. On PostgreSQL each read is its own.
+ * SQLite's statements take their parameters as `+?` (planned without their values) and
+ * answer exactly as with `?`.
  */
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -9,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import SQLite from 'better-sqlite3';
 import { sqlitePath } from '../../src/db/index.js';
+import { opaqueParameters } from '../../src/db/reader.js';
 import { createSchool } from '../../src/management/schools.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
@@ -51,5 +54,34 @@ describe('the read path', () => {
     assert.equal((planOf() as { plan: string }[])[0]?.plan, first[0]?.plan, 'the same snapshot within the turn');
     await nextTurn();
     assert.equal((await planOf())[0]?.plan, 'Standart');
+  });
+});
+
+describe('parameters SQLite plans without their values', () => {
+  it('writes each parameter +?, and no question mark in quoted text, names or comments', () => {
+    assert.equal(opaqueParameters('select a from t where b = ? and c in (?, ?) limit ? + 0'), 'select a from t where b = +? and c in (+?, +?) limit +? + 0');
+    assert.equal(opaqueParameters(`select 'why?', 'it''s ?', "col?", [x?], \`y?\` from t where a = ?`), `select 'why?', 'it''s ?', "col?", [x?], \`y?\` from t where a = +?`);
+    assert.equal(opaqueParameters('select 1 -- a ? here\nwhere a = ? /* and ? */ and b = ?'), 'select 1 -- a ? here\nwhere a = +? /* and ? */ and b = +?');
+    assert.equal(opaqueParameters("select 'unclosed ?"), "select 'unclosed ?");
+  });
+
+  it('answers as ? does: the column affinity applies to the value, an index is used', () => {
+    const db = new SQLite(':memory:');
+    try {
+      db.exec("create table t (id text primary key, n integer, k text); create index t_n on t (n, id); insert into t values ('5', 5, 'a'), ('6', 6, 'b'), ('x', 7, 'c')");
+      for (const [query, values] of [
+        ['select k from t where id = ?', [5]],
+        ['select k from t where n = ?', ['6']],
+        ['select k from t where n >= ? order by n limit ?', [6, 1]],
+        ['select k from t where id in (?, ?) order by id', ['x', 5]],
+        ['select count(*) as k from t where k like ?', ['%']],
+      ] as const) {
+        assert.deepEqual(db.prepare(opaqueParameters(query)).all(values), db.prepare(query).all(values), query);
+      }
+      const plan = db.prepare(`explain query plan ${opaqueParameters('select id from t where n = ? order by id')}`).all(6) as { detail: string }[];
+      assert.match(plan.map((r) => r.detail).join('\n'), /USING COVERING INDEX t_n \(n=\?\)/);
+    } finally {
+      db.close();
+    }
   });
 });
