@@ -21,7 +21,7 @@ import { fetchOnce, probe } from './probe.js';
 import { summariseProfile, type ProfileSummary } from './profile.js';
 import { machine, unexpectedResponses } from './report.js';
 import { MIXED_SCENARIO, SCENARIOS, type Scenario } from './scenarios.js';
-import { cpuSeconds, freePort, RATE_LIMIT_PROFI, ROOT, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, type ApiServer } from './servers.js';
+import { cpuSeconds, freePort, numberOption, RATE_LIMIT_PROFI, ROOT, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, type ApiServer } from './servers.js';
 import { checkWrk, runWrk, requestLines } from './wrk.js';
 
 const USAGE = `usage: npm run bench:compare -- --before DIR [options]
@@ -112,11 +112,6 @@ function parse(argv: string[]) {
     strict: true,
   });
   if (values.help || !values.before) return null;
-  const num = (v: string | undefined, fallback: number, name: string) => {
-    const n = v === undefined ? fallback : Number(v);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a number`);
-    return n;
-  };
   const names = (values.scenarios ?? DEFAULT_SCENARIOS.join(',')).split(',').map((s) => s.trim());
   const unknown = names.filter((n) => !SCENARIOS.some((s) => s.name === n));
   if (unknown.length > 0) throw new Error(`unknown scenario ${unknown.join(', ')}`);
@@ -126,12 +121,12 @@ function parse(argv: string[]) {
     before,
     beforeDatabaseUrl: values['before-database-url'] ?? process.env.DATABASE_URL,
     beforeRedisUrl: values['before-redis-url'] ?? process.env.REDIS_URL,
-    scale: num(values.scale, 0.1, 'scale'),
-    rounds: Math.max(1, num(values.rounds, 3, 'rounds')),
-    seconds: Math.max(1, num(values.seconds, 5, 'seconds')),
-    warmup: num(values.warmup, 2, 'warmup'),
-    serverWarmup: num(values['server-warmup'], 10, 'server-warmup'),
-    responseCacheMb: num(values['response-cache-mb'], serviceSettings.responseCacheMb.default, 'response-cache-mb'),
+    scale: numberOption(values.scale, 0.1, 'scale', 0.001, 4),
+    rounds: numberOption(values.rounds, 3, 'rounds', 1, 100),
+    seconds: numberOption(values.seconds, 5, 'seconds', 1, 600),
+    warmup: numberOption(values.warmup, 2, 'warmup', 0, 600),
+    serverWarmup: numberOption(values['server-warmup'], 10, 'server-warmup', 0, 600),
+    responseCacheMb: numberOption(values['response-cache-mb'], serviceSettings.responseCacheMb.default, 'response-cache-mb', 0, 65_536),
     scenarios: names.map((n) => SCENARIOS.find((s) => s.name === n)!),
     label: values.label ?? '',
     profile: values.profile ?? false,

@@ -17,7 +17,7 @@ import { fetchOnce, probe, serverCounts } from './probe.js';
 import { formatProfile, summariseProfile } from './profile.js';
 import { machine, markdownReport, summarise, writeReport, type Report, type ScenarioRun, type Settings } from './report.js';
 import { deepOffset, MIXED_SCENARIO, SCENARIOS, type BenchRequest, type Scenario } from './scenarios.js';
-import { cpuSeconds, freePort, PeakRss, RATE_LIMIT_PROFI, RATE_LIMIT_VIP, ROOT, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
+import { cpuSeconds, freePort, numberOption as number, PeakRss, RATE_LIMIT_PROFI, RATE_LIMIT_VIP, ROOT, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
 import { Accumulator, checkWrk, runWrk, requestLines } from './wrk.js';
 
 
@@ -56,13 +56,6 @@ interface Options extends Omit<Settings, 'store' | 'limiter' | 'rateLimitVip' | 
   buildOnly: boolean;
   drop: boolean;
   out: string;
-}
-
-function number(value: string | undefined, fallback: number, name: string, min: number, max: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name} must be a number from ${min} to ${max}`);
-  return n;
 }
 
 function parseOptions(argv: string[]): Options | null {

@@ -242,3 +242,11 @@ export function cpuSeconds(pids: number[]): number {
   }
   return ticks / CLOCK_TICKS_PER_SECOND;
 }
+
+/** A numeric command-line option of the benches: `fallback` when not given, else a number from `min` to `max`. */
+export function numberOption(value: string | undefined, fallback: number, name: string, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name} must be a number from ${min} to ${max}`);
+  return n;
+}
