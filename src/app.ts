@@ -66,7 +66,7 @@ export async function buildApp(deps: AppDeps) {
   const check = accessCheck({ config, reads: store.reads, limiter, usage, database, rateLimiter, routeScopes: scopes });
   // The front (src/access/front.ts) answers refusals and stored answers before Fastify; with
   // trusted proxies the client's address is Fastify's to read, so every request goes there.
-  const frontRoutes = new RouteTable();
+  const frontRoutes = new RouteTable(config.maxUrlBytes);
   const serverFactory: FastifyServerFactory =
     config.trustedProxies !== '' ? deps.serverFactory
     : (handler, options) => deps.serverFactory(frontOf({ check, write: writer.write, routes: frontRoutes, maxUrlBytes: config.maxUrlBytes, stored: storedAnswer(cache) }, handler), options);
@@ -111,7 +111,7 @@ export async function buildApp(deps: AppDeps) {
   app.addHook('onRoute', (route) => {
     const recordAnswer = metrics.recorderFor(route.url);
     route.config = { ...route.config, recordAnswer };
-    if (scopes.has(route.url) && [route.method].flat().includes('GET')) frontRoutes.add({ url: route.url, recordAnswer });
+    if ([route.method].flat().includes('GET')) frontRoutes.add(route.url, scopes.has(route.url) ? { url: route.url, recordAnswer } : null);
   });
   app.addHook('onRequest', edgeChecks({ maxUrlBytes: config.maxUrlBytes, unmatched, send }));
   app.addHook('onRequest', accessHook({ check, publicPaths: new Set([OPENAPI_PATH]), send }));

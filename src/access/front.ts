@@ -11,6 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import FindMyWay from 'find-my-way';
 import type { Tenant } from '../domain/tenant.js';
 import { problemAnswer, type Answer, type Exchange, type WriteAnswer } from '../edge/answer.js';
 import { API_PREFIX, pathOf } from '../edge/paths.js';
@@ -28,38 +29,31 @@ export interface FrontRoute {
 }
 
 /**
- * The API's GET routes by pattern, matched as Fastify's router matches them where that is
- * sure: a static path first; else the one pattern whose parameters take non-empty
- * segments (two such patterns: left to the router).
+ * The app's GET routes, in a router of the kind and with the options Fastify's own is
+ * made with (find-my-way), so a path reaches here the route it reaches there. Every GET
+ * route is added; only the API's carry a FrontRoute (a path that reaches another route,
+ * or none, goes on to Fastify).
  */
 export class RouteTable {
-  private readonly exact = new Map<string, FrontRoute>();
-  private readonly withParams: { segments: string[]; route: FrontRoute }[] = [];
+  private readonly router: FindMyWay.Instance<FindMyWay.HTTPVersion.V1>;
 
-  add(route: FrontRoute): void {
-    if (!route.url.includes(':')) this.exact.set(route.url, route);
-    else if (!this.withParams.some((p) => p.route.url === route.url)) this.withParams.push({ segments: route.url.split('/'), route });
+  /** `maxParamLength`: as Fastify's router is given (a longer parameter matches no route). */
+  constructor(maxParamLength: number) {
+    this.router = FindMyWay({ maxParamLength });
+  }
+
+  /** `route`: null for a GET route the front does not answer. */
+  add(url: string, route: FrontRoute | null): void {
+    this.router.on('GET', url, unused, route);
   }
 
   find(path: string): FrontRoute | undefined {
-    const exact = this.exact.get(path);
-    if (exact !== undefined) return exact;
-    const segments = path.split('/');
-    let found: FrontRoute | undefined;
-    for (const p of this.withParams) {
-      if (p.segments.length !== segments.length) continue;
-      let matches = true;
-      for (let i = 0; i < segments.length && matches; i++) {
-        const want = p.segments[i]!;
-        matches = want.startsWith(':') ? segments[i] !== '' : want === segments[i];
-      }
-      if (!matches) continue;
-      if (found !== undefined) return undefined;
-      found = p.route;
-    }
-    return found;
+    return (this.router.find('GET', path)?.store as FrontRoute | null | undefined) ?? undefined;
   }
 }
+
+/** The router's handler: the front reads only a route's store. */
+const unused = (): void => undefined;
 
 /** What the front gives Fastify with a request it decided: the arrival and the decision (or the check's failure). */
 export type Early = { id: string; startedAt: number; arrivedInTurn: number } & ({ decided: Access } | { failure: unknown });
