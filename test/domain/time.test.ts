@@ -1,0 +1,49 @@
+/**
+ * Timestamps of the import format: the stored form (`YYYY-MM-DDTHH:MM:SSZ`), read digit by
+ * digit, means what the same instant written with a `+00:00` offset (read by the general
+ * RFC 3339 path) means, valid or not; and a valid one is kept as it is written.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { normaliseTimestamp, parseDateTime } from '../../src/domain/time.js';
+
+const digits = (n: number) => fc.array(fc.integer({ min: 0, max: 9 }), { minLength: n, maxLength: n }).map((d) => d.join(''));
+/** Any digits in the stored form's places: impossible months, days and hours included. */
+const storedForm = fc
+  .tuple(digits(4), digits(2), digits(2), digits(2), digits(2), digits(2))
+  .map(([y, mo, d, h, mi, s]) => `${y}-${mo}-${d}T${h}:${mi}:${s}Z`);
+
+describe('timestamps in the stored form', () => {
+  it('parse as the same instant written with an offset', () => {
+    fc.assert(
+      fc.property(storedForm, (text) => {
+        assert.equal(parseDateTime(text), parseDateTime(`${text.slice(0, -1)}+00:00`), text);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  it('are kept as written when valid, refused when not', () => {
+    fc.assert(
+      fc.property(storedForm, (text) => {
+        assert.equal(normaliseTimestamp(text), parseDateTime(`${text.slice(0, -1)}+00:00`) === null ? null : text, text);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  it('edge cases', () => {
+    assert.equal(normaliseTimestamp('2024-02-29T23:59:59Z'), '2024-02-29T23:59:59Z');
+    assert.equal(normaliseTimestamp('2023-02-29T00:00:00Z'), null);
+    assert.equal(normaliseTimestamp('2026-13-01T00:00:00Z'), null);
+    assert.equal(normaliseTimestamp('2026-01-01T24:00:00Z'), null);
+    assert.equal(normaliseTimestamp('2026-01-01T00:60:00Z'), null);
+    assert.equal(normaliseTimestamp('2026-01-01T00:00:60Z'), null);
+    assert.equal(parseDateTime('2026-11-26T08:00:00Z'), Date.UTC(2026, 10, 26, 8));
+    assert.equal(normaliseTimestamp('2026-11-26T11:00:00+03:00'), '2026-11-26T08:00:00Z');
+    assert.equal(normaliseTimestamp('2026-11-26t08:00:00z'), '2026-11-26T08:00:00Z');
+    assert.equal(normaliseTimestamp('2026-11-26T08:00:00.500Z'), null);
+    assert.equal(normaliseTimestamp('٢٠٢٦-11-26T08:00:00Z'), null);
+  });
+});
