@@ -277,13 +277,19 @@ async function runMigrations(db: Kysely<Database>, to: string | undefined): Prom
  * Refreshes the planner's statistics after a bulk write, so that each filter picks
  * the index made for it rather than the one that only matches the order. `run` runs
  * the statements (default: on `db` itself; an import runs them on its own connection).
+ * `written`: on PostgreSQL, only these tables (an import's), else every table of the
+ * service's schema; SQLite's `pragma optimize` picks the tables that need it itself.
  */
-export async function refreshStatistics(db: Kysely<Database>, run: (query: CompiledQuery) => Promise<{ rows: unknown[] }> = (q) => db.executeQuery(q)): Promise<void> {
+export async function refreshStatistics(
+  db: Kysely<Database>,
+  run: (query: CompiledQuery) => Promise<{ rows: unknown[] }> = (q) => db.executeQuery(q),
+  written?: readonly (keyof Database)[],
+): Promise<void> {
   if (onPostgres(db)) {
     // Only this service's tables: a bare ANALYZE reads every table of every schema in the
     // database, which can outlast statement_timeout and fail an import already committed.
-    const tables = (await run(sql`select tablename as name from pg_tables where schemaname = current_schema()`.compile(db))).rows as { name: string }[];
-    if (tables.length > 0) await run(sql`analyze ${sql.join(tables.map((t) => sql.id(t.name)))}`.compile(db));
+    const tables = written ?? ((await run(sql`select tablename as name from pg_tables where schemaname = current_schema()`.compile(db))).rows as { name: string }[]).map((t) => t.name);
+    if (tables.length > 0) await run(sql`analyze ${sql.join(tables.map((name) => sql.id(name)))}`.compile(db));
   } else {
     await run(sql`pragma optimize`.compile(db));
   }

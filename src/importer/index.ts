@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import { CompiledQuery, type Kysely } from 'kysely';
 import { openBulkConnection, refreshStatistics, type BulkConnection } from '../db/index.js';
 import type { Database } from '../db/schema.js';
+import { FINANCE_SIDES } from '../resources/finance/sides.js';
 import { ErrorList, type ImportError } from './errors.js';
 import { FileIntake } from './intake.js';
 import { Merge } from './merge.js';
@@ -102,6 +103,17 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
   }
 }
 
+/**
+ * The tables an import that changed something wrote: the arrays it staged rows of or
+ * deleted from, contracts when payments moved their balances, and the tables every such
+ * import keeps (positions' blocks, tombstones, the change log, the day totals).
+ */
+function writtenTables(staged: Record<ArrayName, number>, deleted: Record<ArrayName, number>): (keyof Database)[] {
+  const arrays = ARRAY_NAMES.filter((a) => staged[a] > 0 || deleted[a] > 0);
+  if (arrays.includes('payments') && !arrays.includes('contracts')) arrays.push('contracts');
+  return [...arrays, 'list_blocks', 'tombstones', 'change_batches', 'schools', ...FINANCE_SIDES.map((side) => side.totals)];
+}
+
 async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake, stage: Stage, errors: ErrorList, options: ImportOptions): Promise<ImportResult> {
   const replace = options.replace === true;
   // SQLite: take the write lock now; a transaction that read first could not write later if another connection wrote meanwhile.
@@ -152,7 +164,7 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
     summary.seq = seq;
     summary.deleted = perArray((a) => work.deletedCounts[a]);
     // On the import's connection: the pool's statement timeout would cut a long ANALYZE short.
-    if (changes >= STATISTICS_AFTER) await refreshStatistics(conn.db, (q) => conn.run(q));
+    if (changes >= STATISTICS_AFTER) await refreshStatistics(conn.db, (q) => conn.run(q), writtenTables(stage.staged, summary.deleted));
     return summary;
   } finally {
     if (!committed) await conn.run(CompiledQuery.raw('rollback')).catch(() => undefined);

@@ -1,0 +1,32 @@
+/**
+ * After an import that changed many rows, PostgreSQL's planner statistics are refreshed
+ * for the tables that import wrote, and only for those: a large import of one array does
+ * not read every other table of the school's store again.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { importData } from '../../src/importer/index.js';
+import { createTestStore, usePostgres, type TestStore } from '../helpers/store.js';
+import { addSchool } from './helpers.js';
+
+describe('statistics after a large import', { skip: usePostgres() ? false : 'PostgreSQL only: SQLite runs pragma optimize, which picks its tables itself' }, () => {
+  let store: TestStore;
+
+  before(async () => {
+    store = await createTestStore();
+  });
+  after(() => store.close());
+
+  it('analyzes the tables the import wrote, not the others', async () => {
+    const school = await addSchool(store.db);
+    const leads = Array.from({ length: 10_000 }, (_, i) => ({ id: `ld-${i}`, full_name: `Лид ${i}`, phone: '+79990001122', source: 'website', status: 'new', created_at: '2025-11-10T10:00:00Z' }));
+    const result = await importData(store.db, school, { leads });
+    assert.ok(result.ok, JSON.stringify(result));
+    const { rows } = await sql<{ relname: string; analyze_count: string }>`select relname, analyze_count from pg_stat_user_tables where schemaname = current_schema()`.execute(store.db);
+    const analyzed = new Map(rows.map((r) => [r.relname, Number(r.analyze_count)]));
+    assert.ok((analyzed.get('leads') ?? 0) >= 1, 'leads analyzed');
+    assert.ok((analyzed.get('list_blocks') ?? 0) >= 1, 'list_blocks analyzed');
+    for (const untouched of ['lessons', 'payments', 'students', 'api_keys']) assert.equal(analyzed.get(untouched), 0, `${untouched} not analyzed`);
+  });
+});
