@@ -219,6 +219,9 @@ export class UsageRecorder {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     this.closing = true;
+    // A write under way may have claimed the shared usage before the last requests were
+    // counted there: the flushes below start after it, so they move those too.
+    await this.flushing;
     for (let attempt = 0; attempt < 5; attempt++) {
       await this.flush();
       if (this.pending.size === 0 && this.requests.size === 0 && !this.flushes.down) return;

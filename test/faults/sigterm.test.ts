@@ -4,12 +4,16 @@
  * every answered request is on the key's counter (and nothing but requests made), and
  * the exit code is 0. (Three instances on PostgreSQL and Redis:
  * test/access/instances.test.ts.) On PostgreSQL, a process that has only read exits at
- * once too, not when its idle connections time out.
+ * once too, not when its idle connections time out. With Redis, the close moves the
+ * usage counted after a flush that was under way when it began.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { pino } from 'pino';
+import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
+import { UsageRecorder } from '../../src/access/usage.js';
 import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
 import { loadTls } from '../../src/tls.js';
@@ -19,6 +23,7 @@ import { freePort } from '../helpers/redis.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 const embedded = !process.env.DATABASE_URL;
+const external = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
 
 function connectable(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -131,5 +136,49 @@ describe('SIGTERM after reads only, one process on PostgreSQL', { skip: embedded
     const code = await Promise.race([server.exited, new Promise((r) => (timer = setTimeout(r, 10_000, 'still running')))]);
     clearTimeout(timer);
     assert.equal(code, 0, server.output());
+  });
+});
+
+describe('closing while a flush of the usage in Redis is under way', { skip: external ? false : 'needs DATABASE_URL and REDIS_URL' }, () => {
+  it('moves the requests counted after that flush claimed its batch', async () => {
+    const store = await createTestStore();
+    const limiter = new RedisRateLimiter(process.env.REDIS_URL!, 2000);
+    try {
+      const school = await createSchool(store.db, { name: 'Closing', plan: 'VIP', id: `close_${randomBytes(5).toString('hex')}` });
+      assert.ok(school.ok);
+      const key = await createKey(store.db, school.value.id, 'close');
+      assert.ok(key.ok);
+      const queue = await store.db.selectFrom('usage_queue').select('id').executeTakeFirstOrThrow();
+      const shared = limiter.shareUsage(queue.id);
+      // The first flush is held after its claim, so the close begins while it is under way.
+      let claimed!: () => void;
+      const claimedOnce = new Promise<void>((r) => (claimed = r));
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let claims = 0;
+      const recorder = new UsageRecorder(store.db, pino({ level: 'silent' }), 60_000, {
+        ...shared,
+        claim: async (id, leaseMs) => {
+          const ids = await shared.claim(id, leaseMs);
+          if (claims++ === 0) {
+            claimed();
+            await held;
+          }
+          return ids;
+        },
+      });
+      await shared.record(key.value.id);
+      const underWay = recorder.flush();
+      await claimedOnce;
+      await shared.record(key.value.id);
+      const closing = recorder.close();
+      release();
+      await Promise.all([underWay, closing]);
+      const row = await store.db.selectFrom('api_keys').select('request_count').where('id', '=', key.value.id).executeTakeFirstOrThrow();
+      assert.equal(Number(row.request_count), 2);
+    } finally {
+      await limiter.close();
+      await store.close();
+    }
   });
 });
