@@ -21,7 +21,7 @@ import { fetchOnce, probe } from './probe.js';
 import { summariseProfile, type ProfileSummary } from './profile.js';
 import { machine, unexpectedResponses } from './report.js';
 import { MIXED_SCENARIO, SCENARIOS, type Scenario } from './scenarios.js';
-import { cpuSeconds, freePort, numberOption, RATE_LIMIT_PROFI, ROOT, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, type ApiServer } from './servers.js';
+import { cpuSeconds, cpuSecondsByThread, freePort, numberOption, RATE_LIMIT_PROFI, ROOT, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, THREAD_KINDS, type ApiServer, type ThreadKind } from './servers.js';
 import { checkWrk, runWrk, requestLines } from './wrk.js';
 
 const USAGE = `usage: npm run bench:compare -- --before DIR [options]
@@ -67,6 +67,8 @@ interface Slice {
   requests: number;
   seconds: number;
   cpuSeconds: number;
+  /** The same CPU by the thread that used it (bench/servers.ts, ThreadKind). */
+  cpuByThread: Record<ThreadKind, number>;
   unexpected: number;
   loadAverage: number;
 }
@@ -77,6 +79,8 @@ interface Figures {
   rps: number[];
   ratio: number[];
   cpuRatio: number[];
+  /** CPU microseconds per request by the thread that used it. */
+  byThread: Record<ThreadKind, number[]>;
 }
 
 interface ScenarioResult {
@@ -161,12 +165,15 @@ async function measure(origin: string, pid: number, file: string, o: Options, ro
   const load = { origin, requestsFile: file, ...wrkLoad(o) };
   const warmupRequests = o.warmup > 0 && side !== 'bare' ? (await runWrk({ ...load, seconds: o.warmup })).requests : 0;
   const cpu = cpuSeconds([pid]);
+  const threads = cpuSecondsByThread(pid);
   const r = await runWrk({ ...load, seconds: o.seconds });
   const cpuUsed = cpuSeconds([pid]) - cpu;
+  const threadsAfter = cpuSecondsByThread(pid);
+  const cpuByThread = Object.fromEntries(THREAD_KINDS.map((k) => [k, threadsAfter[k] - threads[k]])) as Record<ThreadKind, number>;
   const seconds = r.duration_us / 1e6;
   const asMeasured = { requests: r.requests, seconds, rps: 0, bytes: r.bytes, errors: r.errors, latencyMs: { mean: 0, p50: 0, p90: 0, p99: 0, p999: 0, max: 0 }, cpuSeconds: cpuUsed };
   const unexpected = side === 'bare' ? 0 : unexpectedResponses(scenario, asMeasured, RATE_LIMIT_PROFI);
-  return { round, warmupRequests, side, requests: r.requests, seconds, cpuSeconds: cpuUsed, unexpected, loadAverage: os.loadavg()[0]! };
+  return { round, warmupRequests, side, requests: r.requests, seconds, cpuSeconds: cpuUsed, cpuByThread, unexpected, loadAverage: os.loadavg()[0]! };
 }
 
 function figures(slices: Slice[], side: Side): Figures {
@@ -177,6 +184,7 @@ function figures(slices: Slice[], side: Side): Figures {
     rps: mine.map((s) => s.requests / s.seconds),
     ratio: mine.map((s) => s.requests / s.seconds / (bareOf(s.round).requests / bareOf(s.round).seconds)),
     cpuRatio: mine.map((s) => s.requests / s.cpuSeconds / (bareOf(s.round).requests / bareOf(s.round).cpuSeconds)),
+    byThread: Object.fromEntries(THREAD_KINDS.map((k) => [k, mine.map((s) => (1e6 * s.cpuByThread[k]) / s.requests)])) as Record<ThreadKind, number[]>,
   };
 }
 
@@ -210,6 +218,17 @@ function markdown(o: Options, results: ScenarioResult[], head: Record<string, un
         `${cell(b, (f) => f.rps, 0)} | ${cell(a, (f) => f.rps, 0)} | ${r.paired ? fmt(r.paired.rps, 3) : '-'} | ` +
         `${cell(b, (f) => f.ratio, 2)} | ${cell(a, (f) => f.ratio, 2)} | ${cell(b, (f) => f.cpuRatio, 2)} | ${cell(a, (f) => f.cpuRatio, 2)} | ${unexpectedOf(r, 'before')}, ${unexpectedOf(r, 'after')} |`,
     );
+  }
+  lines.push(
+    '',
+    'CPU µs/req by thread (medians over the rounds): main is the JavaScript thread; V8, its helper threads (the garbage collector\'s concurrent and parallel work, compiling); libuv, its pool.',
+    '',
+    `| scenario | ${THREAD_KINDS.map((k) => `${k} before | ${k} after`).join(' | ')} |`,
+    `|---|${THREAD_KINDS.map(() => '---:|---:').join('|')}|`,
+  );
+  for (const r of results) {
+    const cell = (side: Side, k: ThreadKind) => (r.sides[side] ? median(r.sides[side].byThread[k]).toFixed(1) : '-');
+    lines.push(`| ${r.scenario} | ${THREAD_KINDS.map((k) => `${cell('before', k)} | ${cell('after', k)}`).join(' | ')} |`);
   }
   return `${lines.join('\n')}\n`;
 }
@@ -340,6 +359,7 @@ async function main(): Promise<number> {
       say(
         `${scenario.name.padEnd(20)} CPU µs/req ${b ? fmt(b.cpuMicros, 0) : '-'} -> ${a ? fmt(a.cpuMicros, 0) : '-'}` +
           (result.paired ? `  after/before ${fmt(result.paired.cpuMicros, 3)}  req/s ${fmt(result.paired.rps, 3)}` : '') +
+          (b && a ? `  main ${median(b.byThread.main).toFixed(0)} -> ${median(a.byThread.main).toFixed(0)}, V8 ${median(b.byThread.v8).toFixed(0)} -> ${median(a.byThread.v8).toFixed(0)}` : '') +
           `  load ${os.loadavg()[0]!.toFixed(1)}`,
       );
     }

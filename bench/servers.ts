@@ -243,6 +243,33 @@ export function cpuSeconds(pids: number[]): number {
   return ticks / CLOCK_TICKS_PER_SECOND;
 }
 
+/** What a process's threads are for, by their names: the JavaScript thread, V8's helpers (the garbage collector's concurrent and parallel work, compiling), libuv's pool, the rest. */
+export type ThreadKind = 'main' | 'v8' | 'libuv' | 'other';
+export const THREAD_KINDS: readonly ThreadKind[] = ['main', 'v8', 'libuv', 'other'];
+
+/** CPU seconds (user + system) a process's threads have used so far, by kind; all 0 when not readable. */
+export function cpuSecondsByThread(pid: number): Record<ThreadKind, number> {
+  const out: Record<ThreadKind, number> = { main: 0, v8: 0, libuv: 0, other: 0 };
+  let tids: string[];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      const kind: ThreadKind = tid === String(pid) ? 'main' : name.startsWith('V8') || name.startsWith('DelayedTask') ? 'v8' : name.startsWith('libuv') ? 'libuv' : 'other';
+      out[kind] += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return out;
+}
+
 /** A numeric command-line option of the benches: `fallback` when not given, else a number from `min` to `max`. */
 export function numberOption(value: string | undefined, fallback: number, name: string, min: number, max: number): number {
   if (value === undefined) return fallback;
