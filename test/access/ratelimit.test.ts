@@ -1,14 +1,16 @@
 /**
  * Rate limits per school on both limiter backends (memory, and Redis when REDIS_URL
  * is set), through the real app; and the fail-closed behaviour against a private
- * redis-server that is stopped, frozen and restarted during the test. Restarts under
+ * redis-server that is stopped, frozen and restarted during the test; and the checks of one
+ * turn sent to Redis together, as exact as one by one. Restarts under
  * concurrent load, and slowness and blackholes through a proxy: test/faults/redis.test.ts.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MemoryRateLimiter } from '../../src/access/ratelimit/memory.js';
 import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
-import type { RateLimiter } from '../../src/access/ratelimit/index.js';
+import { RateLimiterUnavailable, type RateLimiter } from '../../src/access/ratelimit/index.js';
+import { Redis } from 'ioredis';
 import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -142,6 +144,67 @@ describe('plan limits through the API', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     assert.equal(count, 7);
+  });
+});
+
+describe('Redis: the checks of one turn in one call', () => {
+  let redis: PrivateRedis;
+  let admin: Redis;
+  let limiter: RedisRateLimiter;
+
+  before(async () => {
+    redis = await PrivateRedis.start();
+    admin = new Redis(redis.url);
+    limiter = new RedisRateLimiter(redis.url, 2000);
+    await limiter.consume(fresh('warm'), 1);
+  });
+  after(async () => {
+    await limiter.close();
+    admin.disconnect();
+    await redis.stop();
+  });
+
+  const scriptCalls = async () => {
+    const stats = await admin.info('commandstats');
+    return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+  };
+
+  it('gives each request its own place in its school\'s count and records each key\'s usage, in one script call', async () => {
+    const shared = limiter.shareUsage('turn-test');
+    const [a, b] = [fresh('a'), fresh('b')];
+    const before = await scriptCalls();
+    const asked = [
+      ...Array.from({ length: 30 }, (_, i) => limiter.consume(a, 20, i % 3 === 0 ? 'key-a1' : 'key-a2')),
+      ...Array.from({ length: 10 }, () => limiter.consume(b, 5, 'key-b')),
+    ];
+    const decisions = await Promise.all(asked);
+    assert.equal((await scriptCalls()) - before, 1);
+    assert.deepEqual(
+      decisions.slice(0, 30).map((d) => d.remaining),
+      [...Array.from({ length: 20 }, (_, i) => 19 - i), ...Array.from({ length: 10 }, () => 0)],
+    );
+    assert.deepEqual(
+      decisions.slice(0, 30).map((d) => d.allowed),
+      Array.from({ length: 30 }, (_, i) => i < 20),
+    );
+    assert.deepEqual(
+      decisions.slice(30).map((d) => d.allowed),
+      Array.from({ length: 10 }, (_, i) => i < 5),
+    );
+    const ids = await shared.claim('batch-1', 5000);
+    const usage = new Map<string, number>();
+    for (const id of ids) for (const [key, u] of await shared.read(id)) usage.set(key, [...u.days.values()].reduce((x, y) => x + y, 0));
+    assert.deepEqual(Object.fromEntries(usage), { 'key-a1': 10, 'key-a2': 20, 'key-b': 10 });
+  });
+
+  it('fails closed only the school whose counter refuses the count', async () => {
+    const [bad, good] = [fresh('bad'), fresh('good')];
+    await admin.hset(`school-data:rl:{${bad}}`, 'not', 'a counter');
+    const [refused, counted] = await Promise.allSettled([limiter.consume(bad, 10), limiter.consume(good, 10)]);
+    assert.equal(refused.status, 'rejected');
+    assert.ok(refused.reason instanceof RateLimiterUnavailable);
+    assert.equal(counted.status, 'fulfilled');
+    assert.equal((counted as PromiseFulfilledResult<{ remaining: number }>).value.remaining, 9);
   });
 });
 

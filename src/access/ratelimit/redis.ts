@@ -15,21 +15,39 @@ const queueKeys = (databaseId: string) => {
   return { pending: `${base}:pending`, claimed: `${base}:claimed`, batch: (id: string) => `${base}:batch:${id}` };
 };
 
-// One round trip, atomic: count the request, and start the window's expiry when the
-// key is new (or, defensively, when it somehow has none); with a key id, record the
-// request's usage too, whatever the decision.
+// One round trip for the checks of a turn, atomic: per school (KEYS[2..]), count its
+// requests and start the window's expiry when the counter is new (or, defensively, has
+// none), and record its keys' usage in the usage hash (KEYS[1]). ARGV: the window (ms), the
+// UTC day, now (epoch ms), then per school: its requests, its number of keys, and that many
+// pairs of key id and requests. Returns per school the count after its requests and the
+// window's ms left; -1, -1 for a school whose counter refused the increment (its requests
+// fail closed, and their usage is counted by the instance instead).
 const CONSUME = `
-local n = redis.call('INCR', KEYS[1])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
+local window, day, now = ARGV[1], ARGV[2], ARGV[3]
+local out = {}
+local a = 4
+for i = 2, #KEYS do
+  local keys = tonumber(ARGV[a + 1])
+  local n = redis.pcall('INCRBY', KEYS[i], ARGV[a])
+  if type(n) == 'number' then
+    local ttl = redis.call('PTTL', KEYS[i])
+    if ttl < 0 then
+      redis.call('PEXPIRE', KEYS[i], window)
+      ttl = tonumber(window)
+    end
+    for j = a + 2, a + 2 * keys, 2 do
+      redis.call('HINCRBY', KEYS[1], 'c|' .. ARGV[j] .. '|' .. day, ARGV[j + 1])
+      redis.call('HSET', KEYS[1], 't|' .. ARGV[j], now)
+    end
+    out[#out + 1] = n
+    out[#out + 1] = ttl
+  else
+    out[#out + 1] = -1
+    out[#out + 1] = -1
+  end
+  a = a + 2 + 2 * keys
 end
-if ARGV[2] then
-  redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
-  redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-end
-return {n, ttl}
+return out
 `;
 
 // A request's usage without a rate-limit check (402).
@@ -55,9 +73,18 @@ end
 return out
 `;
 
-type ConsumeFn = (key: string, usage: string, windowMs: number, countField?: string, timeField?: string, now?: number) => Promise<[number, number]>;
+type ConsumeFn = (keyCount: number, ...keysThenArgs: (string | number)[]) => Promise<number[]>;
 type RecordFn = (key: string, countField: string, timeField: string, now: number) => Promise<number>;
 type ClaimFn = (pending: string, claimed: string, batch: string, id: string, leaseMs: number) => Promise<string[]>;
+
+/** A school's checks asked for in one turn, in the order they came, and its keys' requests among them. */
+interface SchoolChecks {
+  waiting: { limit: number; resolve(decision: RateLimitDecision): void; reject(err: unknown): void }[];
+  keys: Map<string, number>;
+}
+
+/** Schools per script call at most; more in one turn go out in further calls at once. */
+const MAX_SCHOOLS_PER_CALL = 500;
 
 /** Counters in Redis, shared by every API instance. Fails closed within `timeoutMs`. */
 export class RedisRateLimiter implements RateLimiter {
@@ -66,6 +93,9 @@ export class RedisRateLimiter implements RateLimiter {
   private queue = queueKeys('none');
   /** Shared by every request that arrives while the connection is (re)established. */
   private connecting: Promise<void> | null = null;
+  /** The checks asked for in this turn of the event loop, by school: sent together at its end. */
+  private asked = new Map<string, SchoolChecks>();
+  private scheduled = false;
 
   constructor(url: string, private readonly timeoutMs: number) {
     // Loaded when Redis is configured: a process on the in-memory limiter never loads the client.
@@ -81,7 +111,8 @@ export class RedisRateLimiter implements RateLimiter {
       lazyConnect: false,
     });
     redis.on('error', () => undefined);
-    redis.defineCommand('sdConsume', { numberOfKeys: 2, lua: CONSUME });
+    // The number of keys varies (one counter per school of the turn): given with each call.
+    redis.defineCommand('sdConsume', { lua: CONSUME });
     redis.defineCommand('sdRecord', { numberOfKeys: 1, lua: RECORD });
     redis.defineCommand('sdClaim', { numberOfKeys: 3, lua: CLAIM });
     this.redis = redis as Redis & { sdConsume: ConsumeFn; sdRecord: RecordFn; sdClaim: ClaimFn };
@@ -131,28 +162,70 @@ export class RedisRateLimiter implements RateLimiter {
     return Promise.race([this.connecting, timeout]).finally(() => clearTimeout(timer));
   }
 
-  async consume(schoolId: string, limit: number, keyId?: string): Promise<RateLimitDecision> {
-    let reply: [number, number];
+  /**
+   * The checks of one turn go out in one script call at its end (setImmediate), as the key
+   * lookups of a turn do: each request gets its own place in its school's count, so the
+   * limit is as exact as with a call per request.
+   */
+  consume(schoolId: string, limit: number, keyId?: string): Promise<RateLimitDecision> {
+    return new Promise((resolve, reject) => {
+      let school = this.asked.get(schoolId);
+      if (school === undefined) this.asked.set(schoolId, (school = { waiting: [], keys: new Map() }));
+      school.waiting.push({ limit, resolve, reject });
+      if (keyId !== undefined) school.keys.set(keyId, (school.keys.get(keyId) ?? 0) + 1);
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.sendChecks);
+      }
+    });
+  }
+
+  private readonly sendChecks = (): void => {
+    this.scheduled = false;
+    const asked = [...this.asked];
+    this.asked = new Map();
+    for (let i = 0; i < asked.length; i += MAX_SCHOOLS_PER_CALL) void this.check(asked.slice(i, i + MAX_SCHOOLS_PER_CALL));
+  };
+
+  private async check(schools: [string, SchoolChecks][]): Promise<void> {
+    let reply: number[];
     try {
       await this.whenReady();
-      const rl = `school-data:rl:{${schoolId}}`;
-      if (keyId === undefined) reply = await this.redis.sdConsume(rl, this.queue.pending, WINDOW_SECONDS * 1000);
-      else {
-        const now = Date.now();
-        reply = await this.redis.sdConsume(rl, this.queue.pending, WINDOW_SECONDS * 1000, `c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now);
+      const now = Date.now();
+      const keys: string[] = [this.queue.pending];
+      const args: (string | number)[] = [WINDOW_SECONDS * 1000, utcDay(now), now];
+      for (const [schoolId, school] of schools) {
+        keys.push(`school-data:rl:{${schoolId}}`);
+        args.push(school.waiting.length, school.keys.size);
+        for (const [keyId, n] of school.keys) args.push(keyId, n);
       }
+      reply = await this.redis.sdConsume(keys.length, ...keys, ...args);
     } catch (err) {
-      throw new RateLimiterUnavailable('rate-limit service did not answer', { cause: err });
+      const failed = new RateLimiterUnavailable('rate-limit service did not answer', { cause: err });
+      for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
+      return;
     }
-    const [count, msLeft] = Array.isArray(reply) ? reply : [];
-    if (!Number.isSafeInteger(count) || !Number.isSafeInteger(msLeft)) {
+    if (!Array.isArray(reply) || reply.length !== 2 * schools.length || !reply.every(Number.isSafeInteger)) {
       // A reply of the wrong shape means the connection can no longer be trusted to pair
       // replies with commands (e.g. after timeouts on a slow link): fail closed and start
       // a fresh connection.
       this.redis.disconnect(true);
-      throw new RateLimiterUnavailable('rate-limit service gave an unexpected reply');
+      const failed = new RateLimiterUnavailable('rate-limit service gave an unexpected reply');
+      for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
+      return;
     }
-    return decide(count!, limit, msLeft!);
+    schools.forEach(([, school], i) => {
+      const count = reply[2 * i]!;
+      const msLeft = reply[2 * i + 1]!;
+      if (count < 0) {
+        const failed = new RateLimiterUnavailable('rate-limit service refused the count');
+        for (const w of school.waiting) w.reject(failed);
+        return;
+      }
+      // The school's requests of this call are the last `waiting.length` of its count, in the order they came.
+      const first = count - school.waiting.length + 1;
+      school.waiting.forEach((w, j) => w.resolve(decide(first + j, w.limit, msLeft)));
+    });
   }
 
   async ready(timeoutMs: number): Promise<boolean> {
