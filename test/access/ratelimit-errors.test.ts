@@ -4,26 +4,18 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { RateLimiterUnavailable } from '../../src/access/ratelimit/index.js';
-import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
-import { PrivateRedis } from '../helpers/redis.js';
+import type { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
+import { privateLimiter } from '../helpers/redis.js';
 
 describe('Redis answering with errors', () => {
-  let redis: PrivateRedis;
   let admin: Redis;
   let limiter: RedisRateLimiter;
+  let close: () => Promise<void>;
 
-  before(async () => {
-    redis = await PrivateRedis.start();
-    admin = new Redis(redis.url);
-    limiter = new RedisRateLimiter(redis.url, 250);
-  });
-  after(async () => {
-    await limiter.close();
-    admin.disconnect();
-    await redis.stop();
-  });
+  before(async () => ({ admin, limiter, close } = await privateLimiter(250)));
+  after(() => close());
 
   it('fails closed while writes are refused, and recovers when they are accepted again', async () => {
     assert.equal((await limiter.consume('err-school', 10)).allowed, true);

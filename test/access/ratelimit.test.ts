@@ -10,11 +10,11 @@ import { after, before, describe, it } from 'node:test';
 import { MemoryRateLimiter } from '../../src/access/ratelimit/memory.js';
 import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
 import { RateLimiterUnavailable, type RateLimiter } from '../../src/access/ratelimit/index.js';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { PrivateRedis } from '../helpers/redis.js';
+import { PrivateRedis, privateLimiter } from '../helpers/redis.js';
 import { createTestStore } from '../helpers/store.js';
 import { randomBytes } from 'node:crypto';
 
@@ -148,21 +148,15 @@ describe('plan limits through the API', () => {
 });
 
 describe('Redis: the checks of one turn in one call', () => {
-  let redis: PrivateRedis;
   let admin: Redis;
   let limiter: RedisRateLimiter;
+  let close: () => Promise<void>;
 
   before(async () => {
-    redis = await PrivateRedis.start();
-    admin = new Redis(redis.url);
-    limiter = new RedisRateLimiter(redis.url, 2000);
+    ({ admin, limiter, close } = await privateLimiter(2000));
     await limiter.consume(fresh('warm'), 1);
   });
-  after(async () => {
-    await limiter.close();
-    admin.disconnect();
-    await redis.stop();
-  });
+  after(() => close());
 
   const scriptCalls = async () => {
     const stats = await admin.info('commandstats');

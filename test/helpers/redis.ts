@@ -4,6 +4,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { Redis } from 'ioredis';
+import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
 
 /**
  * Ports tests choose for servers they start (and may restart on the same port): below the
@@ -81,4 +83,28 @@ export class PrivateRedis {
   resume(): void {
     this.child?.kill('SIGCONT');
   }
+}
+
+/** A private redis-server, a limiter on it, and a plain client for the test to look at it and meddle with it. */
+export interface PrivateLimiter {
+  redis: PrivateRedis;
+  admin: Redis;
+  limiter: RedisRateLimiter;
+  close: () => Promise<void>;
+}
+
+export async function privateLimiter(timeoutMs: number): Promise<PrivateLimiter> {
+  const redis = await PrivateRedis.start();
+  const admin = new Redis(redis.url);
+  const limiter = new RedisRateLimiter(redis.url, timeoutMs);
+  return {
+    redis,
+    admin,
+    limiter,
+    close: async () => {
+      await limiter.close();
+      admin.disconnect();
+      await redis.stop();
+    },
+  };
 }
