@@ -36,11 +36,55 @@ export const REQUEST_LOG_FLUSH_MS = 5000;
 /** Rows per insert statement of the request log. */
 const INSERT_CHUNK = 500;
 
+/**
+ * A key's requests waiting for the request log's write: the last KEY_REQUESTS_KEPT, in a
+ * ring of columns written in place. Logging a request keeps no object of its own: a list
+ * of entry objects kept the garbage collector busy at the API's rates (docs/performance.md,
+ * "The request log's entries").
+ */
+class WaitingRequests {
+  private readonly at = new Float64Array(KEY_REQUESTS_KEPT);
+  private readonly durationMs = new Float64Array(KEY_REQUESTS_KEPT);
+  private readonly status = new Uint16Array(KEY_REQUESTS_KEPT);
+  private readonly method: string[] = new Array<string>(KEY_REQUESTS_KEPT).fill('');
+  private readonly target: string[] = new Array<string>(KEY_REQUESTS_KEPT).fill('');
+  private readonly requestId: string[] = new Array<string>(KEY_REQUESTS_KEPT).fill('');
+  private readonly address: string[] = new Array<string>(KEY_REQUESTS_KEPT).fill('');
+  /** Requests added, of which the ring holds the last KEY_REQUESTS_KEPT. */
+  private added = 0;
+
+  add(r: KeyRequest): void {
+    const i = this.added % KEY_REQUESTS_KEPT;
+    this.added++;
+    this.at[i] = r.at;
+    this.durationMs[i] = r.durationMs;
+    this.status[i] = r.status;
+    this.method[i] = r.method;
+    this.target[i] = r.target;
+    this.requestId[i] = r.requestId;
+    this.address[i] = r.address;
+  }
+
+  /** The requests held, oldest first. */
+  list(keyId: string): KeyRequest[] {
+    const held = Math.min(this.added, KEY_REQUESTS_KEPT);
+    const list: KeyRequest[] = [];
+    for (let n = this.added - held; n < this.added; n++) {
+      const i = n % KEY_REQUESTS_KEPT;
+      list.push({
+        keyId, at: this.at[i]!, method: this.method[i]!, target: this.target[i]!, status: this.status[i]!,
+        requestId: this.requestId[i]!, address: this.address[i]!, durationMs: this.durationMs[i]!,
+      });
+    }
+    return list;
+  }
+}
+
 export class UsageRecorder {
   /** Whether flushes fail: logged when they start failing and when they succeed again, not at every retry (src/ops/dependency.ts). */
   private readonly flushes: DependencyState;
   private pending = new Map<string, KeyUsage>();
-  private requests = new Map<string, KeyRequest[]>();
+  private requests = new Map<string, WaitingRequests>();
   private timer: NodeJS.Timeout | null;
   private flushing: Promise<void> | null = null;
   private prunedAt = 0;
@@ -81,12 +125,12 @@ export class UsageRecorder {
 
   /** Notes an answered request of a key for its request log; only the last KEY_REQUESTS_KEPT per key wait for the flush. */
   logRequest(request: KeyRequest): void {
-    const list = this.requests.get(request.keyId);
-    if (list === undefined) this.requests.set(request.keyId, [request]);
-    else {
-      list.push(request);
-      if (list.length >= 2 * KEY_REQUESTS_KEPT) list.splice(0, list.length - KEY_REQUESTS_KEPT);
+    let waiting = this.requests.get(request.keyId);
+    if (waiting === undefined) {
+      waiting = new WaitingRequests();
+      this.requests.set(request.keyId, waiting);
     }
+    waiting.add(request);
   }
 
   /** Writes what is pending. Concurrent calls share one write. */
@@ -148,7 +192,7 @@ export class UsageRecorder {
     if (this.requests.size === 0) return;
     const batch = this.requests;
     this.requests = new Map();
-    const newest = [...batch.values()].map((list) => list.slice(-KEY_REQUESTS_KEPT));
+    const newest = [...batch].map(([keyId, waiting]) => waiting.list(keyId));
     try {
       await this.db.transaction().execute(async (trx) => {
         const counts = newest.map((list) => ({ key_id: list[0]!.keyId, next: list.length }));
@@ -172,7 +216,11 @@ export class UsageRecorder {
         await overwriteSlots(trx, rows);
       });
     } catch (err) {
-      for (const [keyId, list] of batch) for (const r of list) this.logRequest({ ...r, keyId });
+      // Kept for the next write, ahead of what was logged meanwhile.
+      const meanwhile = this.requests;
+      this.requests = new Map();
+      for (const list of newest) for (const r of list) this.logRequest(r);
+      for (const [keyId, waiting] of meanwhile) for (const r of waiting.list(keyId)) this.logRequest(r);
       throw err;
     }
   }

@@ -1,0 +1,83 @@
+/**
+ * The per-key request log between requests and the store: the recorder keeps each key's
+ * last 100 requests until its write, and a write that fails keeps them, ahead of the
+ * requests logged meanwhile. On the real store (SQLite, or PostgreSQL when DATABASE_URL
+ * is set); the write is made to fail by moving the log's table away. Only on PostgreSQL
+ * does the write wait for the server, so only there are requests logged while it fails.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import pino from 'pino';
+import { UsageRecorder } from '../../src/access/usage.js';
+import { keyRequests } from '../../src/management/key-activity.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+import { seedWorld, type World } from '../helpers/world.js';
+
+describe('the request log on its way to the store', () => {
+  let store: TestStore;
+  let w: World;
+  const t0 = Date.parse('2026-11-20T10:00:00Z');
+
+  before(async () => {
+    store = await createTestStore();
+    w = await seedWorld(store.db);
+  });
+  after(async () => {
+    await store.close();
+  });
+
+  /** Logs requests number `from` to `to` of school A's key, one millisecond apart. */
+  function logRange(recorder: UsageRecorder, from: number, to: number): void {
+    for (let n = from; n <= to; n++) {
+      recorder.logRequest({
+        keyId: w.a.keyId, at: t0 + n, method: 'GET', target: `/api/public/v1/students?n=${n}`, status: n % 7 === 0 ? 429 : 200,
+        requestId: `req-${String(n).padStart(4, '0')}`, address: '192.0.2.7', durationMs: n / 10,
+      });
+    }
+  }
+
+  async function loggedNumbers(): Promise<number[]> {
+    const entries = await keyRequests(store.db, w.a.id, w.a.keyId);
+    return entries.map((e) => Number(new URL(e.target, 'https://x').searchParams.get('n'))).sort((a, b) => a - b);
+  }
+
+  const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+  it('writes the last 100 requests of a key, each as it was logged', async () => {
+    const recorder = new UsageRecorder(store.db, pino({ level: 'silent' }), 60_000);
+    try {
+      logRange(recorder, 1, 150);
+      await recorder.flush();
+      assert.deepEqual(await loggedNumbers(), range(51, 150));
+      const [entry] = await keyRequests(store.db, w.a.id, w.a.keyId);
+      assert.deepEqual(entry, {
+        at: '2026-11-20T10:00:00Z', method: 'GET', target: '/api/public/v1/students?n=150', status: 200,
+        request_id: 'req-0150', address: '192.0.2.7', duration_ms: 15,
+      });
+    } finally {
+      await recorder.close();
+    }
+  });
+
+  it('a failed write is retried before what came after it, and only the newest 100 are kept', async () => {
+    const recorder = new UsageRecorder(store.db, pino({ level: 'silent' }), 60_000);
+    try {
+      await sql`alter table key_requests rename to key_requests_away`.execute(store.db);
+      try {
+        logRange(recorder, 301, 380);
+        const failing = recorder.flush();
+        // On PostgreSQL the write waits for the server by now: these are logged while it fails.
+        await new Promise((r) => setImmediate(r));
+        logRange(recorder, 381, 410);
+        await failing;
+      } finally {
+        await sql`alter table key_requests_away rename to key_requests`.execute(store.db);
+      }
+      await recorder.close();
+      assert.deepEqual(await loggedNumbers(), range(311, 410));
+    } finally {
+      await recorder.close();
+    }
+  });
+});
