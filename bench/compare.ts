@@ -43,6 +43,9 @@ const USAGE = `usage: npm run bench:compare -- --before DIR [options]
                      not-modified runs on this checkout only (its entity tags are this build's)
   --profile          both servers under --cpu-prof: each side's self time per request by area and the top
                      functions (every request sent to a side counted, warm-ups included)
+  --node-args="A B"  flags for both servers' command line, after their NODE_OPTIONS ("${SERVER_NODE_OPTIONS}"):
+                     for those NODE_OPTIONS refuses, e.g. --node-args="--trace-gc --min-semi-space-size=8"
+  --logs DIR         keep both servers' output there (after.log, before.log), e.g. with --node-args=--trace-gc
   --label TEXT       added to the report's name
   --out DIR          where reports go (default bench/results/compare)
 
@@ -115,6 +118,8 @@ function parse(argv: string[]) {
       connections: { type: 'string' },
       scenarios: { type: 'string' },
       label: { type: 'string' },
+      'node-args': { type: 'string' },
+      logs: { type: 'string' },
       profile: { type: 'boolean' },
       out: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -140,6 +145,8 @@ function parse(argv: string[]) {
     connections: numberOption(values.connections, DEFAULT_CONNECTIONS, 'connections', 1, 1000),
     scenarios: names.map((n) => SCENARIOS.find((s) => s.name === n)!),
     label: values.label ?? '',
+    nodeArgs: (values['node-args'] ?? '').split(/\s+/).filter(Boolean),
+    logs: values.logs === undefined ? null : path.resolve(values.logs),
     profile: values.profile ?? false,
     out: values.out ?? path.join(ROOT, 'bench/results/compare'),
   };
@@ -157,7 +164,7 @@ async function serve(o: Options, loc: DatasetLocation, root: string, redisUrl: s
   const [port, cabinetPort] = [await freePort(), await freePort()];
   const env = serverEnv(loc, port, cabinetPort, { logLevel: 'info', responseCacheMb: o.responseCacheMb, nodeOptions: SERVER_NODE_OPTIONS }, redisUrl);
   if (redisUrl === undefined) delete env.REDIS_URL;
-  const server = await startApiServer({ env, metricsUrl: `https://127.0.0.1:${cabinetPort}/metrics`, workers: 1, logFile, root, cpuProfileDir });
+  const server = await startApiServer({ env, metricsUrl: `https://127.0.0.1:${cabinetPort}/metrics`, workers: 1, logFile, root, cpuProfileDir, nodeArgs: o.nodeArgs });
   return { server, ca: fs.readFileSync(selfSignedPaths(loc.dataDir).cert, 'utf8') };
 }
 
@@ -201,7 +208,8 @@ function markdown(o: Options, results: ScenarioResult[], head: Record<string, un
     `# before/after: ${String(head.store)} + ${String(head.limiter)}, stored answers ${o.responseCacheMb} MiB`,
     '',
     `${String(head.date)}; before ${String(head.beforeCommit)}, after ${String(head.afterCommit)}; scale ${o.scale}; ${o.rounds} rounds of ${o.seconds} s per build (${o.warmup} s warm-up each), alternating; ` +
-      `${o.connections} connections; load average ${String(head.loadRange)}; ${String(head.cpu)}, Node ${process.version}.`,
+      `${o.connections} connections; load average ${String(head.loadRange)}; ${String(head.cpu)}, Node ${process.version}` +
+      `${o.nodeArgs.length > 0 ? `; both servers started with ${o.nodeArgs.join(' ')}` : ''}.`,
     '',
     'Medians, with the spread over the rounds in brackets. CPU µs/req: the server process\'s user + system CPU per answered request. ' +
       'after/before: per round, after\'s figure over before\'s measured next to it (CPU: below 1.05 is within 5 %; req/s: above 0.95).',
@@ -371,6 +379,10 @@ async function main(): Promise<number> {
       const keep = (side: Side) => path.join(afterLoc.dataDir, '..', `compare-${side}.cpuprofile`);
       profiled = { before: profileOf(profiles.before!, sent.before, keep('before')), after: profileOf(profiles.after!, sent.after, keep('after')) };
     }
+    if (o.logs !== null) {
+      fs.mkdirSync(o.logs, { recursive: true });
+      for (const side of ['after', 'before'] as const) fs.copyFileSync(path.join(work, `${side}.log`), path.join(o.logs, `${side}.log`));
+    }
     fs.rmSync(work, { recursive: true, force: true });
   }
 
@@ -389,7 +401,7 @@ async function main(): Promise<number> {
   const name = [date, head.store, head.limiter, `scale${scaleTag(o.scale)}`, o.responseCacheMb !== serviceSettings.responseCacheMb.default ? `stored${o.responseCacheMb}mb` : '', o.label].filter(Boolean).join('-');
   fs.mkdirSync(o.out, { recursive: true });
   fs.writeFileSync(path.join(o.out, `${name}.md`), md);
-  fs.writeFileSync(path.join(o.out, `${name}.json`), `${JSON.stringify({ ...head, profiled, options: { ...o, before: path.basename(o.before), beforeDatabaseUrl: undefined, beforeRedisUrl: undefined, out: undefined, scenarios: o.scenarios.map((s) => s.name) }, results }, null, 1)}\n`);
+  fs.writeFileSync(path.join(o.out, `${name}.json`), `${JSON.stringify({ ...head, profiled, options: { ...o, before: path.basename(o.before), beforeDatabaseUrl: undefined, beforeRedisUrl: undefined, out: undefined, logs: undefined, scenarios: o.scenarios.map((s) => s.name) }, results }, null, 1)}\n`);
   console.log(md);
   say(`written: ${path.relative(ROOT, path.join(o.out, `${name}.md`))}`);
   return 0;

@@ -80,6 +80,8 @@ export interface ApiServerOptions {
   metricsUrl: string;
   /** With a directory, the server runs under --cpu-prof and writes its profile there on exit. */
   cpuProfileDir?: string | undefined;
+  /** Node.js and V8 flags for the server's command line, after NODE_OPTIONS (for those it refuses, such as --trace-gc). */
+  nodeArgs?: readonly string[];
   /** The checkout whose built CLI serves (default this one; a comparison starts another's). */
   root?: string;
 }
@@ -102,7 +104,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   const log = fs.openSync(options.logFile, 'w');
   fs.closeSync(log);
   const out = fs.openSync(options.logFile, 'a');
-  const nodeArgs = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : [];
+  const nodeArgs = [...(options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : []), ...(options.nodeArgs ?? [])];
   const child = spawn(process.execPath, [...nodeArgs, path.join(options.root ?? ROOT, 'bin/school-data.js'), 'serve', '--json', '--workers', String(options.workers)], {
     env: options.env,
     stdio: ['ignore', out, out],
