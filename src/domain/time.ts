@@ -15,6 +15,17 @@ export function nowTimestamp(): string {
   return formatTimestamp(Date.now());
 }
 
+/**
+ * Date.UTC for every year of the four-digit range: Date.UTC reads the years 0-99 as
+ * 1900-1999. Months from 0; days and hours may overflow as with Date.UTC.
+ */
+export function utcMs(year: number, month: number, day: number, hour = 0, minute = 0, second = 0): number {
+  if (year >= 100) return Date.UTC(year, month, day, hour, minute, second);
+  const at = new Date(0);
+  at.setUTCFullYear(year, month, day);
+  return at.setUTCHours(hour, minute, second, 0);
+}
+
 const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 function validYmd(y: number, m: number, d: number): boolean {
@@ -50,7 +61,7 @@ export function parseDateTime(text: string): number | null {
     const h = twoDigits(text, 11);
     const mi = twoDigits(text, 14);
     const s = twoDigits(text, 17);
-    return validYmd(y, mo, d) && h <= 23 && mi <= 59 && s <= 59 ? Date.UTC(y, mo - 1, d, h, mi, s) : null;
+    return validYmd(y, mo, d) && h <= 23 && mi <= 59 && s <= 59 ? utcMs(y, mo - 1, d, h, mi, s) : null;
   }
   const m = DATE_TIME.exec(text);
   if (!m) return null;
@@ -64,7 +75,7 @@ export function parseDateTime(text: string): number | null {
     offsetMin = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
   }
   const fraction = m[7] ? Number(`0${m[7]}`) * 1000 : 0;
-  return Date.UTC(y, mo - 1, d, h, mi, s) + fraction - offsetMin * 60_000;
+  return utcMs(y, mo - 1, d, h, mi, s) + fraction - offsetMin * 60_000;
 }
 
 /** A timestamp from the import format: an RFC 3339 date-time, normalised to UTC whole seconds. */
@@ -89,6 +100,7 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
       hour: 'numeric',
       minute: 'numeric',
       second: 'numeric',
+      era: 'short',
     });
     formatters.set(timeZone, f);
   }
@@ -107,16 +119,20 @@ export function isTimeZone(name: string): boolean {
 /** Offset of `timeZone` from UTC at the instant `epochMs`, in milliseconds. */
 function zoneOffset(timeZone: string, epochMs: number): number {
   const parts = { year: 0, month: 1, day: 1, hour: 0, minute: 0, second: 0 };
+  let beforeCommonEra = false;
   for (const p of formatter(timeZone).formatToParts(new Date(epochMs))) {
     if (p.type in parts) parts[p.type as keyof typeof parts] = Number(p.value);
+    else if (p.type === 'era') beforeCommonEra = p.value === 'BC';
   }
-  const local = Date.UTC(parts.year, parts.month - 1, parts.day, parts.hour, parts.minute, parts.second);
+  // The year 0 is 1 BC to Intl.
+  const year = beforeCommonEra ? 1 - parts.year : parts.year;
+  const local = utcMs(year, parts.month - 1, parts.day, parts.hour, parts.minute, parts.second);
   return local - (epochMs - (((epochMs % 1000) + 1000) % 1000));
 }
 
 /** The instant a local calendar day begins in `timeZone`, as epoch milliseconds. */
 export function startOfLocalDay([y, m, d]: [number, number, number], timeZone: string): number {
-  const wall = Date.UTC(y, m - 1, d);
+  const wall = utcMs(y, m - 1, d);
   const first = wall - zoneOffset(timeZone, wall);
   // A second pass settles days whose offset differs from the guess's (DST changes).
   return wall - zoneOffset(timeZone, first);

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { normaliseTimestamp, parseDateTime } from '../../src/domain/time.js';
+import { localDate, normaliseTimestamp, parseDateTime, startOfLocalDay } from '../../src/domain/time.js';
+import { resolvePeriod } from '../../src/resources/common/period.js';
 
 const digits = (n: number) => fc.array(fc.integer({ min: 0, max: 9 }), { minLength: n, maxLength: n }).map((d) => d.join(''));
 /** Any digits in the stored form's places: impossible months, days and hours included. */
@@ -45,5 +46,29 @@ describe('timestamps in the stored form', () => {
     assert.equal(normaliseTimestamp('2026-11-26t08:00:00z'), '2026-11-26T08:00:00Z');
     assert.equal(normaliseTimestamp('2026-11-26T08:00:00.500Z'), null);
     assert.equal(normaliseTimestamp('٢٠٢٦-11-26T08:00:00Z'), null);
+  });
+});
+
+describe('the years 0-99', () => {
+  // Date.UTC reads them as 1900-1999; ISO text is read with its four digits by Date.parse.
+  it('are read as written, in every form', () => {
+    fc.assert(
+      fc.property(storedForm, (text) => {
+        const valid = parseDateTime(text);
+        if (valid !== null) assert.equal(valid, Date.parse(text), text);
+      }),
+      { numRuns: 20_000 },
+    );
+    assert.equal(parseDateTime('0050-06-15T12:00:00Z'), Date.parse('0050-06-15T12:00:00Z'));
+    assert.equal(normaliseTimestamp('0050-01-01T00:00:00+03:00'), '0049-12-31T21:00:00Z');
+    assert.equal(normaliseTimestamp('0000-03-01T01:00:00+03:00'), '0000-02-29T22:00:00Z');
+  });
+
+  it('as local days and periods', () => {
+    assert.equal(startOfLocalDay([50, 1, 1], 'UTC'), Date.parse('0050-01-01T00:00:00Z'));
+    assert.equal(startOfLocalDay([0, 1, 1], 'UTC'), Date.parse('0000-01-01T00:00:00Z'));
+    assert.equal(localDate(Date.parse('0099-12-31T23:00:00Z'), 'Asia/Tokyo'), '0100-01-01');
+    assert.equal(localDate(Date.parse('0000-01-01T12:00:00Z'), 'UTC'), '0000-01-01');
+    assert.deepEqual(resolvePeriod('0099-01-01', '0099-12-31', 'UTC'), { from: '0099-01-01T00:00:00Z', until: '0100-01-01T00:00:00Z' });
   });
 });
