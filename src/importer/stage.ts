@@ -88,7 +88,10 @@ export class Stage {
       for (const row of rows) errors.add({ array, index: Number(row.idx), field: 'id', reason: `repeats the id "${row.id as string}" of ${array}[${Number(row.first)}]` });
       // Neither store analyzes temporary tables by itself: without statistics, the merge's
       // joins would be planned blind (SQLite walked a whole list to meet a few staged rows).
-      await this.conn.run(sql`analyze ${sql.table(stageTable(array))}`.compile(this.conn.db));
+      // The joins are on the id: on PostgreSQL only its column is sampled; the rows' text
+      // is not worth its cost (docs/performance.md, "Imports").
+      const columns = this.conn.dialect === 'postgres' ? sql` (id)` : sql``;
+      await this.conn.run(sql`analyze ${sql.table(stageTable(array))}${columns}`.compile(this.conn.db));
     }
   }
 
