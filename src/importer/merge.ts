@@ -17,7 +17,7 @@ import { appendPositions, isListTable, itemOf, placeChanges, PLACE_AT_MOST } fro
 import { ROW_COLUMNS } from './rows.js';
 import type { Sql } from './run.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
-import { goneTable, stageTable } from './stage.js';
+import { goneTable, MERGED_COLUMNS, stageTable } from './stage.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tables are chosen at run time
 type Untyped = Kysely<any>;
@@ -118,7 +118,8 @@ export class Merge {
     const list = isListTable(array) ? array : null;
     if (list) await this.noteMoves(list);
 
-    const set = sql.join([...columns, ...(list ? ['item'] : [])].map((c) => sql`${sql.ref(c)} = s.${sql.ref(c)}`));
+    const merged = MERGED_COLUMNS[array] ?? [];
+    const set = sql.join([...columns, ...merged, ...(list ? ['item'] : [])].map((c) => sql`${sql.ref(c)} = s.${sql.ref(c)}`));
     // A row whose order column changes leaves its place: -1 until placeChanges gives it one.
     const order = list ? sql.ref(LIST_MODELS[list].order) : null;
     const leaves = list ? sql`, pos = case when ${table}.${order} <> s.${order} then -1 else ${table}.pos end` : sql``;
@@ -129,7 +130,7 @@ export class Merge {
     );
     this.counts.updated += updated.changed;
 
-    const all = ['school_id', 'id', ...columns];
+    const all = ['school_id', 'id', ...columns, ...merged];
     const absent = sql`not exists (select 1 from ${table} r where r.school_id = ${this.schoolId} and r.id = s.id)`;
     if (!list) {
       const inserted = await this.q.run(
@@ -236,10 +237,44 @@ export class Merge {
   }
 
   /**
+   * Before the contracts are written: each staged contract's balance as it will be once the
+   * import is merged (the file's payments, and the school's that the file neither imports
+   * nor deletes), and its item made with it, so a contract is written once.
+   */
+  async prepareContracts(): Promise<void> {
+    const stage = sql.table(stageTable('contracts'));
+    const stagedPayments = sql.table(stageTable('payments'));
+    await this.q.run(
+      sql`update ${stage} set paid_minor = b.paid
+            from (select c.id, coalesce(sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end), 0) as paid
+                    from ${stage} c
+                    left join (select s.contract_id, s.kind, s.amount_minor from ${stagedPayments} s
+                               union all
+                               select p.contract_id, p.kind, p.amount_minor from payments p
+                                where p.school_id = ${this.schoolId} and p.contract_id in (select id from ${stage})
+                                  and not exists (select 1 from ${stagedPayments} s where s.id = p.id)
+                                  and not exists (select 1 from ${sql.table(goneTable('payments'))} g where g.id = p.id)) p
+                      on p.contract_id = c.id
+                   group by c.id) b
+           where ${stage}.id = b.id`.compile(this.q.db),
+    );
+    const columns = sql.join([...ROW_COLUMNS.contracts, 'paid_minor'].map((c) => sql.ref(c)));
+    let after = '';
+    for (;;) {
+      const { rows } = await this.q.run(sql`select ${columns} from ${stage} where id > ${after} order by id limit ${BALANCE_BATCH}`.compile(this.q.db));
+      if (rows.length === 0) return;
+      const values = rows.map((row) => sql`(${row.id}, ${itemOf('contracts', { ...row, paid_minor: Number(row.paid_minor) })})`);
+      await this.q.run(sql`with v(id, item) as (values ${sql.join(values)}) update ${stage} set item = v.item from v where ${stage}.id = v.id`.compile(this.q.db));
+      if (rows.length < BALANCE_BATCH) return;
+      after = rows[rows.length - 1]!.id as string;
+    }
+  }
+
+  /**
    * contracts.paid_minor = payments minus refunds, for the contracts the import touched;
    * a contract whose balance moved has changed too (its item shows paid and debt). Each
-   * such contract, and each the import wrote, gets its balance and item in one write.
-   * Returns how many balances moved.
+   * such contract gets its balance and item in one write (those the import wrote were
+   * written with theirs: prepareContracts). Returns how many balances moved.
    */
   async recomputeBalances(): Promise<number> {
     await this.q.run(sql`create temp table balances (id text primary key, paid bigint not null)`.compile(this.q.db));
@@ -262,13 +297,13 @@ export class Merge {
         sql`select * from contracts where school_id = ${this.schoolId} and id in (${sql.join([...paid.keys()])})`.compile(this.q.db),
       );
       const values = rows
-        .filter((row) => Number(row.paid_minor) !== paid.get(row.id as string) || Number(row.change_seq) === this.seq)
+        .filter((row) => Number(row.paid_minor) !== paid.get(row.id as string))
         .map((row) => {
           const balance = paid.get(row.id as string)!;
-          if (Number(row.paid_minor) !== balance) moved += 1;
           const item = itemOf('contracts', { ...row, paid_minor: balance });
           return sql`(${row.id}, cast(${balance} as bigint), ${item})`;
         });
+      moved += values.length;
       if (values.length > 0) {
         await this.q.run(
           sql`with v(id, paid, item) as (values ${sql.join(values)})

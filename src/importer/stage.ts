@@ -15,6 +15,12 @@ import { ARRAY_NAMES, type ArrayName } from './schema.js';
 export const stageTable = (array: ArrayName): string => `stage_${array}`;
 export const goneTable = (array: ArrayName): string => `gone_${array}`;
 
+/**
+ * Columns of a staged row that the merge fills in before writing it, from more than the
+ * file's record: a contract's balance, from the payments (Merge.prepareContracts).
+ */
+export const MERGED_COLUMNS: Partial<Record<ArrayName, readonly string[]>> = { contracts: ['paid_minor'] };
+
 /** The staged columns of an array: its index in the file, the row, and a list's item. */
 export function stagedColumns(array: ArrayName): string[] {
   return ['idx', ...ROW_COLUMNS[array], ...(isListTable(array) ? ['item'] : [])];
@@ -34,7 +40,7 @@ export class Stage {
 
   async create(): Promise<void> {
     const statements = ARRAY_NAMES.flatMap((array) => {
-      const columns = stagedColumns(array).slice(1).map((c) => sql.ref(c));
+      const columns = [...stagedColumns(array).slice(1), ...(MERGED_COLUMNS[array] ?? [])].map((c) => sql.ref(c));
       return [
         sql`create temp table ${sql.table(stageTable(array))} as select cast(0 as integer) as idx, ${sql.join(columns)} from ${sql.table(array)} where 1 = 0`.compile(this.conn.db),
         sql`create temp table ${sql.table(goneTable(array))} (id text primary key, idx integer)`.compile(this.conn.db),

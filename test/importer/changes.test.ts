@@ -71,6 +71,41 @@ describe('importer: deletions and the change log', () => {
     assert.equal(result.changes, 3);
   });
 
+  it('writes a contract once, with its balance, when its record and its payments change together', async () => {
+    const school = await addSchool(store.db);
+    const contract = async (id: string) => {
+      const row = await store.db.selectFrom('contracts').select(['paid_minor', 'item', 'change_seq']).where('school_id', '=', school).where('id', '=', id).executeTakeFirstOrThrow();
+      return { paid: Number(row.paid_minor), shown: (JSON.parse(row.item) as Json).paid, seq: Number(row.change_seq) };
+    };
+    const first = await importData(store.db, school, sampleFile());
+    ok(first);
+    assert.equal(first.changes, Object.values(first.counts).reduce((a, b) => a + b, 0), 'each record once: ct-1 is not counted again for its balance');
+    assert.deepEqual(await contract('ct-1'), { paid: 3450025, shown: '34500.25', seq: 1 });
+
+    // ct-1's record, a payment of it, and a deletion of another, in one file.
+    const file = sampleFile();
+    (file.contracts![0] as Json).number = 'ДОГ-2025-0001/1';
+    (file.payments![0] as Json).amount = '21000.00';
+    file.payments = file.payments!.filter((p) => (p as Json).id !== 'pm-2');
+    const second = await importData(store.db, school, { ...file, deleted: { payments: ['pm-2'] } });
+    ok(second);
+    assert.equal(second.changes, 3, 'ct-1 written once, pm-1 written, pm-2 deleted');
+    assert.deepEqual(await contract('ct-1'), { paid: 2049975, shown: '20499.75', seq: 2 });
+
+    // --replace: the payments the file leaves out (pm-3, pm-4) are gone from ct-1's balance too.
+    (file.contracts![0] as Json).number = 'ДОГ-2025-0001/2';
+    const third = await importData(store.db, school, { contracts: file.contracts, payments: [file.payments[0]!] }, { replace: true });
+    ok(third);
+    assert.equal(third.changes, 3, 'ct-1 written once, pm-3 and pm-4 deleted');
+    assert.deepEqual(await contract('ct-1'), { paid: 2100000, shown: '21000.00', seq: 3 });
+
+    // Only a payment changes: the contract's balance moves, and that is its one change.
+    const fourth = await importData(store.db, school, { payments: [{ ...(file.payments[0] as Json), amount: '22000.00' }] });
+    ok(fourth);
+    assert.equal(fourth.changes, 2, 'pm-1, and ct-1 whose balance moved');
+    assert.deepEqual(await contract('ct-1'), { paid: 2200000, shown: '22000.00', seq: 4 });
+  });
+
   it('deletes the ids of `deleted`, leaves tombstones, and forgets an id it does not have', async () => {
     const school = await addSchool(store.db);
     ok(await importData(store.db, school, sampleFile()));
