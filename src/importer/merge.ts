@@ -50,6 +50,8 @@ function differs(db: Kysely<unknown>, array: ArrayName, stored: string, staged: 
 /** Contracts read and written per statement when their balances are made. */
 const BALANCE_BATCH = 500;
 
+/** A contract's balance over the payments joined as `p`: payments minus refunds, 0 for none. */
+const CONTRACT_PAID = sql<number>`coalesce(sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end), 0)`;
 
 export class Merge {
   private readonly vacated: Vacated = new Map();
@@ -246,7 +248,7 @@ export class Merge {
     const stagedPayments = sql.table(stageTable('payments'));
     await this.q.run(
       sql`update ${stage} set paid_minor = b.paid
-            from (select c.id, coalesce(sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end), 0) as paid
+            from (select c.id, ${CONTRACT_PAID} as paid
                     from ${stage} c
                     left join (select s.contract_id, s.kind, s.amount_minor from ${stagedPayments} s
                                union all
@@ -259,12 +261,18 @@ export class Merge {
            where ${stage}.id = b.id`.compile(this.q.db),
     );
     const columns = sql.join([...ROW_COLUMNS.contracts, 'paid_minor'].map((c) => sql.ref(c)));
-    let after = '';
-    for (;;) {
-      const { rows } = await this.q.run(sql`select ${columns} from ${stage} where id > ${after} order by id limit ${BALANCE_BATCH}`.compile(this.q.db));
-      if (rows.length === 0) return;
+    await this.inBatches(sql`select ${columns} from ${stage}`, async (rows) => {
       const values = rows.map((row) => sql`(${row.id}, ${itemOf('contracts', { ...row, paid_minor: Number(row.paid_minor) })})`);
       await this.q.run(sql`with v(id, item) as (values ${sql.join(values)}) update ${stage} set item = v.item from v where ${stage}.id = v.id`.compile(this.q.db));
+    });
+  }
+
+  /** Hands the rows `select` (a select from one table, with an id) reads to `use`, BALANCE_BATCH at a time in id order. */
+  private async inBatches(select: RawBuilder<unknown>, use: (rows: Record<string, unknown>[]) => Promise<void>): Promise<void> {
+    let after = '';
+    for (;;) {
+      const { rows } = await this.q.run(sql`${select} where id > ${after} order by id limit ${BALANCE_BATCH}`.compile(this.q.db));
+      if (rows.length > 0) await use(rows);
       if (rows.length < BALANCE_BATCH) return;
       after = rows[rows.length - 1]!.id as string;
     }
@@ -280,18 +288,15 @@ export class Merge {
     await this.q.run(sql`create temp table balances (id text primary key, paid bigint not null)`.compile(this.q.db));
     await this.q.run(
       sql`insert into balances (id, paid)
-          select c.id, coalesce(sum(case when p.kind = 'refund' then -p.amount_minor else p.amount_minor end), 0)
+          select c.id, ${CONTRACT_PAID}
             from touched_contracts c left join payments p on p.school_id = ${this.schoolId} and p.contract_id = c.id
            group by c.id`.compile(this.q.db),
     );
-    let after = '';
     let moved = 0;
-    for (;;) {
-      // A batch of the touched contracts in key order, then their rows by key. (Joined whole
-      // and cut by LIMIT, every batch read the school's contracts from its first on
-      // PostgreSQL, or from the batch to the last on SQLite: quadratic in a first import.)
-      const touched = (await this.q.run(sql`select id, paid from balances where id > ${after} order by id limit ${BALANCE_BATCH}`.compile(this.q.db))).rows;
-      if (touched.length === 0) return moved;
+    // A batch of the touched contracts in key order, then their rows by key. (Joined whole
+    // and cut by LIMIT, every batch read the school's contracts from its first on
+    // PostgreSQL, or from the batch to the last on SQLite: quadratic in a first import.)
+    await this.inBatches(sql`select id, paid from balances`, async (touched) => {
       const paid = new Map(touched.map((row) => [row.id as string, Number(row.paid)]));
       const { rows } = await this.q.run(
         sql`select * from contracts where school_id = ${this.schoolId} and id in (${sql.join([...paid.keys()])})`.compile(this.q.db),
@@ -312,9 +317,8 @@ export class Merge {
                where contracts.school_id = ${this.schoolId} and contracts.id = v.id`.compile(this.q.db),
         );
       }
-      if (touched.length < BALANCE_BATCH) return moved;
-      after = touched[touched.length - 1]!.id as string;
-    }
+    });
+    return moved;
   }
 
   async refreshTotals(): Promise<void> {
