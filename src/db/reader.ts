@@ -197,7 +197,14 @@ export class PgReader implements Reader {
       this.names.set(sql, name);
     }
     const result = await this.pool.query({ name, text: sql, values: parameters as unknown[] });
-    return result.rows as R[];
+    // pg's result and its row array are made when the query is sent; under load they often
+    // outlive two young-generation collections while PostgreSQL answers and are promoted.
+    // A promoted array keeps the rows put into it alive, and promotes them too, until the
+    // next full collection, so the rows are moved out of it (docs/performance.md,
+    // "PostgreSQL's rows kept by pg's promoted results").
+    const rows = result.rows.slice();
+    result.rows.length = 0;
+    return rows as R[];
   }
 
   /** The pool belongs to the store, which closes it. */
