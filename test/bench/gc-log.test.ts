@@ -1,0 +1,37 @@
+/**
+ * The reading of V8's `--trace-gc-nvp` lines (bench/gc-log.ts), against what this Node
+ * really prints: a renamed field must fail here, not turn the summary into zeros.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { gcSlices } from '../../bench/gc-log.js';
+
+// Keeps a few MB alive while it allocates more, so that young collections keep part of
+// what they find and promote some of it, and ends with a full collection.
+const PROGRAM = `
+const keep = [];
+for (let round = 0; round < 60; round++) {
+  keep.push(Array.from({ length: 50000 }, (_, i) => ({ i, s: 'x' + i })));
+  if (keep.length > 3) keep.shift();
+}
+globalThis.gc();
+`;
+
+describe('bench: the GC trace summary', () => {
+  it('reads the young and full collections of a real process', () => {
+    const text = execFileSync(process.execPath, ['--trace-gc-nvp', '--expose-gc', '--max-semi-space-size=1', '-e', PROGRAM], { encoding: 'utf8' });
+    const slices = gcSlices(text, 3600);
+    assert.equal(slices.length, 1, text.slice(0, 2000));
+    const [all] = slices;
+    assert.ok(all!.scavenges >= 5, 'no young collections read');
+    assert.ok(all!.fullCollections >= 1, 'no full collection read');
+    assert.ok(all!.survivedPercent > 0 && all!.survivedPercent <= 100, `kept ${all!.survivedPercent} %`);
+    assert.ok(all!.allocatedBytes > 10e6 && all!.promotedBytes > 0 && all!.promotedBytes < all!.allocatedBytes);
+    assert.ok(all!.pauseMs > 0);
+  });
+
+  it('leaves out lines that are not collections', () => {
+    assert.deepEqual(gcSlices('hello\n{"level":30}\n', 1), []);
+  });
+});
