@@ -26,6 +26,12 @@ export function utcMs(year: number, month: number, day: number, hour = 0, minute
   return at.setUTCHours(hour, minute, second, 0);
 }
 
+/** The calendar day after [year, month, day] (months from 1), across month and year ends. */
+export function nextDay([year, month, day]: [number, number, number]): [number, number, number] {
+  const next = new Date(utcMs(year, month - 1, day + 1));
+  return [next.getUTCFullYear(), next.getUTCMonth() + 1, next.getUTCDate()];
+}
+
 const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 function validYmd(y: number, m: number, d: number): boolean {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { localDate, normaliseTimestamp, parseDateTime, startOfLocalDay } from '../../src/domain/time.js';
+import { localDate, nextDay, normaliseTimestamp, parseDateTime, startOfLocalDay } from '../../src/domain/time.js';
 import { resolvePeriod } from '../../src/resources/common/period.js';
 
 const digits = (n: number) => fc.array(fc.integer({ min: 0, max: 9 }), { minLength: n, maxLength: n }).map((d) => d.join(''));
@@ -70,5 +70,22 @@ describe('the years 0-99', () => {
     assert.equal(localDate(Date.parse('0099-12-31T23:00:00Z'), 'Asia/Tokyo'), '0100-01-01');
     assert.equal(localDate(Date.parse('0000-01-01T12:00:00Z'), 'UTC'), '0000-01-01');
     assert.deepEqual(resolvePeriod('0099-01-01', '0099-12-31', 'UTC'), { from: '0099-01-01T00:00:00Z', until: '0100-01-01T00:00:00Z' });
+  });
+});
+
+describe('the next calendar day', () => {
+  const iso = ([y, m, d]: [number, number, number]) => `${String(y).padStart(4, '0')}-${String(m).padStart(2, '0')}-${String(d).padStart(2, '0')}`;
+  it('is 24 hours after the day, across month, leap-day and year ends, years 0-99 included', () => {
+    fc.assert(
+      fc.property(fc.date({ min: new Date(Date.parse('0000-01-01T00:00:00Z')), max: new Date(Date.parse('9998-12-31T00:00:00Z')), noInvalidDate: true }), (at) => {
+        const day = at.toISOString().slice(0, 10);
+        const ymd = day.split('-').map(Number) as [number, number, number];
+        assert.equal(iso(nextDay(ymd)), new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10), day);
+      }),
+      { numRuns: 20_000 },
+    );
+    assert.deepEqual(nextDay([2024, 2, 28]), [2024, 2, 29]);
+    assert.deepEqual(nextDay([2100, 2, 28]), [2100, 3, 1]);
+    assert.deepEqual(nextDay([99, 12, 31]), [100, 1, 1]);
   });
 });

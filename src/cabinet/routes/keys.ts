@@ -8,7 +8,7 @@ import { planLimit } from '../../access/plans.js';
 import { MAX_ALLOW_ENTRIES, parseAllowlist } from '../../domain/addresses.js';
 import { ID } from '../../domain/ids.js';
 import { KEY_SCOPES, type KeyScope } from '../../domain/scopes.js';
-import { formatTimestamp, parseDate, startOfLocalDay, utcMs } from '../../domain/time.js';
+import { formatTimestamp, nextDay, parseDate, startOfLocalDay } from '../../domain/time.js';
 import { changeOwnPassword, checkPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../management/directors.js';
 import { keyDays, keyRequests } from '../../management/key-activity.js';
 import { createKey, findKey, isOverlap, keyEvents, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
@@ -71,8 +71,7 @@ function typedAllowlist(t: FormText, text: string): { ok: true; allow: string[] 
 function endOfLocalDay(text: string, timeZone: string): number | null {
   const ymd = parseDate(text);
   if (ymd === null) return null;
-  const next = new Date(utcMs(ymd[0], ymd[1] - 1, ymd[2] + 1));
-  return startOfLocalDay([next.getUTCFullYear(), next.getUTCMonth() + 1, next.getUTCDate()], timeZone);
+  return startOfLocalDay(nextDay(ymd), timeZone);
 }
 
 /** The create form's options, checked: the values to show again and either the options or why they are refused. */

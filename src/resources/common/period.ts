@@ -3,7 +3,7 @@
  * zone) or an RFC 3339 date-time; both bounds inclusive. They become a half-open
  * range of UTC timestamps [from, until) that compares directly with stored text.
  */
-import { formatTimestamp, parseDate, parseDateTime, startOfLocalDay, utcMs } from '../../domain/time.js';
+import { formatTimestamp, nextDay, parseDate, parseDateTime, startOfLocalDay } from '../../domain/time.js';
 import type { Tenant } from '../../domain/tenant.js';
 import { Problem, type InvalidParam } from '../../problems/index.js';
 
@@ -13,8 +13,6 @@ export interface UtcRange {
   /** Exclusive upper bound, or null when open. */
   until: string | null;
 }
-
-const DAY_MS = 86_400_000;
 
 const MIDNIGHTS_KEPT = 10_000;
 const midnights = new Map<string, number>();
@@ -40,8 +38,7 @@ function instant(text: string, edge: 'from' | 'to', timeZone: string): number | 
   const ymd = parseDate(text);
   if (!ymd) return parseDateTime(text);
   if (edge === 'from') return localMidnight(ymd, timeZone);
-  const next = new Date(utcMs(ymd[0], ymd[1] - 1, ymd[2]) + DAY_MS);
-  return localMidnight([next.getUTCFullYear(), next.getUTCMonth() + 1, next.getUTCDate()], timeZone) - 1;
+  return localMidnight(nextDay(ymd), timeZone) - 1;
 }
 
 /** Resolves the period parameters of a request, or throws 400 naming each bad one. */
