@@ -202,9 +202,7 @@ export class PgReader implements Reader {
     // A promoted array keeps the rows put into it alive, and promotes them too, until the
     // next full collection, so the rows are moved out of it (docs/performance.md,
     // "PostgreSQL's rows kept by pg's promoted results").
-    const rows = result.rows.slice();
-    result.rows.length = 0;
-    return rows as R[];
+    return result.rows.splice(0) as R[];
   }
 
   /** The pool belongs to the store, which closes it. */
