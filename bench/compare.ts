@@ -21,7 +21,7 @@ import { fetchOnce, probe } from './probe.js';
 import { summariseProfile, type ProfileSummary } from './profile.js';
 import { machine, unexpectedResponses } from './report.js';
 import { MIXED_SCENARIO, SCENARIOS, type Scenario } from './scenarios.js';
-import { cpuSeconds, cpuSecondsByThread, freePort, numberOption, RATE_LIMIT_PROFI, ROOT, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, THREAD_KINDS, type ApiServer, type ThreadKind } from './servers.js';
+import { cpuSeconds, cpuSecondsByThread, freePort, OS_EVENTS, osEvents, numberOption, RATE_LIMIT_PROFI, ROOT, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, THREAD_KINDS, type ApiServer, type OsEvents, type ThreadKind } from './servers.js';
 import { checkWrk, runWrk, requestLines } from './wrk.js';
 
 const USAGE = `usage: npm run bench:compare -- --before DIR [options]
@@ -72,6 +72,8 @@ interface Slice {
   cpuSeconds: number;
   /** The same CPU by the thread that used it (bench/servers.ts, ThreadKind). */
   cpuByThread: Record<ThreadKind, number>;
+  /** What the kernel counted over the slice (bench/servers.ts, OsEvents). */
+  os: OsEvents;
   unexpected: number;
   loadAverage: number;
 }
@@ -84,6 +86,8 @@ interface Figures {
   cpuRatio: number[];
   /** CPU microseconds per request by the thread that used it. */
   byThread: Record<ThreadKind, number[]>;
+  /** The kernel's counts per request. */
+  os: Record<keyof OsEvents, number[]>;
 }
 
 interface ScenarioResult {
@@ -173,14 +177,17 @@ async function measure(origin: string, pid: number, file: string, o: Options, ro
   const warmupRequests = o.warmup > 0 && side !== 'bare' ? (await runWrk({ ...load, seconds: o.warmup })).requests : 0;
   const cpu = cpuSeconds([pid]);
   const threads = cpuSecondsByThread(pid);
+  const events = osEvents(pid);
   const r = await runWrk({ ...load, seconds: o.seconds });
+  const eventsAfter = osEvents(pid);
   const cpuUsed = cpuSeconds([pid]) - cpu;
   const threadsAfter = cpuSecondsByThread(pid);
   const cpuByThread = Object.fromEntries(THREAD_KINDS.map((k) => [k, threadsAfter[k] - threads[k]])) as Record<ThreadKind, number>;
+  const kernel = Object.fromEntries(OS_EVENTS.map((k) => [k, eventsAfter[k] - events[k]])) as unknown as OsEvents;
   const seconds = r.duration_us / 1e6;
   const asMeasured = { requests: r.requests, seconds, rps: 0, bytes: r.bytes, errors: r.errors, latencyMs: { mean: 0, p50: 0, p90: 0, p99: 0, p999: 0, max: 0 }, cpuSeconds: cpuUsed };
   const unexpected = side === 'bare' ? 0 : unexpectedResponses(scenario, asMeasured, RATE_LIMIT_PROFI);
-  return { round, warmupRequests, side, requests: r.requests, seconds, cpuSeconds: cpuUsed, cpuByThread, unexpected, loadAverage: os.loadavg()[0]! };
+  return { round, warmupRequests, side, requests: r.requests, seconds, cpuSeconds: cpuUsed, cpuByThread, os: kernel, unexpected, loadAverage: os.loadavg()[0]! };
 }
 
 function figures(slices: Slice[], side: Side): Figures {
@@ -192,6 +199,7 @@ function figures(slices: Slice[], side: Side): Figures {
     ratio: mine.map((s) => s.requests / s.seconds / (bareOf(s.round).requests / bareOf(s.round).seconds)),
     cpuRatio: mine.map((s) => s.requests / s.cpuSeconds / (bareOf(s.round).requests / bareOf(s.round).cpuSeconds)),
     byThread: Object.fromEntries(THREAD_KINDS.map((k) => [k, mine.map((s) => (1e6 * s.cpuByThread[k]) / s.requests)])) as Record<ThreadKind, number[]>,
+    os: Object.fromEntries(OS_EVENTS.map((k) => [k, mine.map((s) => s.os[k] / s.requests)])) as Record<keyof OsEvents, number[]>,
   };
 }
 
@@ -237,6 +245,24 @@ function markdown(o: Options, results: ScenarioResult[], head: Record<string, un
   for (const r of results) {
     const cell = (side: Side, k: ThreadKind) => (r.sides[side] ? median(r.sides[side].byThread[k]).toFixed(1) : '-');
     lines.push(`| ${r.scenario} | ${THREAD_KINDS.map((k) => `${cell('before', k)} | ${cell('after', k)}`).join(' | ')} |`);
+  }
+  const osColumns: [keyof OsEvents, string, number, number][] = [
+    ['voluntarySwitches', 'waits', 1, 2],
+    ['forcedSwitches', 'preempted', 1, 3],
+    ['runQueueWaitNs', 'run-queue µs', 1e-3, 1],
+    ['pageFaults', 'page faults', 1, 2],
+  ];
+  lines.push(
+    '',
+    'Per request (medians over the rounds), as the kernel counts them: the main thread\'s switches off the CPU to wait (waits) and forced ones (preempted), ' +
+      'the time it waited for a CPU while it could run (run-queue µs), and the process\'s page faults.',
+    '',
+    `| scenario | ${osColumns.map(([, name]) => `${name} before | ${name} after`).join(' | ')} |`,
+    `|---|${osColumns.map(() => '---:|---:').join('|')}|`,
+  );
+  for (const r of results) {
+    const cell = (side: Side, k: keyof OsEvents, scale: number, digits: number) => (r.sides[side] ? (median(r.sides[side].os[k]) * scale).toFixed(digits) : '-');
+    lines.push(`| ${r.scenario} | ${osColumns.map(([k, , scale, d]) => `${cell('before', k, scale, d)} | ${cell('after', k, scale, d)}`).join(' | ')} |`);
   }
   return `${lines.join('\n')}\n`;
 }

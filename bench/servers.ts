@@ -272,6 +272,32 @@ export function cpuSecondsByThread(pid: number): Record<ThreadKind, number> {
   return out;
 }
 
+/** What the kernel counted for a process so far: its main thread's switches off the CPU that it asked for (waiting for input) and that it was made to take, the nanoseconds that thread waited for a CPU while it could run, and the process's page faults. */
+export interface OsEvents {
+  voluntarySwitches: number;
+  forcedSwitches: number;
+  runQueueWaitNs: number;
+  pageFaults: number;
+}
+export const OS_EVENTS: readonly (keyof OsEvents)[] = ['voluntarySwitches', 'forcedSwitches', 'runQueueWaitNs', 'pageFaults'];
+
+/** The process's OsEvents; all 0 where /proc is not readable. */
+export function osEvents(pid: number): OsEvents {
+  const out: OsEvents = { voluntarySwitches: 0, forcedSwitches: 0, runQueueWaitNs: 0, pageFaults: 0 };
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
+    out.voluntarySwitches = Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    out.forcedSwitches = Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    // schedstat: time on the CPU, time waiting on a run queue (both ns), time slices.
+    out.runQueueWaitNs = Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1] ?? 0);
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    out.pageFaults = Number(fields[7]) + Number(fields[9]);
+  } catch {
+    // Gone, or not Linux.
+  }
+  return out;
+}
+
 /** A numeric command-line option of the benches: `fallback` when not given, else a number from `min` to `max`. */
 export function numberOption(value: string | undefined, fallback: number, name: string, min: number, max: number): number {
   if (value === undefined) return fallback;
