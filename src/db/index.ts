@@ -94,7 +94,15 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     // Nor a client in use: the pool listens only to idle ones, and pg emits 'error' on a
     // client whose connection drops mid-query (an unhandled 'error' would end the process).
     // Its query fails by itself (503), and the pool discards the client when it comes back.
-    pool.on('connect', (client) => client.on('error', () => undefined));
+    pool.on('connect', (client) => {
+      client.on('error', () => undefined);
+      // Every statement on the pool is planned without its values: a named one once per
+      // connection, as SQLite's reads are. Left to choose, PostgreSQL plans the key lookup
+      // again on every run where a turn has few keys (docs/decisions.md, "PostgreSQL plans
+      // each read once"). Sent before any query of the connection; a server without the
+      // setting keeps its own choice.
+      client.query('set plan_cache_mode = force_generic_plan').catch(() => undefined);
+    });
     const url = new URL(config.databaseUrl);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     registerBulk(db, { driver, connection });

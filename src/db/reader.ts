@@ -5,7 +5,8 @@
  * - SQLite: a read-only connection of its own, opened on first use; each query text is
  *   prepared and planned once (its parameters hidden from the planner: opaqueParameters);
  *   the reads of one turn of the event loop share one read transaction.
- * - PostgreSQL: the store's pool, each query text a named prepared statement.
+ * - PostgreSQL: the store's pool, each query text a named prepared statement, planned
+ *   once per connection (its generic plan: src/db/index.ts).
  */
 import SQLite from 'better-sqlite3';
 import type { Kysely, SqliteStatement } from 'kysely';

@@ -3,7 +3,7 @@
  * loop share one read transaction: they see one snapshot, and what commits during the
  * turn is seen from the next turn on, never later. On PostgreSQL each read is its own.
  * SQLite's statements take their parameters as `+?` (planned without their values) and
- * answer exactly as with `?`.
+ * answer exactly as with `?`. PostgreSQL's connections plan each statement once.
  */
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -54,6 +54,12 @@ describe('the read path', () => {
     assert.equal((planOf() as { plan: string }[])[0]?.plan, first[0]?.plan, 'the same snapshot within the turn');
     await nextTurn();
     assert.equal((await planOf())[0]?.plan, 'Standart');
+  });
+
+  it('plans each statement once on a PostgreSQL connection: its generic plan, on every connection of the pool', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only' }, async () => {
+    // As many reads at once as the pool has connections, so each connection answers one.
+    const modes = await Promise.all(Array.from({ length: 10 }, async () => store.reads.run<{ mode: string }>("select current_setting('plan_cache_mode') as mode", [])));
+    assert.deepEqual(new Set(modes.map((rows) => rows[0]?.mode)), new Set(['force_generic_plan']));
   });
 });
 
