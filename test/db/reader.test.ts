@@ -57,7 +57,7 @@ describe('the read path', () => {
   });
 
   it('plans each statement once on a PostgreSQL connection: its generic plan, on every connection of the pool', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only' }, async () => {
-    // As many reads at once as the pool has connections, so each connection answers one.
+    // Ten reads at once open as many of the pool's connections as it allows; each answers with the setting.
     const modes = await Promise.all(Array.from({ length: 10 }, async () => store.reads.run<{ mode: string }>("select current_setting('plan_cache_mode') as mode", [])));
     assert.deepEqual(new Set(modes.map((rows) => rows[0]?.mode)), new Set(['force_generic_plan']));
   });
