@@ -26,7 +26,7 @@ import { ARRAY_NAMES } from '../src/importer/schema.js';
 import { ensureDataset, locateDataset } from './dataset/load.js';
 import { importShape, writeImportFile } from './dataset/import-file.js';
 import { datasetShape } from './dataset/shape.js';
-import { ROOT } from './servers.js';
+import { ROOT, statCpuSeconds } from './servers.js';
 
 const say = (text: string) => process.stderr.write(`${text}\n`);
 const BIN = path.join(ROOT, 'bin/school-data.js');
@@ -38,9 +38,6 @@ interface Run {
   cpuSeconds: number | null;
   stdout: string;
 }
-
-/** Clock ticks a second of /proc/<pid>/stat's times (USER_HZ, 100 on Linux). */
-const TICKS = 100;
 
 /**
  * Runs the CLI, reading its peak RSS (the kernel's high-water mark) and its CPU time until
@@ -58,9 +55,7 @@ function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
       try {
         const kb = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
         if (kb) peak = Number(kb) * 1024;
-        // utime and stime: the 14th and 15th fields, counted after the command's closing parenthesis.
-        const fields = fs.readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-        cpu = (Number(fields[11]) + Number(fields[12])) / TICKS;
+        cpu = statCpuSeconds(`/proc/${child.pid}/stat`);
       } catch {
         // Gone, or not Linux.
       }

@@ -230,19 +230,35 @@ export class PeakRss {
 // USER_HZ, the unit of /proc/<pid>/stat times: 100 on every Linux architecture Node runs on.
 const CLOCK_TICKS_PER_SECOND = 100;
 
+/**
+ * A /proc `stat` file (of a process or a thread): its command name, and the fields after it,
+ * from the state on (field 3 of proc(5) at index 0: minflt at 7, majflt 9, utime 11, stime 12).
+ * The name may hold spaces and parentheses, so the fields start after the last ") ". Throws
+ * when the file cannot be read.
+ */
+export function procStat(file: string): { name: string; fields: string[] } {
+  const stat = fs.readFileSync(file, 'utf8');
+  const end = stat.lastIndexOf(') ');
+  return { name: stat.slice(stat.indexOf('(') + 1, end), fields: stat.slice(end + 2).split(' ') };
+}
+
+/** User + system CPU seconds in a /proc `stat` file's fields. */
+const cpuOf = (fields: string[]) => (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+
+/** User + system CPU seconds of the process or thread of a /proc `stat` file; throws when it cannot be read. */
+export const statCpuSeconds = (file: string): number => cpuOf(procStat(file).fields);
+
 /** CPU seconds (user + system) the processes have used so far; 0 for any not readable. */
 export function cpuSeconds(pids: number[]): number {
-  let ticks = 0;
+  let seconds = 0;
   for (const pid of pids) {
     try {
-      // Fields after the command name (which may contain spaces, so split after its ")").
-      const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
+      seconds += statCpuSeconds(`/proc/${pid}/stat`);
     } catch {
       // Gone, or not Linux.
     }
   }
-  return ticks / CLOCK_TICKS_PER_SECOND;
+  return seconds;
 }
 
 /** What a process's threads are for, by their names: the JavaScript thread, V8's helpers (the garbage collector's concurrent and parallel work, compiling), libuv's pool, the rest. */
@@ -260,11 +276,9 @@ export function cpuSecondsByThread(pid: number): Record<ThreadKind, number> {
   }
   for (const tid of tids) {
     try {
-      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      const { name, fields } = procStat(`/proc/${pid}/task/${tid}/stat`);
       const kind: ThreadKind = tid === String(pid) ? 'main' : name.startsWith('V8') || name.startsWith('DelayedTask') ? 'v8' : name.startsWith('libuv') ? 'libuv' : 'other';
-      out[kind] += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+      out[kind] += cpuOf(fields);
     } catch {
       // The thread ended between the listing and the read.
     }
@@ -290,7 +304,7 @@ export function osEvents(pid: number): OsEvents {
     out.forcedSwitches = Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
     // schedstat: time on the CPU, time waiting on a run queue (both ns), time slices.
     out.runQueueWaitNs = Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1] ?? 0);
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const { fields } = procStat(`/proc/${pid}/stat`);
     out.pageFaults = Number(fields[7]) + Number(fields[9]);
   } catch {
     // Gone, or not Linux.
