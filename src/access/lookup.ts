@@ -1,11 +1,13 @@
 /**
  * The one indexed lookup every API request makes: a key's hash to the key's state and
- * options and its school's plan, time zone, currency and data version. Nothing here outlives a turn of the
- * event loop, so a key revoked or a plan changed is seen by the next turn's requests on
- * every instance. On SQLite a lookup reads the process's own file, and a key asked for
- * again in the same turn is the row already read in that turn's snapshot. On PostgreSQL
- * the lookups of one turn go out together as one statement (`key_hash = any($1)`) and
- * each request gets its own row back (docs/performance.md, "Where the time goes").
+ * options and its school's plan, time zone, currency and data version. A key revoked or a
+ * plan changed is seen by the next turn's requests on every instance:
+ * - SQLite: a key found is kept while the file's data version is unchanged (no connection
+ *   of any process has committed since it was read), checked once per turn; a hash that
+ *   is no key is kept for the turn only;
+ * - PostgreSQL: nothing outlives the turn; its lookups go out together as one statement
+ *   (`key_hash = any($1)`) and each request gets its own row back (docs/performance.md,
+ *   "Where the time goes").
  */
 import { sql } from 'kysely';
 import { prepared, type Reader } from '../db/index.js';
@@ -82,6 +84,9 @@ const findMany = prepared((db, p: { hashes: string[] }) =>
     .where('api_keys.key_hash', '=', sql<string>`any(${p.hashes})`),
 );
 
+/** Keys kept at most on SQLite (all are dropped when more are found): a key is a few hundred bytes. */
+const MAX_KEPT = 10_000;
+
 /** Lookups per statement at most; more waiting go out in further statements at once. */
 const MAX_BATCH = 500;
 
@@ -96,12 +101,16 @@ export class KeyFinder {
 
   constructor(private readonly reads: Reader) {}
 
-  /** On SQLite: the rows read in the open snapshot, by hash (misses included). */
-  private readonly inSnapshot = { snapshot: 0, rows: new Map<string, KeyRow | undefined>() };
+  /**
+   * On SQLite: the keys found while the file's data version was `version`, by hash, and
+   * the hashes found to be no key in the open snapshot (a flood of unknown keys would
+   * otherwise push out the known ones).
+   */
+  private readonly kept = { version: -1, rows: new Map<string, KeyRow>(), snapshot: 0, misses: new Set<string>() };
 
   /** The key with this hash and its school: at once on SQLite, with a promise on PostgreSQL. */
   find(hash: string): KeyRow | undefined | Promise<KeyRow | undefined> {
-    if (this.reads instanceof SqliteReader) return this.findInSnapshot(this.reads, hash);
+    if (this.reads instanceof SqliteReader) return this.findKept(this.reads, hash);
     return new Promise((resolve, reject) => {
       const same = this.waiting.get(hash);
       if (same) same.push({ resolve, reject });
@@ -113,17 +122,40 @@ export class KeyFinder {
     });
   }
 
-  private findInSnapshot(reads: SqliteReader, hash: string): KeyRow | undefined {
-    const kept = this.inSnapshot;
-    if (kept.snapshot !== 0 && kept.snapshot === reads.snapshot && kept.rows.has(hash)) return kept.rows.get(hash);
+  private findKept(reads: SqliteReader, hash: string): KeyRow | undefined {
+    const kept = this.kept;
+    if (kept.rows.has(hash)) {
+      this.keepCurrent(reads);
+      const known = kept.rows.get(hash);
+      if (known !== undefined) return known;
+    }
+    if (kept.snapshot !== 0 && kept.snapshot === reads.snapshot && kept.misses.has(hash)) return undefined;
     // Reading opens the turn's snapshot if none is open.
     const row = findOne(reads, hash);
     if (kept.snapshot !== reads.snapshot) {
       kept.snapshot = reads.snapshot;
-      kept.rows.clear();
+      kept.misses.clear();
     }
-    kept.rows.set(hash, row);
+    if (row === undefined) kept.misses.add(hash);
+    else {
+      this.keepCurrent(reads);
+      if (kept.rows.size >= MAX_KEPT) kept.rows.clear();
+      kept.rows.set(hash, row);
+    }
     return row;
+  }
+
+  /**
+   * Drops the kept keys if something committed since they were read: the data version is
+   * read in the turn's snapshot (opening it if none is open), so a key read in this turn
+   * and the version agree. An unknown key costs no such read.
+   */
+  private keepCurrent(reads: SqliteReader): void {
+    const version = reads.dataVersion();
+    if (this.kept.version !== version) {
+      this.kept.version = version;
+      this.kept.rows.clear();
+    }
   }
 
   private readonly flush = (): void => {

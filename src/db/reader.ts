@@ -106,8 +106,8 @@ export class SqliteReader implements Reader {
     private readonly timeoutMs: number,
   ) {}
 
-  /** BEGIN and COMMIT on the read connection, made with it. */
-  private turn: { begin: SQLite.Statement; commit: SQLite.Statement } | null = null;
+  /** BEGIN, COMMIT and the data version's pragma on the read connection, made with it. */
+  private turn: { begin: SQLite.Statement; commit: SQLite.Statement; dataVersion: SQLite.Statement } | null = null;
   private turnOpen = false;
   private turnsBegun = 0;
 
@@ -133,6 +133,29 @@ export class SqliteReader implements Reader {
    */
   run<R>(sql: string, parameters: readonly unknown[]): R[] {
     const statement = this.statement(sql);
+    return this.inTurn(() => statement.all(parameters) as R[]);
+  }
+
+  /** The data version and the snapshot it was read in (0: none yet). */
+  private version = { snapshot: 0, value: 0 };
+
+  /**
+   * SQLite's data version of the file, read in the current turn's snapshot (once per
+   * snapshot): it differs from an earlier snapshot's as soon as any other connection, of
+   * this process or another, has committed in between. Two snapshots with the same number
+   * read the same data.
+   */
+  dataVersion(): number {
+    this.connect();
+    if (this.version.snapshot === 0 || this.version.snapshot !== this.snapshot) {
+      const value = this.inTurn(() => this.turn!.dataVersion.get() as number);
+      this.version = { snapshot: this.turnsBegun, value };
+    }
+    return this.version.value;
+  }
+
+  /** Runs `read` in the turn's read transaction, beginning one if none is open. */
+  private inTurn<T>(read: () => T): T {
     if (!this.turnOpen) {
       this.turn!.begin.run();
       this.turnOpen = true;
@@ -140,7 +163,7 @@ export class SqliteReader implements Reader {
       setImmediate(this.endTurn);
     }
     try {
-      return statement.all(parameters) as R[];
+      return read();
     } catch (error) {
       // Some errors (SQLITE_BUSY, IOERR, FULL) roll the transaction back: the next read
       // then begins another, with a snapshot of its own.
@@ -157,18 +180,29 @@ export class SqliteReader implements Reader {
   private statement(text: string): SqliteStatement {
     let statement = this.statements.get(text);
     if (statement === undefined) {
-      // Opened on first use: by then the writing connection has created the file and
-      // migrated it (a read-only connection can do neither).
-      if (this.connection === null) {
-        this.connection = new SQLite(this.file, { readonly: true, timeout: this.timeoutMs });
-        this.connection.pragma(`cache_size = -${READER_CACHE_KIB}`);
-        this.turn = { begin: this.connection.prepare('BEGIN'), commit: this.connection.prepare('COMMIT') };
-      }
+      const connection = this.connect();
       if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.clear();
-      statement = objectRows(this.connection.prepare(opaqueParameters(text)));
+      statement = objectRows(connection.prepare(opaqueParameters(text)));
       this.statements.set(text, statement);
     }
     return statement;
+  }
+
+  /**
+   * The read connection, opened on first use: by then the writing connection has created
+   * the file and migrated it (a read-only connection can do neither).
+   */
+  private connect(): SQLite.Database {
+    if (this.connection === null) {
+      this.connection = new SQLite(this.file, { readonly: true, timeout: this.timeoutMs });
+      this.connection.pragma(`cache_size = -${READER_CACHE_KIB}`);
+      this.turn = {
+        begin: this.connection.prepare('BEGIN'),
+        commit: this.connection.prepare('COMMIT'),
+        dataVersion: this.connection.prepare('PRAGMA data_version').pluck(),
+      };
+    }
+    return this.connection;
   }
 
   close(): Promise<void> {
@@ -177,6 +211,7 @@ export class SqliteReader implements Reader {
     this.connection = null;
     this.turn = null;
     this.turnOpen = false;
+    this.version = { snapshot: 0, value: 0 };
     return Promise.resolve();
   }
 }

@@ -1,8 +1,8 @@
 /**
- * The key lookup (src/access/lookup.ts). On SQLite a key asked for again in the same turn
- * of the event loop is the row already read in that turn's snapshot, and nothing is kept
- * past it: a key revoked by another connection is seen revoked from the next turn on. On
- * PostgreSQL a lookup never joins a statement sent before it.
+ * The key lookup (src/access/lookup.ts). On SQLite a key found is read again only once
+ * something has committed to the file, and a hash that is no key is read once per turn:
+ * a key revoked by another connection, of this process or another, is seen revoked from
+ * the next turn on. On PostgreSQL a lookup never joins a statement sent before it.
  */
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -12,6 +12,7 @@ import { hashKey } from '../../src/access/keys.js';
 import { KeyFinder, type KeyRow } from '../../src/access/lookup.js';
 import { sqlitePath } from '../../src/db/index.js';
 import { revokeKey } from '../../src/management/keys.js';
+import { runCli } from '../helpers/processes.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
@@ -32,7 +33,7 @@ describe('the key lookup on SQLite', { skip: process.env.DATABASE_URL ? 'SQLite 
   });
   after(() => store.close());
 
-  it('reads a key once per turn, found or not', async () => {
+  it('reads a key found once until something commits, and a hash that is no key once per turn', async () => {
     const keys = new KeyFinder(store.reads);
     const known = hashKey(w.a.key);
     const unknown = hashKey(`service_pk_${'0'.repeat(32)}`);
@@ -46,8 +47,14 @@ describe('the key lookup on SQLite', { skip: process.env.DATABASE_URL ? 'SQLite 
     assert.equal((keys.find(hashKey(w.b.key)) as KeyRow).keyId, w.b.keyId);
     assert.equal(reads, 3);
     await nextTurn();
+    assert.equal(keys.find(known), first, 'kept in the next turn: nothing committed');
+    assert.equal(keys.find(unknown), undefined);
+    assert.equal(reads, 4, 'only the unknown hash read again');
+    // A commit of this process's own writing connection, to a row no key depends on.
+    await store.db.updateTable('schools').set({ name: 'Renamed' }).where('id', '=', w.lone.id).execute();
+    await nextTurn();
     assert.equal((keys.find(known) as KeyRow).keyId, w.a.keyId);
-    assert.equal(reads, 4, 'read again in the next turn');
+    assert.equal(reads, 5, 'read again after a commit');
   });
 
   it('sees a key revoked by another connection from the next turn on', async () => {
@@ -62,6 +69,19 @@ describe('the key lookup on SQLite', { skip: process.env.DATABASE_URL ? 'SQLite 
       other.close();
     }
     assert.equal((keys.find(hash) as KeyRow).revokedAt, null, 'the same snapshot within the turn');
+    await nextTurn();
+    assert.notEqual((keys.find(hash) as KeyRow).revokedAt, null);
+  });
+
+  it('sees a key revoked by another process from the next turn on', async () => {
+    const keys = new KeyFinder(store.reads);
+    const hash = hashKey(w.b.key);
+    await nextTurn();
+    assert.equal((keys.find(hash) as KeyRow).revokedAt, null);
+    await nextTurn();
+    assert.equal((keys.find(hash) as KeyRow).revokedAt, null, 'kept while nothing commits');
+    const revoked = await runCli(['key', 'revoke', '--key', w.b.keyId], { ...process.env, SCHOOL_DATA_DIR: store.dataDir });
+    assert.equal(revoked.code, 0, revoked.stderr);
     await nextTurn();
     assert.notEqual((keys.find(hash) as KeyRow).revokedAt, null);
   });
