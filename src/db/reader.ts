@@ -136,8 +136,11 @@ export class SqliteReader implements Reader {
     return this.inTurn(() => statement.all(parameters) as R[]);
   }
 
-  /** The data version and the snapshot it was read in (0: none yet). */
-  private version = { snapshot: 0, value: 0 };
+  /**
+   * The data version and the snapshot it was read in (0: none yet). SQLite's number is the
+   * connection's own: each new connection's numbers start above every one returned before.
+   */
+  private version = { snapshot: 0, value: 0, base: 0 };
 
   /**
    * SQLite's data version of the file, read in the current turn's snapshot (once per
@@ -148,8 +151,8 @@ export class SqliteReader implements Reader {
   dataVersion(): number {
     this.connect();
     if (this.version.snapshot === 0 || this.version.snapshot !== this.snapshot) {
-      const value = this.inTurn(() => this.turn!.dataVersion.get() as number);
-      this.version = { snapshot: this.turnsBegun, value };
+      const value = this.version.base + this.inTurn(() => this.turn!.dataVersion.get() as number);
+      this.version = { ...this.version, snapshot: this.turnsBegun, value };
     }
     return this.version.value;
   }
@@ -211,7 +214,7 @@ export class SqliteReader implements Reader {
     this.connection = null;
     this.turn = null;
     this.turnOpen = false;
-    this.version = { snapshot: 0, value: 0 };
+    this.version = { snapshot: 0, value: 0, base: this.version.value + 1 };
     return Promise.resolve();
   }
 }

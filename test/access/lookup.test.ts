@@ -11,6 +11,7 @@ import SQLite from 'better-sqlite3';
 import { hashKey } from '../../src/access/keys.js';
 import { KeyFinder, type KeyRow } from '../../src/access/lookup.js';
 import { sqlitePath } from '../../src/db/index.js';
+import type { SqliteReader } from '../../src/db/reader.js';
 import { revokeKey } from '../../src/management/keys.js';
 import { runCli } from '../helpers/processes.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -71,6 +72,15 @@ describe('the key lookup on SQLite', { skip: process.env.DATABASE_URL ? 'SQLite 
     assert.equal((keys.find(hash) as KeyRow).revokedAt, null, 'the same snapshot within the turn');
     await nextTurn();
     assert.notEqual((keys.find(hash) as KeyRow).revokedAt, null);
+  });
+
+  it('never repeats a data version after the read connection is opened again', async () => {
+    const reader = store.reads as SqliteReader;
+    await nextTurn();
+    const first = reader.dataVersion();
+    await reader.close();
+    await nextTurn();
+    assert.ok(reader.dataVersion() > first);
   });
 
   it('sees a key revoked by another process from the next turn on', async () => {
