@@ -2,10 +2,9 @@
  * Student queries. Every query is scoped by the tenant's school id and served by an
  * index that leads with school_id (migrations 0001 and 0003).
  */
-import { sql, type ExpressionBuilder } from 'kysely';
+import { sql } from 'kysely';
 import type { Tenant } from '../../domain/tenant.js';
 import { prepared, type Reader } from '../../db/index.js';
-import type { Database } from '../../db/schema.js';
 import { formatMoney } from '../../domain/money.js';
 import { pagedList, type ListBody, type ListFilter } from '../common/list.js';
 import type { Contract } from '../contracts/schema.js';
@@ -30,49 +29,63 @@ export async function listStudents(reads: Reader, schoolId: string, q: StudentLi
 
 const CARD_COLUMNS = ['id', 'full_name', 'phone', 'email', 'category', 'status', 'group_id', 'branch_id', 'created_at', 'birth_date', 'instructor_id', 'transmission'] as const;
 
-type Eb = ExpressionBuilder<Database & { s: Database['students'] }, 's'>;
-
-/** The student's lessons that are of one of `types` (any type when null) and have `status`. */
-const lessonsOf = (eb: Eb, status: string, types: string[] | null) => {
-  let query = eb.selectFrom('lessons as l').whereRef('l.school_id', '=', 's.school_id').whereRef('l.student_id', '=', 's.id').where('l.status', '=', status);
-  if (types !== null) query = query.where('l.type', 'in', types);
-  return query;
-};
+const DRIVING = ['driving', 'autodrome'];
 
 /**
  * The whole card in one statement (one round trip on PostgreSQL): the student's row, its
  * contracts as their stored list items in the list's order, and the sums the card shows.
+ * Each of the three tables is read once, through its student index, by an aggregate of
+ * the student's rows (one row, whatever they hold): the sums of a table come from one
+ * pass over its rows, not one subquery each (docs/performance.md, "The student card").
  */
 const cardQuery = prepared((db, p: { schoolId: string; id: string }) =>
   db
     .selectFrom('students as s')
+    .innerJoin(
+      (eb) =>
+        eb
+          .selectFrom('contracts as c')
+          .where('c.school_id', '=', p.schoolId)
+          .where('c.student_id', '=', p.id)
+          .select((c) => [
+            c.fn.agg<string | null>('string_agg', ['c.item', sql.lit(',')]).orderBy('c.pos').as('contract_items'),
+            c.fn.sum<number | null>('c.price_minor').as('price_minor'),
+          ])
+          .as('c'),
+      (join) => join.onTrue(),
+    )
+    .innerJoin(
+      (eb) =>
+        eb
+          .selectFrom('lessons as l')
+          .where('l.school_id', '=', p.schoolId)
+          .where('l.student_id', '=', p.id)
+          .select((l) => {
+            const completed = (types: string[]) => l.and([l('l.status', '=', 'completed'), l('l.type', 'in', types)]);
+            return [
+              l.fn.countAll<number>().filterWhere(completed(DRIVING)).as('driving_completed'),
+              l.fn.sum<number | null>('l.duration_minutes').filterWhere(completed(DRIVING)).as('driving_minutes_completed'),
+              l.fn.countAll<number>().filterWhere(completed(['theory'])).as('theory_completed'),
+              l.fn.countAll<number>().filterWhere('l.status', '=', 'planned').as('planned'),
+            ];
+          })
+          .as('l'),
+      (join) => join.onTrue(),
+    )
+    .innerJoin(
+      (eb) =>
+        eb
+          .selectFrom('payments as pm')
+          .where('pm.school_id', '=', p.schoolId)
+          .where('pm.student_id', '=', p.id)
+          .select((pm) => pm.fn.sum<number | null>(pm.case().when('pm.kind', '=', 'refund').then(pm.neg(pm.ref('pm.amount_minor'))).else(pm.ref('pm.amount_minor')).end()).as('paid_minor'))
+          .as('pm'),
+      (join) => join.onTrue(),
+    )
     .where('s.school_id', '=', p.schoolId)
     .where('s.id', '=', p.id)
     .select(CARD_COLUMNS.map((c) => `s.${c}` as const))
-    .select((eb) => [
-      eb
-        .selectFrom('contracts as c')
-        .whereRef('c.school_id', '=', 's.school_id')
-        .whereRef('c.student_id', '=', 's.id')
-        .select((c) => c.fn.agg<string>('string_agg', ['c.item', sql.lit(',')]).orderBy('c.pos').as('items'))
-        .as('contract_items'),
-      eb
-        .selectFrom('contracts as c')
-        .whereRef('c.school_id', '=', 's.school_id')
-        .whereRef('c.student_id', '=', 's.id')
-        .select((c) => c.fn.sum<number | null>('c.price_minor').as('price'))
-        .as('price_minor'),
-      lessonsOf(eb, 'completed', ['driving', 'autodrome']).select((l) => l.fn.countAll<number>().as('n')).as('driving_completed'),
-      lessonsOf(eb, 'completed', ['driving', 'autodrome']).select((l) => l.fn.sum<number | null>('l.duration_minutes').as('n')).as('driving_minutes_completed'),
-      lessonsOf(eb, 'completed', ['theory']).select((l) => l.fn.countAll<number>().as('n')).as('theory_completed'),
-      lessonsOf(eb, 'planned', null).select((l) => l.fn.countAll<number>().as('n')).as('planned'),
-      eb
-        .selectFrom('payments as pm')
-        .whereRef('pm.school_id', '=', 's.school_id')
-        .whereRef('pm.student_id', '=', 's.id')
-        .select((pm) => pm.fn.sum<number | null>(pm.case().when('pm.kind', '=', 'refund').then(pm.neg(pm.ref('pm.amount_minor'))).else(pm.ref('pm.amount_minor')).end()).as('paid'))
-        .as('paid_minor'),
-    ]),
+    .select(['c.contract_items', 'c.price_minor', 'l.driving_completed', 'l.driving_minutes_completed', 'l.theory_completed', 'l.planned', 'pm.paid_minor']),
 );
 
 export async function getStudentCard(reads: Reader, tenant: Tenant, id: string): Promise<StudentCard | null> {
