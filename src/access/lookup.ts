@@ -124,11 +124,8 @@ export class KeyFinder {
 
   private findKept(reads: SqliteReader, hash: string): KeyRow | undefined {
     const kept = this.kept;
-    if (kept.rows.has(hash)) {
-      this.keepCurrent(reads);
-      const known = kept.rows.get(hash);
-      if (known !== undefined) return known;
-    }
+    const known = kept.rows.get(hash);
+    if (known !== undefined && this.keepCurrent(reads)) return known;
     if (kept.snapshot !== 0 && kept.snapshot === reads.snapshot && kept.misses.has(hash)) return undefined;
     // Reading opens the turn's snapshot if none is open.
     const row = findOne(reads, hash);
@@ -148,14 +145,14 @@ export class KeyFinder {
   /**
    * Drops the kept keys if something committed since they were read: the data version is
    * read in the turn's snapshot (opening it if none is open), so a key read in this turn
-   * and the version agree. An unknown key costs no such read.
+   * and the version agree. An unknown key costs no such read. False when they were dropped.
    */
-  private keepCurrent(reads: SqliteReader): void {
+  private keepCurrent(reads: SqliteReader): boolean {
     const version = reads.dataVersion();
-    if (this.kept.version !== version) {
-      this.kept.version = version;
-      this.kept.rows.clear();
-    }
+    if (this.kept.version === version) return true;
+    this.kept.version = version;
+    this.kept.rows.clear();
+    return false;
   }
 
   private readonly flush = (): void => {

@@ -29,6 +29,8 @@ export interface Reader {
 /** Distinct query texts kept prepared; the service has a few dozen, so this is only a backstop. */
 const STATEMENT_CACHE_SIZE = 500;
 
+const NO_PARAMETERS: readonly unknown[] = [];
+
 /**
  * The read connection's page cache, in KiB. better-sqlite3 builds SQLite with 16 MiB per
  * connection, which a large database fills, in every server process; the pages are in
@@ -132,8 +134,7 @@ export class SqliteReader implements Reader {
    * the next one.
    */
   run<R>(sql: string, parameters: readonly unknown[]): R[] {
-    const statement = this.statement(sql);
-    return this.inTurn(() => statement.all(parameters) as R[]);
+    return this.inTurn(this.statement(sql), parameters) as R[];
   }
 
   /**
@@ -150,15 +151,16 @@ export class SqliteReader implements Reader {
    */
   dataVersion(): number {
     this.connect();
-    if (this.version.snapshot === 0 || this.version.snapshot !== this.snapshot) {
-      const value = this.version.base + this.inTurn(() => this.turn!.dataVersion.get() as number);
-      this.version = { ...this.version, snapshot: this.turnsBegun, value };
+    const version = this.version;
+    if (version.snapshot === 0 || version.snapshot !== this.snapshot) {
+      version.value = version.base + (this.inTurn(this.turn!.dataVersion, NO_PARAMETERS)[0] as number);
+      version.snapshot = this.turnsBegun;
     }
-    return this.version.value;
+    return version.value;
   }
 
-  /** Runs `read` in the turn's read transaction, beginning one if none is open. */
-  private inTurn<T>(read: () => T): T {
+  /** Runs `statement` in the turn's read transaction, beginning one if none is open. */
+  private inTurn(statement: { all(parameters: readonly unknown[]): unknown[] }, parameters: readonly unknown[]): unknown[] {
     if (!this.turnOpen) {
       this.turn!.begin.run();
       this.turnOpen = true;
@@ -166,7 +168,7 @@ export class SqliteReader implements Reader {
       setImmediate(this.endTurn);
     }
     try {
-      return read();
+      return statement.all(parameters);
     } catch (error) {
       // Some errors (SQLITE_BUSY, IOERR, FULL) roll the transaction back: the next read
       // then begins another, with a snapshot of its own.
