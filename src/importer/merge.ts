@@ -134,9 +134,11 @@ export class Merge {
 
     const all = ['school_id', 'id', ...columns, ...merged];
     const absent = sql`not exists (select 1 from ${table} r where r.school_id = ${this.schoolId} and r.id = s.id)`;
+    // New rows go in in their list's order (or the key's): each index of the order, the
+    // positions' above all, then grows at one end instead of at random pages.
     if (!list) {
       const inserted = await this.q.run(
-        sql`insert into ${table} (${sql.join(all.map((c) => sql.ref(c)))}) select ${sql.join(all.map((c) => sql.ref(`s.${c}`)))} from ${stage} s where ${absent}`.compile(this.q.db),
+        sql`insert into ${table} (${sql.join(all.map((c) => sql.ref(c)))}) select ${sql.join(all.map((c) => sql.ref(`s.${c}`)))} from ${stage} s where ${absent} order by s.id`.compile(this.q.db),
       );
       this.counts.inserted += inserted.changed;
       return;
@@ -157,7 +159,7 @@ export class Merge {
     const pos = appends ? (await appendPositions(this.q, list, this.schoolId, count))(sql<number>`(row_number() over (order by s.${order}, s.id) - 1)`) : sql`-1`;
     const inserted = await this.q.run(
       sql`insert into ${table} (${sql.join([...all, 'item', 'change_seq', 'pos'].map((c) => sql.ref(c)))})
-          select ${sql.join([...all, 'item'].map((c) => sql.ref(`s.${c}`)))}, ${this.seq}, ${pos} from ${stage} s where ${absent}`.compile(this.q.db),
+          select ${sql.join([...all, 'item'].map((c) => sql.ref(`s.${c}`)))}, ${this.seq}, ${pos} from ${stage} s where ${absent} order by s.${order}, s.id`.compile(this.q.db),
     );
     this.counts.inserted += inserted.changed;
     if (!appends) this.vacate(list, []);
