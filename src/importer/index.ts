@@ -144,7 +144,7 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
       for (const array of deleting) await work.collectGone(array, replace && intake.present.has(array));
       await work.noteTouched(stage.staged, new Set(deleting));
       if (stage.staged.contracts > 0) await work.prepareContracts();
-      for (const array of ARRAY_NAMES) if (stage.staged[array] > 0) await work.upsert(array);
+      for (const array of ARRAY_NAMES) if (stage.staged[array] > 0) await work.upsert(array, stage.staged[array]);
       for (const array of deleting) await work.delete(array);
       await checkDeletedUnreferred(conn, schoolId, work.deletedFrom, errors);
     }
