@@ -3,8 +3,9 @@
  * operator runs it (docs/performance.md, "Imports"):
  * - bulk: a file of --records records into an empty school, then the same records each
  *   changed into the now full school: seconds, records/s, the process's CPU time and peak
- *   RSS; on PostgreSQL also, right after each import, a bare COPY of the same rows into
- *   copies of the same tables with the same indexes, and the import's ratio to it;
+ *   RSS; also, right after each import, the store's own speed for the same rows (a bare
+ *   COPY on PostgreSQL, a bare INSERT on SQLite) into copies of the same tables with the
+ *   same indexes, and the import's ratio to it;
  * - delta: 100 changed records (upserts, inserts and deletes spread over the lists' order)
  *   into the data set's large school (bench/dataset), then the inverse delta, which puts
  *   the data set back as it was; two rounds, each after its baseline (the same rows
