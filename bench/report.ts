@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MAX_RSS_BYTES, type Scenario } from './scenarios.js';
+import { MAX_RSS_BYTES, ratioTarget, type Scenario } from './scenarios.js';
 import { formatGc, type GcSummary } from './gc.js';
 import type { Measurement } from './wrk.js';
 
@@ -131,7 +131,7 @@ export function summarise(scenarios: Scenario[], runs: ScenarioRun[], settings: 
       const unexpected = mine.reduce((n, r) => n + unexpectedResponses(s, r.api, settings.rateLimitProfi), 0);
       const ratio = mean(ratios);
       const failures: string[] = [];
-      const minRatio = s.targets.ratio?.[store];
+      const minRatio = ratioTarget(s.targets, store, settings.responseCacheMb);
       if (minRatio !== undefined && ratio < minRatio) failures.push(`ratio ${ratio.toFixed(2)} < ${minRatio}`);
       if (p99Ms > s.targets.p99Ms) failures.push(`p99 ${p99Ms.toFixed(1)} ms > ${s.targets.p99Ms} ms`);
       if (peakRss !== null && peakRss > MAX_RSS_BYTES) failures.push(`RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB > ${MAX_RSS_BYTES / 2 ** 20} MiB`);
@@ -161,20 +161,19 @@ export function summarise(scenarios: Scenario[], runs: ScenarioRun[], settings: 
 
 const pct = (x: number) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)} %`;
 
-function targetText(s: Scenario | undefined, store: Settings['store']): { ratio: string; p99: string } {
-  const ratio = s?.targets.ratio?.[store];
+function targetText(s: Scenario | undefined, settings: Settings): { ratio: string; p99: string } {
+  const ratio = s && ratioTarget(s.targets, settings.store, settings.responseCacheMb);
   return { ratio: ratio === undefined ? '' : ` (>= ${ratio})`, p99: s ? ` (<= ${s.targets.p99Ms})` : '' };
 }
 
 export function markdownTable(report: Report, scenarios: Scenario[]): string {
   const byName = new Map(scenarios.map((s) => [s.name, s]));
-  const store = report.settings.store;
   const lines = [
     '| scenario | req/s | bare req/s | ratio (target) | Δ runs | per CPU-s ratio | p50 ms | p99 ms (target) | peak RSS MiB | body bytes | stored answers | result |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const s of report.summary) {
-    const t = targetText(byName.get(s.scenario), store);
+    const t = targetText(byName.get(s.scenario), report.settings);
     lines.push(
       `| ${s.title} | ${s.rps.toFixed(0)} | ${s.bareRps.toFixed(0)} | ${s.ratio.toFixed(2)}${t.ratio} | ${pct(s.ratioDelta)} | ${s.cpuRatio.toFixed(2)} | ${s.p50Ms.toFixed(1)} | ${s.p99Ms.toFixed(1)}${t.p99} | ${s.peakRssMb === null ? 'n/a' : s.peakRssMb.toFixed(0)} | ${s.bodyBytes} | ${s.storedShare === null ? '' : `${(100 * s.storedShare).toFixed(0)} %`} | ${s.failures.length === 0 ? 'meets targets' : `**misses: ${s.failures.join('; ')}**`} |`,
     );

@@ -227,7 +227,19 @@ async function writeRows(sink: BulkSink, shape: DatasetShape): Promise<void> {
   await flushAll();
   for (const school of shape.schools) {
     const at = positions(shape, school);
-    for (const [table, row] of schoolRows(shape, school)) await put([table, withReadModel(table, row, at)]);
+    // A list's rows are written in the list's order, as an import writes a school's new
+    // rows (src/importer/merge.ts): the rows of a page then lie together in the table.
+    const lists = new Map<Table, unknown[][]>();
+    for (const [table, row] of schoolRows(shape, school)) {
+      if (!isListTable(table)) {
+        await put([table, row]);
+        continue;
+      }
+      let rows = lists.get(table);
+      if (!rows) lists.set(table, (rows = []));
+      rows[at.get(table)!.get(row[(COLUMNS[table] as readonly string[]).indexOf('id')])!] = row;
+    }
+    for (const [table, rows] of lists) for (const row of rows) await put([table, withReadModel(table, row, at)]);
     if (sinceCommit >= 200_000) {
       await flushAll();
       await sink.commit();
