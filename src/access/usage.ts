@@ -8,6 +8,7 @@
  * "Usage counts: what can be lost", and docs/decisions.md.
  */
 import { randomUUID } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { onPostgres } from '../db/index.js';
@@ -35,6 +36,12 @@ const PRUNE_EVERY_MS = 3_600_000;
 export const REQUEST_LOG_FLUSH_MS = 5000;
 /** Rows per insert statement of the request log. */
 const INSERT_CHUNK = 500;
+/**
+ * Keys whose request logs one transaction writes; a flush writes one such piece per turn
+ * of the event loop, so the requests that arrive meanwhile are not held up behind the
+ * whole log (docs/performance.md, "The request log in pieces").
+ */
+const KEYS_PER_WRITE = INSERT_CHUNK / KEY_REQUESTS_KEPT;
 
 /**
  * A key's requests waiting for the request log's write: the last KEY_REQUESTS_KEPT, in a
@@ -182,46 +189,31 @@ export class UsageRecorder {
   }
 
   /**
-   * The request logs: each key's log is a ring of KEY_REQUESTS_KEPT slots. One statement
-   * advances every written key's count of requests and returns it, which gives each key's
-   * new rows their slots (the count's last values, modulo the ring's size); the rows then
-   * overwrite those slots. Nothing is deleted, so the table holds at most KEY_REQUESTS_KEPT
-   * rows a key and a busy log leaves no dead rows behind for the database to clear.
+   * The request logs: each key's log is a ring of KEY_REQUESTS_KEPT slots. Per piece of
+   * KEYS_PER_WRITE keys, one transaction: a statement advances each key's count of requests
+   * and returns it, which gives the key's new rows their slots (the count's last values,
+   * modulo the ring's size); the rows then overwrite those slots. Nothing is deleted, so the
+   * table holds at most KEY_REQUESTS_KEPT rows a key and a busy log leaves no dead rows
+   * behind for the database to clear.
    */
   private async writeRequests(): Promise<void> {
     if (this.requests.size === 0) return;
     const batch = this.requests;
     this.requests = new Map();
     const newest = [...batch].map(([keyId, waiting]) => waiting.list(keyId));
-    try {
-      await this.db.transaction().execute(async (trx) => {
-        const counts = newest.map((list) => ({ key_id: list[0]!.keyId, next: list.length }));
-        const advanced = await trx
-          .insertInto('key_request_next')
-          .values(counts)
-          .onConflict((oc) => oc.column('key_id').doUpdateSet((eb) => ({ next: eb('key_request_next.next', '+', eb.ref('excluded.next')) })))
-          .returning(['key_id', 'next'])
-          .execute();
-        const nextOf = new Map(advanced.map((r) => [r.key_id, Number(r.next)]));
-        const rows: Insertable<KeyRequestsTable>[] = [];
-        for (const list of newest) {
-          const first = nextOf.get(list[0]!.keyId)! - list.length;
-          list.forEach((r, i) => {
-            rows.push({
-              key_id: r.keyId, slot: (first + i) % KEY_REQUESTS_KEPT, request_id: r.requestId, at_ms: Math.round(r.at), method: r.method,
-              target: redactKeys(r.target), status: r.status, address: r.address, duration_ms: Math.round(r.durationMs * 10) / 10,
-            });
-          });
-        }
-        await overwriteSlots(trx, rows);
-      });
-    } catch (err) {
-      // Kept for the next write, ahead of what was logged meanwhile.
-      const meanwhile = this.requests;
-      this.requests = new Map();
-      for (const list of newest) for (const r of list) this.logRequest(r);
-      for (const [keyId, waiting] of meanwhile) for (const r of waiting.list(keyId)) this.logRequest(r);
-      throw err;
+    for (let i = 0; i < newest.length; i += KEYS_PER_WRITE) {
+      try {
+        if (i > 0) await nextTurn();
+        const piece = newest.slice(i, i + KEYS_PER_WRITE);
+        await this.db.transaction().execute((trx) => writeRings(trx, piece));
+      } catch (err) {
+        // The pieces not written are kept for the next write, ahead of what was logged meanwhile.
+        const meanwhile = this.requests;
+        this.requests = new Map();
+        for (const list of newest.slice(i)) for (const r of list) this.logRequest(r);
+        for (const [keyId, waiting] of meanwhile) for (const r of waiting.list(keyId)) this.logRequest(r);
+        throw err;
+      }
     }
   }
 
@@ -266,6 +258,29 @@ export class UsageRecorder {
     }
     this.log.error({ keys: this.pending.size }, 'usage counts could not be written before shutdown');
   }
+}
+
+/** Advances each key's count of requests by its new ones, and writes them into the slots that gives. */
+async function writeRings(trx: Transaction<Database>, newest: KeyRequest[][]): Promise<void> {
+  const counts = newest.map((list) => ({ key_id: list[0]!.keyId, next: list.length }));
+  const advanced = await trx
+    .insertInto('key_request_next')
+    .values(counts)
+    .onConflict((oc) => oc.column('key_id').doUpdateSet((eb) => ({ next: eb('key_request_next.next', '+', eb.ref('excluded.next')) })))
+    .returning(['key_id', 'next'])
+    .execute();
+  const nextOf = new Map(advanced.map((r) => [r.key_id, Number(r.next)]));
+  const rows: Insertable<KeyRequestsTable>[] = [];
+  for (const list of newest) {
+    const first = nextOf.get(list[0]!.keyId)! - list.length;
+    list.forEach((r, i) => {
+      rows.push({
+        key_id: r.keyId, slot: (first + i) % KEY_REQUESTS_KEPT, request_id: r.requestId, at_ms: Math.round(r.at), method: r.method,
+        target: redactKeys(r.target), status: r.status, address: r.address, duration_ms: Math.round(r.durationMs * 10) / 10,
+      });
+    });
+  }
+  await overwriteSlots(trx, rows);
 }
 
 /**

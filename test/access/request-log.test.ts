@@ -80,4 +80,36 @@ describe('the request log on its way to the store', () => {
       await recorder.close();
     }
   });
+
+  it("writes many keys' logs in pieces, letting the event loop turn between them", async () => {
+    const recorder = new UsageRecorder(store.db, pino({ level: 'silent' }), 60_000);
+    const keys = Array.from({ length: 12 }, (_, k) => `piece-key-${k}`);
+    try {
+      for (const keyId of keys) {
+        for (let n = 0; n < 100; n++) {
+          recorder.logRequest({ keyId, at: t0 + n, method: 'GET', target: `/api/public/v1/students?n=${n}`, status: 200, requestId: `${keyId}-${n}`, address: '192.0.2.7', durationMs: 1 });
+        }
+      }
+      let done = false;
+      let turns = 0;
+      const count = () => {
+        if (done) return;
+        turns += 1;
+        setImmediate(count);
+      };
+      setImmediate(count);
+      await recorder.flush().finally(() => (done = true));
+      // 1,200 rows: at least three pieces, and a turn before each after the first.
+      assert.ok(turns >= 2, `the flush held the event loop for all its pieces (${turns} turns)`);
+      const written = await store.db
+        .selectFrom('key_requests')
+        .select(['key_id', (eb) => eb.fn.countAll().as('n')])
+        .where('key_id', 'in', keys)
+        .groupBy('key_id')
+        .execute();
+      assert.deepEqual(new Map(written.map((r) => [r.key_id, Number(r.n)])), new Map(keys.map((k) => [k, 100])));
+    } finally {
+      await recorder.close();
+    }
+  });
 });
