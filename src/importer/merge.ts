@@ -13,7 +13,7 @@ import { FINANCE_SIDES } from '../resources/finance/sides.js';
 import type { TouchedDays } from './day-totals.js';
 import type { ErrorList } from './errors.js';
 import { refreshDayTotals } from './day-totals.js';
-import { appendPositions, isListTable, itemOf, placeChanges, PLACE_AT_MOST } from './read-model.js';
+import { appendPositions, isListTable, itemOf, listLength, placeChanges, PLACE_AT_MOST } from './read-model.js';
 import { ROW_COLUMNS } from './rows.js';
 import type { Sql } from './run.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
@@ -129,7 +129,7 @@ export class Merge {
     // indexes share. When the file holds much of the list, it walks them in the list's
     // order instead: the indexes of that order, the positions' above all, are then
     // rewritten page after page rather than at random (docs/performance.md, "Imports").
-    const inOrder = list !== null && !onPostgres(this.q.db) && staged * 2 >= (await this.listRows(list));
+    const inOrder = list !== null && !onPostgres(this.q.db) && staged * 2 >= (await listLength(this.q, list, this.schoolId));
     const target = inOrder ? sql`${table} indexed by ${sql.id(`${array}_pos`)}` : table;
     const updated = await this.q.run(
       sql`update ${target} set ${set}${list ? sql`, change_seq = ${this.seq}` : sql``}${leaves}
@@ -169,12 +169,6 @@ export class Merge {
     );
     this.counts.inserted += inserted.changed;
     if (!appends) this.vacate(list, []);
-  }
-
-  /** The rows of the school's `list`, as its blocks count them. */
-  private async listRows(list: ListTable): Promise<number> {
-    const { rows } = await this.q.run(sql`select coalesce(sum(n), 0) as n from list_blocks where school_id = ${this.schoolId} and list = ${list}`.compile(this.q.db));
-    return Number(rows[0]?.n ?? 0);
   }
 
   /** Notes that `list` needs placeChanges, with more positions its rows left (null: too many to list). */

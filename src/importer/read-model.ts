@@ -116,6 +116,12 @@ async function rankBlocks(q: Sql, table: ListTable, schoolId: string): Promise<v
   );
 }
 
+/** The rows of the school's list, as its blocks count them. */
+export async function listLength(q: Sql, table: ListTable, schoolId: string): Promise<number> {
+  const { rows } = await q.run(sql`select coalesce(sum(n), 0) as n from list_blocks where school_id = ${schoolId} and list = ${table}`.compile(q.db));
+  return Number(rows[0]?.n ?? 0);
+}
+
 /**
  * The positions of rows appended after a list's last row, in the list's order, given as
  * `n` from 0 (an SQL expression): the last block is filled to BLOCK_ROWS, then new blocks
