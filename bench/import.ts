@@ -21,6 +21,7 @@ import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { pipeline } from 'node:stream/promises';
+import { setUpBulkSqlite } from '../src/db/bulk.js';
 import { openStore, sqlitePath } from '../src/db/index.js';
 import { importFile } from '../src/importer/index.js';
 import { rebuildStale } from '../src/importer/rebuild.js';
@@ -147,10 +148,7 @@ function bareInsert(dataDir: string, school: string): { rows: number; seconds: n
   let rows = 0;
   let seconds = 0;
   try {
-    database.pragma('journal_mode = WAL');
-    database.pragma('synchronous = NORMAL');
-    database.pragma('foreign_keys = ON');
-    database.pragma('cache_size = -8000');
+    setUpBulkSqlite(database);
     const quoted = (name: string) => `"${name}"`;
     for (const table of ARRAY_NAMES) {
       const copy = `copy_${table}`;

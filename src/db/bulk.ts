@@ -206,6 +206,18 @@ const sqliteTurns = new Map<string, Promise<void>>();
 /** How long a bulk write waits for another process's write to end. */
 const SQLITE_WAIT_MS = 10 * 60_000;
 
+/** A bulk connection's settings; the import benchmark's SQLite baseline uses them too. */
+export function setUpBulkSqlite(database: SQLite.Database): void {
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  database.pragma('foreign_keys = ON');
+  // Small caches keep the import's memory bounded; a larger one measured no faster
+  // (docs/performance.md, "Imports"). Staging tables live in a temporary file.
+  database.pragma('cache_size = -8000');
+  database.pragma('temp_store = FILE');
+  database.pragma('temp.cache_size = -4000');
+}
+
 async function openSqlite(db: Kysely<Database>, file: string): Promise<BulkConnection> {
   const before = sqliteTurns.get(file) ?? Promise.resolve();
   let release!: () => void;
@@ -216,14 +228,7 @@ async function openSqlite(db: Kysely<Database>, file: string): Promise<BulkConne
   let database: SQLite.Database;
   try {
     database = new SQLite(file, { timeout: SQLITE_WAIT_MS });
-    database.pragma('journal_mode = WAL');
-    database.pragma('synchronous = NORMAL');
-    database.pragma('foreign_keys = ON');
-    // Small caches keep the import's memory bounded; a larger one measured no faster
-    // (docs/performance.md, "Imports"). Staging tables live in a temporary file.
-    database.pragma('cache_size = -8000');
-    database.pragma('temp_store = FILE');
-    database.pragma('temp.cache_size = -4000');
+    setUpBulkSqlite(database);
   } catch (err) {
     release();
     throw err;
