@@ -12,7 +12,7 @@ import type { TSchema } from 'typebox';
 import type { Reader } from '../../db/index.js';
 import { ALL_SCOPES, type KeyScope } from '../../domain/scopes.js';
 import type { Tenant } from '../../domain/tenant.js';
-import { dataAnswer, plain, unchanged, type SendAnswer } from '../../edge/answer.js';
+import { dataAnswer, plain, unchanged, utf8, type SendAnswer } from '../../edge/answer.js';
 import { flushHeldAnswers } from '../../edge/turn-end.js';
 import { Problem } from '../../problems/index.js';
 import { packageVersion } from '../../version.js';
@@ -119,7 +119,7 @@ export function routeOf(spec: Endpoint, { reads, cache, send }: ResourceOptions)
     }
     const made = await spec.answer({ query: request.query, params: request.params, tenant, reads });
     if (made === null) throw missing;
-    const bytes = typeof made === 'string' ? Buffer.from(made) : Buffer.isBuffer(made) ? made : Buffer.from(reply.serializeInput(made as Record<string, unknown>, '200', 'application/json') as string);
+    const bytes = typeof made === 'string' ? utf8(made) : Buffer.isBuffer(made) ? made : Buffer.from(reply.serializeInput(made as Record<string, unknown>, '200', 'application/json') as string);
     cache.set(tenant, request.url, bytes, JSON_CONTENT_TYPE, validator);
     send(reply, dataAnswer(plain(bytes), JSON_CONTENT_TYPE, validator));
   };
