@@ -119,7 +119,7 @@ export function routeOf(spec: Endpoint, { reads, cache, send }: ResourceOptions)
     }
     const made = await spec.answer({ query: request.query, params: request.params, tenant, reads });
     if (made === null) throw missing;
-    const bytes = typeof made === 'string' ? utf8(made) : Buffer.isBuffer(made) ? made : Buffer.from(reply.serializeInput(made as Record<string, unknown>, '200', 'application/json') as string);
+    const bytes = Buffer.isBuffer(made) ? made : utf8(typeof made === 'string' ? made : (reply.serializeInput(made as Record<string, unknown>, '200', 'application/json') as string));
     cache.set(tenant, request.url, bytes, JSON_CONTENT_TYPE, validator);
     send(reply, dataAnswer(plain(bytes), JSON_CONTENT_TYPE, validator));
   };
