@@ -167,6 +167,10 @@ const WRITTEN: Record<Table, readonly string[]> = Object.fromEntries(
   (Object.keys(COLUMNS) as Table[]).map((table) => [table, isListTable(table) ? [...COLUMNS[table], 'item', 'pos', 'change_seq'] : COLUMNS[table]]),
 ) as unknown as Record<Table, readonly string[]>;
 
+/** Where each table's id is in its generated rows. */
+const ID_AT = new Map((Object.keys(COLUMNS) as Table[]).map((table) => [table, (COLUMNS[table] as readonly string[]).indexOf('id')]));
+const idOf = (table: Table, row: unknown[]): unknown => row[ID_AT.get(table)!];
+
 /**
  * Each list row's rank in its list (src/resources/items.ts), by table and id: a first
  * pass over the school's generator, which is deterministic, so the second pass that writes
@@ -179,7 +183,7 @@ function positions(shape: DatasetShape, school: SchoolShape): Map<Table, Map<unk
     let list = keys.get(table);
     if (!list) keys.set(table, (list = []));
     const columns = COLUMNS[table] as readonly string[];
-    list.push([row[columns.indexOf(LIST_MODELS[table].order)] as string, row[columns.indexOf('id')] as string]);
+    list.push([row[columns.indexOf(LIST_MODELS[table].order)] as string, idOf(table, row) as string]);
   }
   const out = new Map<Table, Map<unknown, number>>();
   for (const [table, list] of keys) {
@@ -195,7 +199,7 @@ function withReadModel(table: Table, row: unknown[], at: Map<Table, Map<unknown,
   if (!isListTable(table)) return row;
   const columns = COLUMNS[table] as readonly string[];
   const record = Object.fromEntries(columns.map((c, i) => [c, row[i]])) as unknown as ListRow<ListTable>;
-  return [...row, itemJson(table, record), laidOut(at.get(table)!.get(row[columns.indexOf('id')])!), 1];
+  return [...row, itemJson(table, record), laidOut(at.get(table)!.get(idOf(table, row))!), 1];
 }
 
 /** Streams every generated row into the sink, table by table in batches, committing every so often. */
@@ -237,7 +241,7 @@ async function writeRows(sink: BulkSink, shape: DatasetShape): Promise<void> {
       }
       let rows = lists.get(table);
       if (!rows) lists.set(table, (rows = []));
-      rows[at.get(table)!.get(row[(COLUMNS[table] as readonly string[]).indexOf('id')])!] = row;
+      rows[at.get(table)!.get(idOf(table, row))!] = row;
     }
     for (const [table, rows] of lists) for (const row of rows) await put([table, withReadModel(table, row, at)]);
     if (sinceCommit >= 200_000) {
