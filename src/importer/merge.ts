@@ -301,21 +301,21 @@ export class Merge {
            group by c.id`.compile(this.q.db),
     );
     let moved = 0;
-    // A batch of the touched contracts in key order, then their rows by key. (Joined whole
-    // and cut by LIMIT, every batch read the school's contracts from its first on
-    // PostgreSQL, or from the batch to the last on SQLite: quadratic in a first import.)
+    // A batch of the touched contracts in key order, then the rows by key of those whose
+    // stored balance differs (most were written with theirs). (Joined whole and cut by
+    // LIMIT, every batch read the school's contracts from its first on PostgreSQL, or from
+    // the batch to the last on SQLite: quadratic in a first import.)
     await this.inBatches(sql`select id, paid from balances`, async (touched) => {
       const paid = new Map(touched.map((row) => [row.id as string, Number(row.paid)]));
       const { rows } = await this.q.run(
-        sql`select * from contracts where school_id = ${this.schoolId} and id in (${sql.join([...paid.keys()])})`.compile(this.q.db),
+        sql`select c.* from contracts c join balances b on b.id = c.id
+             where c.school_id = ${this.schoolId} and c.id in (${sql.join([...paid.keys()])}) and c.paid_minor <> b.paid`.compile(this.q.db),
       );
-      const values = rows
-        .filter((row) => Number(row.paid_minor) !== paid.get(row.id as string))
-        .map((row) => {
-          const balance = paid.get(row.id as string)!;
-          const item = itemOf('contracts', { ...row, paid_minor: balance });
-          return sql`(${row.id}, cast(${balance} as bigint), ${item})`;
-        });
+      const values = rows.map((row) => {
+        const balance = paid.get(row.id as string)!;
+        const item = itemOf('contracts', { ...row, paid_minor: balance });
+        return sql`(${row.id}, cast(${balance} as bigint), ${item})`;
+      });
       moved += values.length;
       if (values.length > 0) {
         await this.q.run(
