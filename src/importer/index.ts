@@ -24,13 +24,22 @@ export { MAX_ERRORS } from './errors.js';
 export { ARRAY_NAMES, ImportFileSchema, type ArrayName, type ImportFile } from './schema.js';
 export type { Progress } from './source.js';
 
+/**
+ * What an import reports as it goes: the reading, then each step of the merge, with the
+ * file's records written to the school's tables so far.
+ */
+export type ImportProgress = (Progress & { phase: 'read' }) | (Progress & { phase: 'merge'; step: MergeStep; written: number });
+
+/** A step of the merge, as a progress line names it: an array is the writing of its records. */
+export type MergeStep = 'locking the school' | 'checking references' | ArrayName | 'deletions' | 'balances' | 'totals and positions' | 'commit' | 'statistics';
+
 export interface ImportOptions {
   /** Each array present is the whole truth for its resource: the school's other records of it are deleted. */
   replace?: boolean;
   /** Tombstones of imports committed longer ago than this are pruned (SCHOOL_DATA_TOMBSTONE_DAYS). */
   tombstoneDays?: number;
-  /** Called as the file is read, and with `phase: 'merge'` once the whole file is staged. */
-  onProgress?: (progress: Progress & { phase: 'read' | 'merge' }) => void;
+  /** Called as the file is read, then as each step of the merge starts. */
+  onProgress?: (progress: ImportProgress) => void;
 }
 
 export interface ImportSummary {
@@ -96,8 +105,12 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
       throw err;
     }
     intake.finish();
-    options.onProgress?.({ ...progress, phase: 'merge' });
-    return await merge(conn, schoolId, intake, stage, errors, options);
+    let written = 0;
+    const step = (name: MergeStep, records = 0) => {
+      options.onProgress?.({ ...progress, phase: 'merge', step: name, written });
+      written += records;
+    };
+    return await merge(conn, schoolId, intake, stage, errors, options, step);
   } finally {
     await conn.close();
   }
@@ -114,7 +127,10 @@ function writtenTables(staged: Record<ArrayName, number>, deleted: Record<ArrayN
   return [...arrays, 'list_blocks', 'tombstones', 'change_batches', 'schools', ...FINANCE_SIDES.map((side) => side.totals)];
 }
 
-async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake, stage: Stage, errors: ErrorList, options: ImportOptions): Promise<ImportResult> {
+/** Reports that the merge begins `step`, which writes `records` of the file's records. */
+type StepReport = (step: MergeStep, records?: number) => void;
+
+async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake, stage: Stage, errors: ErrorList, options: ImportOptions, step: StepReport): Promise<ImportResult> {
   const replace = options.replace === true;
   // SQLite: take the write lock now; a transaction that read first could not write later if another connection wrote meanwhile.
   await conn.run(CompiledQuery.raw(conn.dialect === 'sqlite' ? 'begin immediate' : 'begin'));
@@ -126,8 +142,11 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
       const small = ARRAY_NAMES.reduce((n, a) => n + stage.staged[a] + intake.deletes[a].size, 0) < STATISTICS_AFTER;
       await conn.run(CompiledQuery.raw(`set local synchronous_commit = on${small ? '; set local jit = off' : ''}`));
     }
+    // The lock waits for another import of the school to commit.
+    step('locking the school');
     const version = await lockSchool(conn, schoolId);
     const seq = version + 1;
+    step('checking references');
     if (!errors.full) await checkOpenReferences(conn, schoolId, intake, errors);
     if (!errors.full && stage.staged.payments > 0) await checkPaymentContracts(conn, schoolId, errors);
 
@@ -144,28 +163,39 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
       for (const array of deleting) await work.collectGone(array, replace && intake.present.has(array));
       await work.noteTouched(stage.staged, new Set(deleting));
       if (stage.staged.contracts > 0) await work.prepareContracts();
-      for (const array of ARRAY_NAMES) if (stage.staged[array] > 0) await work.upsert(array, stage.staged[array]);
+      for (const array of ARRAY_NAMES) {
+        if (stage.staged[array] === 0) continue;
+        step(array, stage.staged[array]);
+        await work.upsert(array, stage.staged[array]);
+      }
+      if (deleting.length > 0) step('deletions');
       for (const array of deleting) await work.delete(array);
       await checkDeletedUnreferred(conn, schoolId, work.deletedFrom, errors);
     }
     if (!errors.empty) return { ok: false, errors: errors.items };
 
     for (const array of ARRAY_NAMES) if (isListTable(array) && stage.staged[array] > 0) await work.dropTombstones(array);
+    step('balances');
     const balances = await work.recomputeBalances();
     const changes = work.counts.inserted + work.counts.updated + work.counts.deleted + balances;
     const summary = { ok: true as const, counts: perArray((a) => intake.counts[a]), deleted: perArray(() => 0), changes, seq: null as number | null };
     if (changes === 0) return summary;
 
+    step('totals and positions');
     await work.refreshTotals();
     await work.placeChanges();
     await pruneTombstones(conn, schoolId, options.tombstoneDays ?? DEFAULT_TOMBSTONE_DAYS);
     await recordBatch(conn, schoolId, seq);
+    step('commit');
     await conn.run(CompiledQuery.raw('commit'));
     committed = true;
     summary.seq = seq;
     summary.deleted = perArray((a) => work.deletedCounts[a]);
     // On the import's connection: the pool's statement timeout would cut a long ANALYZE short.
-    if (changes >= STATISTICS_AFTER) await refreshStatistics(conn.db, (q) => conn.run(q), writtenTables(stage.staged, summary.deleted));
+    if (changes >= STATISTICS_AFTER) {
+      step('statistics');
+      await refreshStatistics(conn.db, (q) => conn.run(q), writtenTables(stage.staged, summary.deleted));
+    }
     return summary;
   } finally {
     if (!committed) await conn.run(CompiledQuery.raw('rollback')).catch(() => undefined);

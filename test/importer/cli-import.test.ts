@@ -129,10 +129,12 @@ describe('school-data import (the CLI)', () => {
       assert.deepEqual(await state(school), before, `killed ${moment}: ${run.output.slice(-300)}`);
     }
     assert.ok(killed >= 4, `the import was killed ${killed} times of ${moments.length}`);
-    // The same file, left to finish, imports: the kills stopped a valid import.
-    const done = await cli('import', '--school', school, '--json', big);
+    // The same file, left to finish, imports: the kills stopped a valid import. Its
+    // progress line went on through the write, naming its steps.
+    const done = await cli('import', '--school', school, '--json', '--progress', big);
     assert.equal(done.code, 0, done.stderr);
     assert.equal((JSON.parse(done.stdout) as { seq: number }).seq, 2);
+    assert.match(done.stderr, /all [\d,]+ records read; writing them: [a-z ]+, [\d,]+ written, [\d,]+ records\/s, \d+ s/);
   });
 
   it('leaves everything as before when the database connection is cut (PostgreSQL)', async (t) => {

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import v8 from 'node:v8';
-import { importFile, type ImportError, type ImportSummary, type Progress } from '../../importer/index.js';
+import { importFile, type ImportError, type ImportProgress, type ImportSummary } from '../../importer/index.js';
 import { CliError, withStore, type CommandContext } from '../context.js';
 
 export interface ImportCommandOptions {
@@ -33,27 +33,48 @@ function checkFile(file: string): void {
 /** Redraws of the progress line, at most. */
 const REDRAWS_PER_SECOND = 4;
 
+const count = (n: number) => n.toLocaleString('en-US');
+
+/**
+ * The progress line, redrawn at most REDRAWS_PER_SECOND times a second: with the reading
+ * as the file is read, then with the merge's latest step, and between steps as the time
+ * passes, so a long step still shows the import at work.
+ */
 class ProgressLine {
   private readonly started = Date.now();
   private lastDraw = 0;
-  private drawn = false;
+  private shown = '';
+  private latest: ImportProgress | null = null;
+  private ticking: NodeJS.Timeout | null = null;
 
   constructor(private readonly stream: NodeJS.WriteStream) {}
 
-  update(p: Progress & { phase: 'read' | 'merge' }): void {
+  update(p: ImportProgress): void {
+    this.latest = p;
+    if (p.phase === 'merge' && !this.ticking) this.ticking = setInterval(() => this.draw(), 1000 / REDRAWS_PER_SECOND).unref();
+    if (Date.now() - this.lastDraw >= 1000 / REDRAWS_PER_SECOND) this.draw();
+  }
+
+  private draw(): void {
+    const p = this.latest;
+    if (!p) return;
     const now = Date.now();
-    if (p.phase === 'read' && now - this.lastDraw < 1000 / REDRAWS_PER_SECOND) return;
     this.lastDraw = now;
     const seconds = (now - this.started) / 1000;
-    const share = p.totalBytes ? ` (${Math.floor((100 * p.bytes) / Math.max(1, p.totalBytes))} % of the file)` : '';
-    const rate = `${Math.round(p.records / Math.max(seconds, 0.001)).toLocaleString('en-US')} records/s`;
-    const what = p.phase === 'read' ? `read and staged ${p.records.toLocaleString('en-US')} records${share}` : `all ${p.records.toLocaleString('en-US')} records read; writing them`;
-    this.stream.write(`\r${what}, ${rate}, ${seconds.toFixed(0)} s\x1b[K`);
-    this.drawn = true;
+    const rate = `${count(Math.round(p.records / Math.max(seconds, 0.001)))} records/s`;
+    const what =
+      p.phase === 'read'
+        ? `read and staged ${count(p.records)} records${p.totalBytes ? ` (${Math.floor((100 * p.bytes) / Math.max(1, p.totalBytes))} % of the file)` : ''}`
+        : `all ${count(p.records)} records read; writing them: ${p.step}, ${count(p.written)} written`;
+    const line = `${what}, ${rate}, ${seconds.toFixed(0)} s`;
+    if (line === this.shown) return;
+    this.stream.write(`\r${line}\x1b[K`);
+    this.shown = line;
   }
 
   end(): void {
-    if (this.drawn) this.stream.write('\r\x1b[K');
+    if (this.ticking) clearInterval(this.ticking);
+    if (this.shown) this.stream.write('\r\x1b[K');
   }
 }
 
@@ -87,7 +108,7 @@ export async function importCommand(ctx: CommandContext, file: string, opts: Imp
     importFile(store.db, opts.school, file, {
       replace: opts.replace === true,
       tombstoneDays: ctx.config.tombstoneDays,
-      ...(line ? { onProgress: (p: Progress & { phase: 'read' | 'merge' }) => line.update(p) } : {}),
+      ...(line ? { onProgress: (p: ImportProgress) => line.update(p) } : {}),
     }),
   ).finally(() => line?.end());
   if (!result.ok) {
