@@ -7,7 +7,7 @@
  */
 import http from 'node:http';
 import querystring from 'node:querystring';
-import Fastify, { type FastifyServerFactory } from 'fastify';
+import Fastify, { type FastifyError, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { accessCheck } from './access/decide.js';
 import { earlyId, frontOf, RouteTable } from './access/front.js';
@@ -20,7 +20,7 @@ import { answerWriter, dataAnswer, noteArrival, SECURITY_HEADERS, type Answer } 
 import { edgeChecks } from './edge/checks.js';
 import { errorHandler, notFoundHandler } from './edge/errors.js';
 import { COMPRESS_FROM_BYTES } from './edge/encoding.js';
-import { API_PREFIX } from './edge/paths.js';
+import { API_PREFIX, targetPath } from './edge/paths.js';
 import { clientErrorHandler } from './edge/raw.js';
 import { lineWriter } from './logger.js';
 import { DependencyState } from './ops/dependency.js';
@@ -64,6 +64,8 @@ export async function buildApp(deps: AppDeps) {
   const onError = errorHandler(logger, send, database);
   const scopes = routeScopes();
   const check = accessCheck({ config, reads: store.reads, limiter, usage, database, rateLimiter, routeScopes: scopes });
+  const checkEdge = edgeChecks({ maxUrlBytes: config.maxUrlBytes, unmatched, send });
+  const checkAccess = accessHook({ check, publicPaths: new Set([OPENAPI_PATH]), send });
   // The front (src/access/front.ts) answers refusals and stored answers before Fastify; with
   // trusted proxies the client's address is Fastify's to read, so every request goes there.
   const frontRoutes = new RouteTable(config.maxUrlBytes);
@@ -82,10 +84,17 @@ export async function buildApp(deps: AppDeps) {
     bodyLimit: 1024,
     // A path parameter can be as long as the URL limit allows: a longer one is a URL over
     // the limit (414), caught by the router before any hook runs.
-    routerOptions: { maxParamLength: config.maxUrlBytes, querystringParser: (s: string) => querystring.parse(s) },
+    // Every parameter is read (Node's default stops at 1,000, ignoring the rest silently):
+    // SCHOOL_DATA_MAX_URL_BYTES bounds how many there can be.
+    routerOptions: { maxParamLength: config.maxUrlBytes, querystringParser: (s: string) => querystring.parse(s, '&', '=', { maxKeys: 0 }) },
     // Errors the router raises before any hook (an undecodable path, an over-long
-    // parameter) are answered like every other error.
+    // parameter) are answered like every other error. An undecodable path under the
+    // prefix is an unknown path: its 404 comes after the edge's and the access checks.
     frameworkErrors: (error, request, reply) => {
+      if (error.code === 'FST_ERR_BAD_URL' && targetPath(request.url).startsWith(API_PREFIX)) {
+        checkEdge(request, reply, () => checkAccess(request, reply, (failure) => onError((failure as FastifyError | undefined) ?? error, request, reply)));
+        return;
+      }
       noteArrival(request, unmatched);
       onError(error, request, reply);
     },
@@ -113,8 +122,8 @@ export async function buildApp(deps: AppDeps) {
     route.config = { ...route.config, recordAnswer };
     if ([route.method].flat().includes('GET')) frontRoutes.add(route.url, scopes.has(route.url) ? { url: route.url, recordAnswer } : null);
   });
-  app.addHook('onRequest', edgeChecks({ maxUrlBytes: config.maxUrlBytes, unmatched, send }));
-  app.addHook('onRequest', accessHook({ check, publicPaths: new Set([OPENAPI_PATH]), send }));
+  app.addHook('onRequest', checkEdge);
+  app.addHook('onRequest', checkAccess);
   app.setErrorHandler(onError);
   app.setNotFoundHandler(notFoundHandler(send));
 

@@ -1,7 +1,8 @@
 /**
- * The access hook: for every request under the API prefix (and every request the router
- * took to an API route another way: an absolute-form target, a percent-encoded path),
- * decides access before the route runs, so an unknown path with a bad key is 401. A
+ * The access hook: for every request addressed under the API prefix (in origin or absolute
+ * form, or with a path the router cannot decode) and every request the router took to an
+ * API route another way (a percent-encoded path), decides access before the route runs,
+ * so an unknown path with a bad key is 401. A
  * refusal is answered here; an allowed request goes on with its tenant. A decision that
  * could not be made (the data store did not answer) goes to the error handler. A request
  * the front (front.ts) decided comes with its decision.
@@ -9,7 +10,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Tenant } from '../domain/tenant.js';
 import { problemAnswer, type SendAnswer } from '../edge/answer.js';
-import { API_PREFIX, pathOf } from '../edge/paths.js';
+import { API_PREFIX, targetPath } from '../edge/paths.js';
 import type { Access, AccessCheck } from './decide.js';
 import { takeEarly } from './front.js';
 
@@ -50,13 +51,14 @@ export function accessHook({ check, publicPaths, send }: AccessHookOptions) {
       return;
     }
     const route = request.route;
-    if (!request.url.startsWith(API_PREFIX) && !route?.startsWith(API_PREFIX)) {
+    const path = targetPath(request.url);
+    if (!path.startsWith(API_PREFIX) && !route?.startsWith(API_PREFIX)) {
       done();
       return;
     }
     let decided: Access | Promise<Access>;
     try {
-      decided = check(request.method, request.headers.authorization, route, publicPaths.has(route ?? pathOf(request.url)), request);
+      decided = check(request.method, request.headers.authorization, route, publicPaths.has(route ?? path), request);
     } catch (failure) {
       done(failure as Error);
       return;

@@ -6,3 +6,14 @@ export function pathOf(target: string): string {
   const queryAt = target.indexOf('?');
   return queryAt === -1 ? target : target.slice(0, queryAt);
 }
+
+/**
+ * The path of a request target in origin form (`/a/b?q`) or absolute form
+ * (`https://host/a/b?q`), without its query: where the request is addressed.
+ */
+export function targetPath(target: string): string {
+  const path = pathOf(target);
+  if (path.startsWith('/')) return path;
+  const origin = /^[a-z][a-z0-9+.-]*:\/\/[^/]*/i.exec(path);
+  return origin ? path.slice(origin[0].length) || '/' : path;
+}

@@ -102,6 +102,33 @@ describe('errors and their precedence', () => {
     await problem('/api/public/v1/students/s1/extra', { key: w.a.key }, 404, 'not_found');
   });
 
+  it('an undecodable path under the prefix is an unknown path: 405, 401, 402 come first', async () => {
+    for (const path of ['/api/public/v1/%zz', '/api/public/v1/students/%zz', '/api/public/v1/students/%C0%AF', '/api/public/v1/students/%']) {
+      await problem(path, { method: 'POST', key: null }, 405, 'method_not_allowed');
+      await problem(path, { key: null }, 401, 'unauthorized');
+      await problem(path, { key: w.downgradedKey }, 402, 'plan_required');
+      await problem(path, { key: w.a.key }, 404, 'not_found');
+    }
+    // Outside the prefix the key is not looked at.
+    await problem('/%zz', { key: null }, 404, 'not_found');
+  });
+
+  it('an absolute-form target is checked as its path is: 405, 401, 402, then 404', async () => {
+    const send = async (method: string, target: string, key: string | null) => {
+      const auth = key === null ? '' : `Authorization: Bearer ${key}\r\n`;
+      const outcome = await rawExchange(t.origin, t.ca, `${method} ${target} HTTP/1.1\r\nHost: localhost\r\n${auth}Connection: close\r\n\r\n`);
+      assert.ok(outcome.kind === 'response', target);
+      return [outcome.response.status, (JSON.parse(outcome.response.body) as Problem).code];
+    };
+    const nowhere = 'https://localhost/api/public/v1/nope';
+    assert.deepEqual(await send('POST', 'https://localhost/api/public/v1/students', null), [405, 'method_not_allowed']);
+    assert.deepEqual(await send('POST', nowhere, null), [405, 'method_not_allowed']);
+    assert.deepEqual(await send('GET', nowhere, null), [401, 'unauthorized']);
+    assert.deepEqual(await send('GET', nowhere, w.downgradedKey), [402, 'plan_required']);
+    assert.deepEqual(await send('GET', nowhere, w.a.key), [404, 'not_found']);
+    assert.deepEqual(await send('GET', 'https://localhost/elsewhere', null), [404, 'not_found']);
+  });
+
   it('paths outside /api/public/v1/ are 404 without looking at the key', async () => {
     for (const path of ['/', '/api/public/v2/students', '/api/public/v1', '/API/public/v1/students', '/students']) {
       await problem(path, { key: null }, 404, 'not_found');
@@ -130,6 +157,8 @@ describe('errors and their precedence', () => {
       ['foo=bar', 'foo'],
       ['limit=5&limit=6', 'limit'],
       ['status=', 'status'],
+      // After a thousand empty pairs, still read (Node's parser stops at 1,000 by default).
+      [`${'&'.repeat(1000)}limit=0`, 'limit'],
     ];
     for (const [query, name] of cases) {
       const body = await problem(`/api/public/v1/students?${query}`, { key: w.a.key }, 400, 'invalid_parameter');
