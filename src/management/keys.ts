@@ -184,9 +184,18 @@ async function recordEvent(
     .execute();
 }
 
+/** The longest key name, in characters. */
+export const KEY_NAME_MAX = 100;
+
+/** A key name's length in characters (code points, not UTF-16 units: an emoji is one). */
+export function keyNameLength(name: string): number {
+  return [...name].length;
+}
+
 function checkName(rawName: string): Outcome<string> {
   const name = rawName.trim();
-  if (name.length < 1 || name.length > 100) return { ok: false, reason: 'key name must be 1-100 characters' };
+  const length = keyNameLength(name);
+  if (length < 1 || length > KEY_NAME_MAX) return { ok: false, reason: `key name must be 1-${KEY_NAME_MAX} characters` };
   if (CONTROL_CHARACTERS.test(name)) return { ok: false, reason: 'key name must not contain control characters' };
   return { ok: true, value: name };
 }

@@ -172,7 +172,10 @@ describe('the changes feed', () => {
 
   it('refuses a cursor it did not give out, or another school\'s, as a bad parameter', async () => {
     const { cursor } = await readAll(w.b.key);
-    for (const bad of ['nope', 'MS4xLjE', Buffer.from('2.x.1').toString('base64url'), cursor]) {
+    // A's own cursor, made up to name a resource the feed does not have.
+    const [version, tag, seq] = Buffer.from((await readAll(w.a.key)).cursor, 'base64url').toString('latin1').split('.');
+    const madeUp = ['aaa', 'zz', 'branches'].map((resource) => Buffer.from(`${version}.${tag}.${seq}.${resource}.x`).toString('base64url'));
+    for (const bad of ['nope', 'MS4xLjE', Buffer.from('2.x.1').toString('base64url'), cursor, ...madeUp]) {
       const res = await t.request(`/api/public/v1/changes?after=${bad}`, { key: w.a.key });
       assert.equal(res.status, 400, bad);
       assert.equal((res.json() as { invalid_params: { name: string }[] }).invalid_params[0]!.name, 'after');

@@ -127,7 +127,8 @@ describe('school-data CLI', () => {
     await json('school', 'create', '--name', 'Std', '--plan', 'Standart', '--id', 'cli-std');
     fails(await cli('key', 'create', '--school', 'cli-std', '--name', 'x'), /Profi and VIP/);
     await json('school', 'create', '--name', 'Many', '--plan', 'Profi', '--id', 'cli-many');
-    for (let i = 0; i < 10; i++) await json('key', 'create', '--school', 'cli-many', '--name', `k${i}`);
+    // A name's length is in characters: a hundred emoji are a hundred.
+    for (let i = 0; i < 10; i++) await json('key', 'create', '--school', 'cli-many', '--name', i === 0 ? '🚗'.repeat(100) : `k${i}`);
     fails(await cli('key', 'create', '--school', 'cli-many', '--name', 'eleventh'), /revoke an unused key first/);
     const keys = (await json('key', 'list', '--school', 'cli-many')) as unknown as { id: string }[];
     assert.equal(keys.length, 10);

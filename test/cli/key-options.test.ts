@@ -70,6 +70,12 @@ describe('school-data key options (CLI)', () => {
     fails(await cli('key', 'allow', '--key', 'key_nope'), /--allow|--any/);
     fails(await cli('key', 'log', '--key', 'key_nope'), /no key/);
     fails(await cli('audit', 'list', '--school', 'nope'), /no school/);
+    fails(await cli('audit', 'list', '--school', 'ko-school', '--key', 'key_nope'), /no key/);
+    // An option given empty (a script's unset variable) is not "no limit" on the command line.
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--scopes', ''), /--scopes is empty/);
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--allow', ' '), /--allow is empty/);
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--expires', ''), /--expires is empty/);
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', '🚗'.repeat(101)), /1-100 characters/);
     assert.equal((await keys()).length, before);
     assert.equal((await events()).length, eventsBefore);
   });

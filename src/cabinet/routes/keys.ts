@@ -11,7 +11,7 @@ import { KEY_SCOPES, type KeyScope } from '../../domain/scopes.js';
 import { formatTimestamp, nextDay, parseDate, startOfLocalDay } from '../../domain/time.js';
 import { changeOwnPassword, checkPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../management/directors.js';
 import { keyDays, keyRequests } from '../../management/key-activity.js';
-import { createKey, findKey, isOverlap, keyEvents, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
+import { createKey, findKey, isOverlap, KEY_NAME_MAX, keyEvents, keyNameLength, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
 import type { CabinetContext } from '../context.js';
 import { CabinetError, notFound, sendPage } from '../errors.js';
 import { formField } from '../form.js';
@@ -24,7 +24,6 @@ import { keyPage, type KeyPageModel } from '../views/key.js';
 import type { SignedView } from '../views/layout.js';
 import { keysPage, newKeyPage, passwordPage, revokePage, type KeysModel } from '../views/pages.js';
 
-const KEY_NAME_MAX = 100;
 // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
 const CONTROL = /[\u0000-\u001f\u007f]/u;
 
@@ -34,7 +33,8 @@ type FormText = Messages['form'];
 function keyNameError(t: FormText, name: string | null): string | null {
   const trimmed = name?.trim() ?? '';
   if (trimmed.length === 0) return t.nameMissing;
-  if (trimmed.length > KEY_NAME_MAX) return t.nameTooLong(KEY_NAME_MAX, trimmed.length);
+  const length = keyNameLength(trimmed);
+  if (length > KEY_NAME_MAX) return t.nameTooLong(KEY_NAME_MAX, length);
   if (CONTROL.test(trimmed)) return t.nameControl;
   return null;
 }

@@ -5,6 +5,7 @@
  * cursor a bad parameter rather than a wrong place.
  */
 import { createHash } from 'node:crypto';
+import { LIST_TABLES } from '../items.js';
 
 /**
  * Sorts after every resource name in any collation (letters only): the place after all of
@@ -38,6 +39,6 @@ export function decodeCursor(schoolId: string, cursor: string): Place | 'malform
   if (version !== '1' || !/^[0-9]{1,15}$/.test(seqText!)) return 'malformed';
   if (tag !== schoolTag(schoolId)) return 'other_school';
   if (resource === undefined) return { seq: Number(seqText), resource: END, id: '' };
-  if (!/^[a-z]{1,20}$/.test(resource) || !/^[A-Za-z0-9_-]{1,64}$/.test(id!)) return 'malformed';
+  if (!(LIST_TABLES as readonly string[]).includes(resource) || !/^[A-Za-z0-9_-]{1,64}$/.test(id!)) return 'malformed';
   return { seq: Number(seqText), resource, id: id! };
 }

@@ -1,10 +1,11 @@
-import { keyEvents } from '../../../management/keys.js';
+import { findKey, keyEvents } from '../../../management/keys.js';
 import { findSchool } from '../../../management/schools.js';
 import { CliError, table, withStore, type CommandContext } from '../../context.js';
 
 export async function auditList(ctx: CommandContext, opts: { school: string; key?: string }): Promise<number> {
   const events = await withStore(ctx.config, async (store) => {
     if (!(await findSchool(store.db, opts.school))) throw new CliError(`no school with id "${opts.school}"`);
+    if (opts.key !== undefined && !(await findKey(store.db, opts.key, undefined, opts.school))) throw new CliError(`school ${opts.school} has no key with id "${opts.key}"`);
     return keyEvents(store.db, opts.school, opts.key === undefined ? {} : { keyId: opts.key });
   });
   ctx.out.result(events, () =>

@@ -9,8 +9,18 @@ export interface KeyCreateOptions {
   allow?: string;
 }
 
+/** An option given empty: a script's unset variable, never read as "no limit" on the command line. */
+function emptyOption(opts: KeyCreateOptions): string | null {
+  for (const name of ['scopes', 'expires', 'allow'] as const) {
+    if (opts[name] !== undefined && opts[name].trim() === '') return `--${name} is empty: leave the option out for no limit`;
+  }
+  return null;
+}
+
 export async function keyCreate(ctx: CommandContext, opts: KeyCreateOptions): Promise<number> {
   // Checked before the store is opened: a bad value writes nothing.
+  const empty = emptyOption(opts);
+  if (empty !== null) throw new CliError(empty);
   const options = parseKeyOptions(opts);
   if (!options.ok) throw new CliError(options.reason);
   const outcome = await withStore(ctx.config, (store) => createKey(store.db, opts.school, opts.name, options.value, 'operator', { unusedDays: ctx.config.keyUnusedDays }));
