@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startTestCabinet, type TestCabinet } from '../helpers/cabinet.js';
+import { createKey } from '../../src/management/keys.js';
 import { runCli } from '../helpers/processes.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
@@ -87,6 +88,18 @@ describe('school-data demo', () => {
       assert.ok(!(await signsIn(before.director.email, before.director.password)), `${row.id}: the old password still works`);
     }
     assert.equal((await store.db.selectFrom('directors').select('id').execute()).length, 3, 'one director per school, not one per run');
+  });
+
+  it('stops before writing anything when a demo school has no room for its key', async () => {
+    // demo-profi filled to 10 active keys; demo-vip, made first, would get its key and new password.
+    const active = async (school: string) => (await store.db.selectFrom('api_keys').select('id').where('school_id', '=', school).where('revoked_at', 'is', null).execute()).length;
+    for (let n = await active('demo-profi'); n < 10; n++) assert.ok((await createKey(store.db, 'demo-profi', `filler ${n}`)).ok);
+    const hashes = async () => (await store.db.selectFrom('directors').select(['email', 'password_hash']).orderBy('email').execute()).map((d) => `${d.email} ${d.password_hash}`);
+    const before = { vip: await active('demo-vip'), hashes: await hashes() };
+    const r = await runCli(['demo'], env);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^school-data: demo-profi already has 10 active keys.*nothing was written\n$/);
+    assert.deepEqual({ vip: await active('demo-vip'), hashes: await hashes() }, before);
   });
 
   it('skipped on a database with schools, says how to get a key and a sign-in with commands that run as printed', async () => {

@@ -7,10 +7,11 @@
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
+import { API_PLANS, type Plan } from '../../domain/enums.js';
 import { generateSchoolData } from '../../demo/generate.js';
 import { importData } from '../../importer/index.js';
 import { addDirector, generatePassword, listDirectors, setDirectorPassword } from '../../management/directors.js';
-import { createKey } from '../../management/keys.js';
+import { createKey, listKeys, MAX_ACTIVE_KEYS } from '../../management/keys.js';
 import { createSchool, findSchool } from '../../management/schools.js';
 import { loadTls } from '../../tls.js';
 import { CliError, RUN, table, withStore, type CommandContext } from '../context.js';
@@ -49,6 +50,27 @@ async function demoDirector(db: Kysely<Database>, schoolId: string): Promise<{ e
   return { email, password };
 }
 
+/**
+ * Before anything is written: which demo schools get a key (those whose plan, as it is now,
+ * has API access), or why the run would stop halfway, leaving keys and passwords made and
+ * never shown.
+ */
+async function keyedSchools(db: Kysely<Database>): Promise<Set<string>> {
+  const keyed = new Set<string>();
+  for (const spec of DEMO_SCHOOLS) {
+    const existing = await findSchool(db, spec.id);
+    if (!API_PLANS.includes((existing?.plan ?? spec.plan) as Plan)) continue;
+    if (existing) {
+      const active = (await listKeys(db, spec.id)).filter((k) => k.status === 'active').length;
+      if (active >= MAX_ACTIVE_KEYS) {
+        throw new CliError(`${spec.id} already has ${MAX_ACTIVE_KEYS} active keys, and the demo makes one more: revoke an unused one (${RUN} key list --school ${spec.id}); nothing was written`);
+      }
+    }
+    keyed.add(spec.id);
+  }
+  return keyed;
+}
+
 /** What the skipped demo says to do instead: commands for the demo school if it is there. */
 async function skippedHint(db: Kysely<Database>): Promise<string> {
   const id = DEMO_SCHOOLS[0].id;
@@ -68,9 +90,11 @@ export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean
       const any = await store.db.selectFrom('schools').select('id').limit(1).executeTakeFirst();
       if (any) return { skipped: await skippedHint(store.db) };
     }
+    const keyed = await keyedSchools(store.db);
     const loaded: DemoSchoolResult[] = [];
     for (const spec of DEMO_SCHOOLS) {
-      if (!(await findSchool(store.db, spec.id))) {
+      const existing = await findSchool(store.db, spec.id);
+      if (!existing) {
         const created = await createSchool(store.db, spec);
         if (!created.ok) throw new CliError(created.reason);
       }
@@ -78,13 +102,13 @@ export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean
       const imported = await importData(store.db, spec.id, data);
       if (!imported.ok) throw new CliError(`demo data for ${spec.id} did not import: ${imported.errors[0]?.reason ?? 'unknown error'}`);
       let key: { id: string; key: string } | null = null;
-      if (spec.plan !== 'Standart') {
+      if (keyed.has(spec.id)) {
         const created = await createKey(store.db, spec.id, `demo ${now.toISOString().slice(0, 10)}`);
         if (!created.ok) throw new CliError(created.reason);
         key = created.value;
       }
       const director = await demoDirector(store.db, spec.id);
-      loaded.push({ id: spec.id, name: spec.name, plan: spec.plan, timezone: spec.timezone, students: spec.students, key: key?.key ?? null, key_id: key?.id ?? null, director });
+      loaded.push({ id: spec.id, name: spec.name, plan: existing?.plan ?? spec.plan, timezone: spec.timezone, students: spec.students, key: key?.key ?? null, key_id: key?.id ?? null, director });
     }
     return loaded;
   });
