@@ -241,7 +241,9 @@ export function answerWriter(deps: WriterDeps): Writer {
     const encoding = typeof body !== 'string' && body.plainLength >= COMPRESS_FROM_BYTES ? negotiated : undefined;
     const headers = [...COMMON, 'X-Request-Id', request.id, 'Cache-Control', answer.cacheControl];
     if (request.rateLimitHeaders) headers.push(...request.rateLimitHeaders);
-    if (encoding !== undefined) headers.push('Vary', 'accept-encoding');
+    // The tag names the coding asked for, whatever the body's length: every answer that may
+    // be compressed varies with Accept-Encoding, its 304 too.
+    if (answer.compressible) headers.push('Vary', 'accept-encoding');
     let status = answer.status;
     let bytes: Buffer | string = EMPTY;
     if (answer.validator !== undefined) {

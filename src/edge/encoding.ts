@@ -1,6 +1,7 @@
 /**
  * Response compression for every API answer. Rules:
- * - only bodies of COMPRESS_FROM_BYTES or more, only to GET (HEAD tells the plain length);
+ * - only bodies of COMPRESS_FROM_BYTES or more, to GET and HEAD alike (a HEAD answer has
+ *   the headers its GET would: the encoding, the tag and the encoded length);
  * - the encoding is negotiated from Accept-Encoding (`*` and `x-gzip` read as gzip, none
  *   with `x-no-compression`), br first, then gzip, then deflate;
  * - the same body always compresses to the same bytes (zlib's fastest level for gzip and
@@ -21,10 +22,10 @@ const ENCODINGS: Encoding[] = ['br', 'gzip', 'deflate'];
 
 const GZIP_ALIASES = /\*|x-gzip/gu;
 
-/** The encoding a GET's answer gets, or undefined for none. */
+/** The encoding a GET's (or HEAD's) answer gets, or undefined for none. */
 export function chosenEncoding(method: string | undefined, headers: IncomingHttpHeaders): Encoding | undefined {
   const accepted = headers['accept-encoding'];
-  if (method !== 'GET' || accepted === undefined || headers['x-no-compression'] !== undefined) return undefined;
+  if ((method !== 'GET' && method !== 'HEAD') || accepted === undefined || headers['x-no-compression'] !== undefined) return undefined;
   return negotiate<Encoding>(accepted.toLowerCase().replace(GZIP_ALIASES, 'gzip'), ENCODINGS) ?? undefined;
 }
 

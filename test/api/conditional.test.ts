@@ -68,6 +68,16 @@ describe('conditional requests', () => {
         assert.equal((await app.request(path, { key: w.a.key })).headers.etag, tag, `${path}: the same answer, the same tag`);
         assertNotModified(await app.request(path, { key: w.a.key, headers: { 'if-none-match': tag } }), tag, path);
         assertNotModified(await app.request(path, { key: w.a.key, method: 'HEAD', headers: { 'if-none-match': tag } }), tag, `HEAD ${path}`);
+        // Asked for gzip: the GET's and the HEAD's tag are one, and their 304s vary as their 200s do.
+        const gzip = { 'accept-encoding': 'gzip' };
+        const zipped = await app.request(path, { key: w.a.key, headers: gzip });
+        const zippedTag = String(zipped.headers.etag);
+        assert.equal((await app.request(path, { key: w.a.key, method: 'HEAD', headers: gzip })).headers.etag, zippedTag, `HEAD ${path}`);
+        for (const method of ['GET', 'HEAD']) {
+          const notModified = await app.request(path, { key: w.a.key, method, headers: { ...gzip, 'if-none-match': zippedTag } });
+          assertNotModified(notModified, zippedTag, `${method} ${path}, gzip`);
+          assert.equal(notModified.headers.vary, 'accept-encoding', `${method} ${path}, gzip`);
+        }
         // A list of tags, a weak form of the same tag, and `*` match too.
         assertNotModified(await app.request(path, { key: w.a.key, headers: { 'if-none-match': `"other-identity", ${tag}` } }), tag, path);
         assertNotModified(await app.request(path, { key: w.a.key, headers: { 'if-none-match': `W/${tag}` } }), tag, path);

@@ -82,7 +82,8 @@ export function fuzzClient(origin: string, ca: string) {
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
             try {
-              const body = decode(Buffer.concat(chunks), res.headers['content-encoding']);
+              // A HEAD answer names the coding its GET's body would have, and has no body.
+              const body = req.method === 'HEAD' ? '' : decode(Buffer.concat(chunks), res.headers['content-encoding']);
               resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
             } catch (err) {
               reject(err instanceof Error ? err : new Error(String(err)));
