@@ -170,6 +170,21 @@ describe('the changes feed', () => {
     }
   });
 
+  it('gives the place after the page\'s last item as the cursor: read with some resources, it misses nothing of the others', async () => {
+    const lead = { id: 'l-b-late', full_name: 'Поздний', phone: '+79990000043', email: null, category: 'B', source: 'website', status: 'new', student_id: null, created_at: '2026-03-06T10:00:00Z' };
+    const imported = await importData(t.store.db, w.b.id, { leads: [lead] });
+    assert.ok(imported.ok && imported.seq !== null, JSON.stringify(imported));
+    const students = await page(w.b.key, '?resources=students&limit=1000');
+    assert.equal(students.meta.has_more, false);
+    const last = students.items.at(-1)!;
+    assert.deepEqual(Buffer.from(students.meta.next_cursor, 'base64url').toString('latin1').split('.').slice(3), [last.resource, last.id]);
+    const leads = await page(w.b.key, `?resources=leads&after=${students.meta.next_cursor}`);
+    assert.ok(leads.items.some((c) => c.id === 'l-b-late'), 'the lead imported after the last student is after the cursor');
+    // No item: the cursor given back.
+    const none = await page(w.b.key, `?resources=students&after=${students.meta.next_cursor}`);
+    assert.deepEqual([none.items, none.meta.next_cursor], [[], students.meta.next_cursor]);
+  });
+
   it('refuses a cursor it did not give out, or another school\'s, as a bad parameter', async () => {
     const { cursor } = await readAll(w.b.key);
     // A's own cursor, made up to name a resource the feed does not have.

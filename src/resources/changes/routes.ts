@@ -82,11 +82,10 @@ export const changeEndpoints = [
       const hasMore = rows.length > query.limit;
       const page = hasMore ? rows.slice(0, query.limit) : rows;
       const last = page.at(-1);
-      // The whole feed read up to now: the place after every change so far, whichever resources were asked for.
-      const next =
-        hasMore && last ? encodeCursor(tenant.id, { seq: last.seq, resource: last.resource, id: last.id })
-        : last ? encodeCursor(tenant.id, { seq: Math.max(tenant.dataVersion, last.seq), resource: END, id: '' })
-        : (query.after ?? encodeCursor(tenant.id, { seq: tenant.dataVersion, resource: END, id: '' }));
+      // The place after the page's last item, or the place given when there is none: a
+      // place in the school's whole sequence, so a cursor read with some resources misses
+      // nothing when it is used with others.
+      const next = last ? encodeCursor(tenant.id, { seq: last.seq, resource: last.resource, id: last.id }) : (query.after ?? encodeCursor(tenant.id, START));
       return `{"items":[${page.map(changeJson).join(',')}],"meta":{"next_cursor":"${next}","has_more":${hasMore},"limit":${query.limit}}}`;
     },
   }),
