@@ -36,9 +36,9 @@ const REDRAWS_PER_SECOND = 4;
 const count = (n: number) => n.toLocaleString('en-US');
 
 /**
- * The progress line, redrawn at most REDRAWS_PER_SECOND times a second: with the reading
- * as the file is read, then with the merge's latest step, and between steps as the time
- * passes, so a long step still shows the import at work.
+ * The progress line: with the reading as the file is read, at most REDRAWS_PER_SECOND
+ * times a second, then at each step of the merge, and between steps as the time passes
+ * (on PostgreSQL; SQLite's statements hold the thread while they run).
  */
 class ProgressLine {
   private readonly started = Date.now();
@@ -50,9 +50,11 @@ class ProgressLine {
   constructor(private readonly stream: NodeJS.WriteStream) {}
 
   update(p: ImportProgress): void {
+    const stepChanged = p.phase === 'merge' && (this.latest?.phase !== 'merge' || this.latest.step !== p.step);
     this.latest = p;
     if (p.phase === 'merge' && !this.ticking) this.ticking = setInterval(() => this.draw(), 1000 / REDRAWS_PER_SECOND).unref();
-    if (Date.now() - this.lastDraw >= 1000 / REDRAWS_PER_SECOND) this.draw();
+    // A new step of the merge is shown at once (they are few); the reading a few times a second.
+    if (stepChanged || Date.now() - this.lastDraw >= 1000 / REDRAWS_PER_SECOND) this.draw();
   }
 
   private draw(): void {

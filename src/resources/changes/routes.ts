@@ -51,7 +51,8 @@ async function placeOf(after: string | undefined, schoolId: string, dataVersion:
     throw Problem.invalid([{ name: 'after', reason: place === 'malformed' ? 'is not a cursor of this feed' : 'is a cursor of another school\'s feed' }]);
   }
   const through = await dropped();
-  const missedTombstones = place.seq < through || (place.seq === through && place.resource !== END);
+  // The beginning (an empty first page's cursor) misses nothing: a read from it sees what is left.
+  const missedTombstones = place.seq > 0 && (place.seq < through || (place.seq === through && place.resource !== END));
   if ((through > 0 && missedTombstones) || place.seq > dataVersion) throw CURSOR_EXPIRED;
   return place;
 }
