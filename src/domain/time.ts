@@ -84,10 +84,16 @@ export function parseDateTime(text: string): number | null {
   return utcMs(y, mo - 1, d, h, mi, s) + fraction - offsetMin * 60_000;
 }
 
-/** A timestamp from the import format: an RFC 3339 date-time, normalised to UTC whole seconds. */
+/** The first instant after the four-digit years, the stored form's last. */
+export const YEAR_10000_MS = utcMs(10000, 0, 1);
+
+/**
+ * A timestamp from the import format: an RFC 3339 date-time, normalised to UTC whole
+ * seconds; null when its UTC instant falls outside the years 0000-9999 the stored form has.
+ */
 export function normaliseTimestamp(text: string): string | null {
   const ms = parseDateTime(text);
-  if (ms === null || ms % 1000 !== 0) return null;
+  if (ms === null || ms % 1000 !== 0 || ms < utcMs(0, 0, 1) || ms >= YEAR_10000_MS) return null;
   // Most files already give UTC: the text is then the stored form as it is.
   return STORED_FORM.test(text) ? text : formatTimestamp(ms);
 }

@@ -112,7 +112,7 @@ describe('the finance summary from day totals', () => {
         const body = res.json() as { income: string; expense: string; profit: string; income_by_method: Record<string, string>; expense_by_category: Record<string, string> };
 
         const range = resolvePeriod(p.from, p.to, school.timezone);
-        const within = (at: unknown) => String(at) >= range.from! && String(at) < range.until!;
+        const within = (at: unknown) => String(at) >= range.from! && (range.until === null || String(at) < range.until);
         const byMethod = Object.fromEntries(PAYMENT_METHODS.map((m) => [m, 0]));
         for (const pay of school.final.payments) if (within(pay.paid_at)) byMethod[pay.method as string]! += pay.kind === 'refund' ? -minor(pay.amount) : minor(pay.amount);
         const byCategory = Object.fromEntries(EXPENSE_CATEGORIES.map((c) => [c, 0]));
@@ -127,6 +127,16 @@ describe('the finance summary from day totals', () => {
         assert.equal(minor(body.expense), expense, where);
         assert.equal(minor(body.profit), income - expense, where);
       }
+    }
+  });
+
+  it('reads a period ending in the year 9999 as open at its end, not as empty', async () => {
+    for (const school of schools) {
+      const summary = async (to: string) => (await t.request(`/api/public/v1/reports/finance-summary?period_from=0000-01-01&period_to=${to}`, { key: school.key })).json() as { income: string };
+      const all = await summary('9999-12-30');
+      assert.notEqual(all.income, '0.00');
+      assert.equal((await summary('9999-12-31')).income, all.income, school.timezone);
+      assert.equal((await summary(encodeURIComponent('9999-12-31T23:59:59Z'))).income, all.income, school.timezone);
     }
   });
 });

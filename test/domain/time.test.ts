@@ -37,6 +37,14 @@ describe('timestamps in the stored form', () => {
   it('edge cases', () => {
     assert.equal(normaliseTimestamp('2024-02-29T23:59:59Z'), '2024-02-29T23:59:59Z');
     assert.equal(normaliseTimestamp('2023-02-29T00:00:00Z'), null);
+    // Outside the four-digit years once in UTC: refused, not stored as "+010000-...".
+    assert.equal(normaliseTimestamp('9999-12-31T23:00:00-05:00'), null);
+    assert.equal(normaliseTimestamp('0000-01-01T00:00:00+01:00'), null);
+    assert.equal(normaliseTimestamp('9999-12-31T23:59:59Z'), '9999-12-31T23:59:59Z');
+    // A period ending on the last day of year 9999 is open at its end.
+    assert.equal(resolvePeriod(undefined, '9999-12-31', 'UTC').until, null);
+    assert.equal(resolvePeriod(undefined, '9999-12-31T23:59:59Z', 'Europe/Moscow').until, null);
+    assert.equal(resolvePeriod(undefined, '9999-12-30', 'UTC').until, '9999-12-31T00:00:00Z');
     assert.equal(normaliseTimestamp('2026-13-01T00:00:00Z'), null);
     assert.equal(normaliseTimestamp('2026-01-01T24:00:00Z'), null);
     assert.equal(normaliseTimestamp('2026-01-01T00:60:00Z'), null);

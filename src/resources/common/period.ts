@@ -3,7 +3,7 @@
  * zone) or an RFC 3339 date-time; both bounds inclusive. They become a half-open
  * range of UTC timestamps [from, until) that compares directly with stored text.
  */
-import { formatTimestamp, nextDay, parseDate, parseDateTime, startOfLocalDay } from '../../domain/time.js';
+import { formatTimestamp, nextDay, parseDate, parseDateTime, startOfLocalDay, YEAR_10000_MS } from '../../domain/time.js';
 import type { Tenant } from '../../domain/tenant.js';
 import { Problem, type InvalidParam } from '../../problems/index.js';
 
@@ -55,7 +55,8 @@ export function resolvePeriod(from: string | undefined, to: string | undefined, 
   // Stored times are whole seconds, so the inclusive bounds round inward to whole seconds.
   return {
     from: start === null ? null : formatTimestamp(Math.ceil(start / 1000) * 1000),
-    until: end === null ? null : formatTimestamp(Math.floor(end / 1000) * 1000 + 1000),
+    // An end past the four-digit years leaves the period open: every stored time is before it.
+    until: end === null || Math.floor(end / 1000) * 1000 + 1000 >= YEAR_10000_MS ? null : formatTimestamp(Math.floor(end / 1000) * 1000 + 1000),
   };
 }
 

@@ -41,6 +41,7 @@ interface Split {
 }
 
 const DAY_MS = 86_400_000;
+const LAST_STORED_SECOND = '9999-12-31T23:59:59Z';
 const dayText = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 const startOf = (day: string) => `${day}T00:00:00Z`;
 
@@ -96,8 +97,9 @@ const summaryRows = prepared((kdb, q: Split) => {
 });
 
 export async function getFinanceSummary(reads: Reader, tenant: Tenant, q: FinanceSummaryQuery, period: UtcRange): Promise<FinanceSummary> {
-  // Both bounds are required (the route's schema), so the period is closed.
-  const rows = await summaryRows(reads, splitPeriod(tenant.id, period.from!, period.until!));
+  // Both bounds are required (the route's schema); an end past the four-digit years comes
+  // open (resolvePeriod), and is read as the last stored second: nothing is stored after it.
+  const rows = await summaryRows(reads, splitPeriod(tenant.id, period.from!, period.until ?? LAST_STORED_SECOND));
 
   const byMethod = zeroed(PAYMENT_METHODS);
   const byCategory = zeroed(EXPENSE_CATEGORIES);
