@@ -20,7 +20,7 @@ import { answerWriter, dataAnswer, noteArrival, SECURITY_HEADERS, type Answer } 
 import { edgeChecks } from './edge/checks.js';
 import { errorHandler, notFoundHandler } from './edge/errors.js';
 import { COMPRESS_FROM_BYTES } from './edge/encoding.js';
-import { API_PREFIX, targetPath } from './edge/paths.js';
+import { API_PREFIX, underPrefix } from './edge/paths.js';
 import { clientErrorHandler } from './edge/raw.js';
 import { lineWriter } from './logger.js';
 import { DependencyState } from './ops/dependency.js';
@@ -91,7 +91,7 @@ export async function buildApp(deps: AppDeps) {
     // parameter) are answered like every other error. An undecodable path under the
     // prefix is an unknown path: its 404 comes after the edge's and the access checks.
     frameworkErrors: (error, request, reply) => {
-      if (error.code === 'FST_ERR_BAD_URL' && targetPath(request.url).startsWith(API_PREFIX)) {
+      if (error.code === 'FST_ERR_BAD_URL' && underPrefix(request.url)) {
         checkEdge(request, reply, () => checkAccess(request, reply, (failure) => onError((failure as FastifyError | undefined) ?? error, request, reply)));
         return;
       }

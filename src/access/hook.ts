@@ -10,7 +10,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Tenant } from '../domain/tenant.js';
 import { problemAnswer, type SendAnswer } from '../edge/answer.js';
-import { API_PREFIX, targetPath } from '../edge/paths.js';
+import { API_PREFIX, targetPath, underPrefix } from '../edge/paths.js';
 import type { Access, AccessCheck } from './decide.js';
 import { takeEarly } from './front.js';
 
@@ -51,14 +51,13 @@ export function accessHook({ check, publicPaths, send }: AccessHookOptions) {
       return;
     }
     const route = request.route;
-    const path = targetPath(request.url);
-    if (!path.startsWith(API_PREFIX) && !route?.startsWith(API_PREFIX)) {
+    if (!underPrefix(request.url) && !route?.startsWith(API_PREFIX)) {
       done();
       return;
     }
     let decided: Access | Promise<Access>;
     try {
-      decided = check(request.method, request.headers.authorization, route, publicPaths.has(route ?? path), request);
+      decided = check(request.method, request.headers.authorization, route, publicPaths.has(route ?? targetPath(request.url)), request);
     } catch (failure) {
       done(failure as Error);
       return;

@@ -84,7 +84,8 @@ export function parseDateTime(text: string): number | null {
   return utcMs(y, mo - 1, d, h, mi, s) + fraction - offsetMin * 60_000;
 }
 
-/** The first instant after the four-digit years, the stored form's last. */
+/** The first instant of the four-digit years the stored form has, and the first after them. */
+const YEAR_0_MS = utcMs(0, 0, 1);
 export const YEAR_10000_MS = utcMs(10000, 0, 1);
 
 /**
@@ -93,7 +94,7 @@ export const YEAR_10000_MS = utcMs(10000, 0, 1);
  */
 export function normaliseTimestamp(text: string): string | null {
   const ms = parseDateTime(text);
-  if (ms === null || ms % 1000 !== 0 || ms < utcMs(0, 0, 1) || ms >= YEAR_10000_MS) return null;
+  if (ms === null || ms % 1000 !== 0 || ms < YEAR_0_MS || ms >= YEAR_10000_MS) return null;
   // Most files already give UTC: the text is then the stored form as it is.
   return STORED_FORM.test(text) ? text : formatTimestamp(ms);
 }

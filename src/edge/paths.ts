@@ -7,6 +7,11 @@ export function pathOf(target: string): string {
   return queryAt === -1 ? target : target.slice(0, queryAt);
 }
 
+/** The target is addressed under the API prefix (in origin or absolute form). */
+export function underPrefix(target: string): boolean {
+  return target.startsWith(API_PREFIX) || (target[0] !== '/' && targetPath(target).startsWith(API_PREFIX));
+}
+
 /**
  * The path of a request target in origin form (`/a/b?q`) or absolute form
  * (`https://host/a/b?q`), without its query: where the request is addressed.

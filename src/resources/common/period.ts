@@ -53,10 +53,11 @@ export function resolvePeriod(from: string | undefined, to: string | undefined, 
   }
   if (invalid.length > 0) throw Problem.invalid(invalid);
   // Stored times are whole seconds, so the inclusive bounds round inward to whole seconds.
+  // An end past the four-digit years leaves the period open: every stored time is before it.
+  const until = end === null ? null : Math.floor(end / 1000) * 1000 + 1000;
   return {
     from: start === null ? null : formatTimestamp(Math.ceil(start / 1000) * 1000),
-    // An end past the four-digit years leaves the period open: every stored time is before it.
-    until: end === null || Math.floor(end / 1000) * 1000 + 1000 >= YEAR_10000_MS ? null : formatTimestamp(Math.floor(end / 1000) * 1000 + 1000),
+    until: until === null || until >= YEAR_10000_MS ? null : formatTimestamp(until),
   };
 }
 
