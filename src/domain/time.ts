@@ -143,12 +143,34 @@ function zoneOffset(timeZone: string, epochMs: number): number {
   return local - (epochMs - (((epochMs % 1000) + 1000) % 1000));
 }
 
-/** The instant a local calendar day begins in `timeZone`, as epoch milliseconds. */
+const HOUR_MS = 3_600_000;
+
+/**
+ * The instant a local calendar day begins in `timeZone`, as epoch milliseconds: the first
+ * instant whose local date is that day. Where the clocks jump over midnight, that is the
+ * jump itself; where midnight comes twice, the first one.
+ */
 export function startOfLocalDay([y, m, d]: [number, number, number], timeZone: string): number {
   const wall = utcMs(y, m - 1, d);
-  const first = wall - zoneOffset(timeZone, wall);
-  // A second pass settles days whose offset differs from the guess's (DST changes).
-  return wall - zoneOffset(timeZone, first);
+  // Local midnight lies within [wall - 14 h, wall + 12 h]: the offsets at the window's ends
+  // are the ones it can have, since zones change their clocks at most once in a day.
+  const before = zoneOffset(timeZone, wall - 14 * HOUR_MS);
+  const after = zoneOffset(timeZone, wall + 12 * HOUR_MS);
+  if (before === after) return wall - before;
+  // A candidate is a real local midnight when the offset in force at it is the one it assumed.
+  const early = wall - before;
+  const late = wall - after;
+  const candidates = [early, late].filter((at, i) => zoneOffset(timeZone, at) === (i === 0 ? before : after));
+  if (candidates.length > 0) return Math.min(...candidates);
+  // Midnight was skipped: the day begins at the change, the first second on the later offset.
+  let lo = Math.floor(late / 1000);
+  let hi = Math.ceil(early / 1000);
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (zoneOffset(timeZone, mid * 1000) === after) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo * 1000;
 }
 
 /** The calendar date of an instant in `timeZone`, as `YYYY-MM-DD`. */

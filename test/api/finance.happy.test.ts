@@ -31,6 +31,9 @@ const instant = () => {
 const money = (minor: number) => `${Math.floor(minor / 100)}.${String(minor % 100).padStart(2, '0')}`;
 const minor = (text: unknown) => Math.round(Number(text) * 100);
 
+/** One student and group for the payments to belong to. */
+const BASE = { branches: [], groups: [{ id: 'g1', name: 'G', category: 'B' }], students: [{ id: 's1', full_name: 'Студент', phone: '+79990000000', email: 's@example.ru', category: 'B', status: 'enrolled', group_id: 'g1', branch_id: null, created_at: '2025-12-01T00:00:00Z' }] };
+
 function generate(): { payments: Rec[]; expenses: Rec[] } {
   const payments = Array.from({ length: 600 }, (_, n): Rec => ({
     id: `p${n}`, student_id: 's1', contract_id: null, kind: random.chance(0.15) ? 'refund' : 'payment', method: pick(PAYMENT_METHODS),
@@ -87,8 +90,7 @@ describe('the finance summary from day totals', () => {
       const school = await createSchool(t.store.db, { name: `Finance ${timezone}`, plan: 'VIP', timezone });
       assert.ok(school.ok);
       const first = generate();
-      const base = { branches: [], groups: [{ id: 'g1', name: 'G', category: 'B' }], students: [{ id: 's1', full_name: 'Студент', phone: '+79990000000', email: 's@example.ru', category: 'B', status: 'enrolled', group_id: 'g1', branch_id: null, created_at: '2025-12-01T00:00:00Z' }] };
-      const one = await importData(t.store.db, school.value.id, { ...base, ...first });
+      const one = await importData(t.store.db, school.value.id, { ...BASE, ...first });
       assert.ok(one.ok, JSON.stringify(one));
       const second = { payments: changed(first.payments), expenses: changed(first.expenses) };
       const two = await importData(t.store.db, school.value.id, second);
@@ -138,5 +140,37 @@ describe('the finance summary from day totals', () => {
       assert.equal((await summary('9999-12-31')).income, all.income, school.timezone);
       assert.equal((await summary(encodeURIComponent('9999-12-31T23:59:59Z'))).income, all.income, school.timezone);
     }
+  });
+});
+
+describe('a local day whose midnight the clocks skip', () => {
+  let t: TestApp;
+  let key: string;
+
+  before(async () => {
+    t = await startTestApp();
+    // Havana's clocks went from 2026-03-08 00:00 straight to 01:00 (05:00Z): the two payments
+    // are on the evening of 03-07, local time, and the third in the first minute of 03-08.
+    const school = await createSchool(t.store.db, { name: 'Havana', plan: 'VIP', timezone: 'America/Havana' });
+    assert.ok(school.ok);
+    const payment = (id: string, paid_at: string, amount: string) => ({ id, student_id: 's1', contract_id: null, kind: 'payment', method: 'cash', amount, paid_at, created_at: paid_at });
+    const imported = await importData(t.store.db, school.value.id, {
+      ...BASE,
+      payments: [payment('p1', '2026-03-08T04:30:00Z', '10.00'), payment('p2', '2026-03-08T04:59:59Z', '20.00'), payment('p3', '2026-03-08T05:00:00Z', '40.00')],
+    });
+    assert.ok(imported.ok, JSON.stringify(imported));
+    const created = await createKey(t.store.db, school.value.id, 'havana');
+    assert.ok(created.ok);
+    key = created.value.key;
+  });
+  after(() => t.close());
+
+  it('puts the evening before the jump in the day before, in lists and in the summary', async () => {
+    const ids = async (day: string) => ((await t.request(`/api/public/v1/payments?period_from=${day}&period_to=${day}`, { key })).json() as { items: Rec[] }).items.map((p) => p.id).sort();
+    const income = async (day: string) => ((await t.request(`/api/public/v1/reports/finance-summary?period_from=${day}&period_to=${day}`, { key })).json() as { income: string }).income;
+    assert.deepEqual(await ids('2026-03-07'), ['p1', 'p2']);
+    assert.deepEqual(await ids('2026-03-08'), ['p3']);
+    assert.equal(await income('2026-03-07'), '30.00');
+    assert.equal(await income('2026-03-08'), '40.00');
   });
 });

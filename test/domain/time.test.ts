@@ -97,3 +97,35 @@ describe('the next calendar day', () => {
     assert.deepEqual(nextDay([99, 12, 31]), [100, 1, 1]);
   });
 });
+
+describe('the start of a local day', () => {
+  const zones = Intl.supportedValuesOf('timeZone');
+  it('is the first second whose local date is that day, in every zone, across clock changes', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...zones),
+        fc.integer({ min: Date.UTC(1970, 0, 1) / 1000, max: Date.UTC(2040, 0, 1) / 1000 }),
+        (zone, seconds) => {
+          const day = localDate(seconds * 1000, zone);
+          const start = startOfLocalDay(day.split('-').map(Number) as [number, number, number], zone);
+          assert.ok(start <= seconds * 1000, `${zone} ${day}`);
+          assert.equal(localDate(start, zone), day, `${zone} ${day}`);
+          assert.ok(localDate(start - 1000, zone) < day, `${zone} ${day}`);
+        },
+      ),
+      { numRuns: 20_000 },
+    );
+  });
+
+  it('where the clocks jump over midnight or pass it twice', () => {
+    const start = (ymd: [number, number, number], zone: string) => new Date(startOfLocalDay(ymd, zone)).toISOString();
+    // Havana and Santiago skip from 00:00 to 01:00: the day begins at the jump.
+    assert.equal(start([2026, 3, 8], 'America/Havana'), '2026-03-08T05:00:00.000Z');
+    assert.equal(start([2026, 9, 6], 'America/Santiago'), '2026-09-06T04:00:00.000Z');
+    // Havana goes back from 01:00 to 00:00: the first midnight.
+    assert.equal(start([2026, 11, 1], 'America/Havana'), '2026-11-01T04:00:00.000Z');
+    // Samoa skipped 2011-12-30 whole: an empty day, starting where the next one does.
+    assert.equal(start([2011, 12, 30], 'Pacific/Apia'), start([2011, 12, 31], 'Pacific/Apia'));
+    assert.deepEqual(resolvePeriod('2026-03-07', '2026-03-07', 'America/Havana'), { from: '2026-03-07T05:00:00Z', until: '2026-03-08T05:00:00Z' });
+  });
+});
