@@ -156,7 +156,7 @@ describe('a local day whose midnight the clocks skip', () => {
     const payment = (id: string, paid_at: string, amount: string) => ({ id, student_id: 's1', contract_id: null, kind: 'payment', method: 'cash', amount, paid_at, created_at: paid_at });
     const imported = await importData(t.store.db, school.value.id, {
       ...BASE,
-      payments: [payment('p1', '2026-03-08T04:30:00Z', '10.00'), payment('p2', '2026-03-08T04:59:59Z', '20.00'), payment('p3', '2026-03-08T05:00:00Z', '40.00')],
+      payments: [payment('p1', '2026-03-08T04:30:00Z', '10.00'), payment('p2', '2026-03-08T04:59:59Z', '20.00'), payment('p3', '2026-03-08T05:00:00Z', '40.00'), payment('p4', '9999-12-31T23:59:59Z', '80.00')],
     });
     assert.ok(imported.ok, JSON.stringify(imported));
     const created = await createKey(t.store.db, school.value.id, 'havana');
@@ -172,5 +172,12 @@ describe('a local day whose midnight the clocks skip', () => {
     assert.deepEqual(await ids('2026-03-08'), ['p3']);
     assert.equal(await income('2026-03-07'), '30.00');
     assert.equal(await income('2026-03-08'), '40.00');
+  });
+
+  it('reaches the last second of the year 9999 when the period ends on its last day', async () => {
+    const res = await t.request('/api/public/v1/reports/finance-summary?period_from=2026-03-07&period_to=9999-12-31', { key });
+    assert.equal((res.json() as { income: string }).income, '150.00');
+    const list = await t.request('/api/public/v1/payments?period_from=9999-12-31', { key });
+    assert.deepEqual((list.json() as { items: Rec[] }).items.map((p) => p.id), ['p4']);
   });
 });

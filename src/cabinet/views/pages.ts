@@ -5,7 +5,7 @@
  */
 import { KEY_SCOPES } from '../../domain/scopes.js';
 import { PASSWORD_MIN_LENGTH } from '../../management/directors.js';
-import { MAX_ACTIVE_KEYS, type KeyCard } from '../../management/keys.js';
+import { KEY_NAME_MAX, MAX_ACTIVE_KEYS, type KeyCard } from '../../management/keys.js';
 import { html, type SafeHtml } from '../html.js';
 import { layout, type SignedView, type View } from './layout.js';
 import { csrfField, keyPath, keyWarning, notice, scopesText, statusBadge, type Notice } from './parts.js';
@@ -72,6 +72,8 @@ function createSection(view: SignedView, model: KeysModel, active: number): Safe
       <p>${t.keyLimitHint}</p></div>`;
   }
   const invalid = model.nameError !== undefined;
+  // Browsers count maxlength in UTF-16 units: a name of KEY_NAME_MAX characters may take twice
+  // as many. The server counts characters and says when a name is too long.
   return html`<form method="post" action="/settings/api/keys" class="card" id="create-key">
       <h2>${t.create}</h2>
       ${csrfField(view)}
@@ -79,7 +81,7 @@ function createSection(view: SignedView, model: KeysModel, active: number): Safe
       <div class="inline">
         <div class="field">
           <label for="key-name">${t.name}</label>
-          <input type="text" id="key-name" name="name" required maxlength="100" value="${model.name ?? ''}" aria-describedby="key-name-hint${invalid ? ' key-name-error' : ''}"${invalid ? html` aria-invalid="true"` : ''}>
+          <input type="text" id="key-name" name="name" required maxlength="${2 * KEY_NAME_MAX}" value="${model.name ?? ''}" aria-describedby="key-name-hint${invalid ? ' key-name-error' : ''}"${invalid ? html` aria-invalid="true"` : ''}>
           ${invalid ? html`<p class="field-error" id="key-name-error">${model.nameError}</p>` : ''}
           <p class="hint" id="key-name-hint">${t.nameHint(active, MAX_ACTIVE_KEYS)}</p>
         </div>

@@ -41,15 +41,21 @@ interface Split {
 }
 
 const DAY_MS = 86_400_000;
-const LAST_STORED_SECOND = '9999-12-31T23:59:59Z';
+/** An end after every stored time: none has 60 seconds, so 23:59:59 sorts before it. */
+const AFTER_LAST_SECOND = '9999-12-31T23:59:60Z';
+const LAST_DAY_MS = Date.UTC(9999, 11, 31);
 const dayText = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 const startOf = (day: string) => `${day}T00:00:00Z`;
 
-/** [from, until) as UTC timestamps: the whole days inside it, and the edges left over. */
-function splitPeriod(schoolId: string, from: string, until: string): Split {
+/**
+ * [from, until) as UTC timestamps, or from `from` on when `until` is null: the whole days
+ * inside it, and the edges left over.
+ */
+function splitPeriod(schoolId: string, from: string, end: string | null): Split {
   const fromMs = Date.parse(from);
+  const until = end ?? AFTER_LAST_SECOND;
   const firstDayMs = Math.ceil(fromMs / DAY_MS) * DAY_MS;
-  const endDayMs = Math.floor(Date.parse(until) / DAY_MS) * DAY_MS;
+  const endDayMs = end === null ? LAST_DAY_MS : Math.floor(Date.parse(end) / DAY_MS) * DAY_MS;
   if (firstDayMs >= endDayMs) {
     // No whole day inside: every row of the period is summed, and no total read.
     return { schoolId, from, headEnd: until, tailStart: until, until, firstDay: '', endDay: '' };
@@ -98,8 +104,8 @@ const summaryRows = prepared((kdb, q: Split) => {
 
 export async function getFinanceSummary(reads: Reader, tenant: Tenant, q: FinanceSummaryQuery, period: UtcRange): Promise<FinanceSummary> {
   // Both bounds are required (the route's schema); an end past the four-digit years comes
-  // open (resolvePeriod), and is read as the last stored second: nothing is stored after it.
-  const rows = await summaryRows(reads, splitPeriod(tenant.id, period.from!, period.until ?? LAST_STORED_SECOND));
+  // open (resolvePeriod).
+  const rows = await summaryRows(reads, splitPeriod(tenant.id, period.from!, period.until));
 
   const byMethod = zeroed(PAYMENT_METHODS);
   const byCategory = zeroed(EXPENSE_CATEGORIES);
