@@ -242,8 +242,8 @@ export function answerWriter(deps: WriterDeps): Writer {
     const headers = [...COMMON, 'X-Request-Id', request.id, 'Cache-Control', answer.cacheControl];
     if (request.rateLimitHeaders) headers.push(...request.rateLimitHeaders);
     // The tag names the coding asked for, whatever the body's length: every answer that may
-    // be compressed varies with Accept-Encoding, its 304 too.
-    if (answer.compressible) headers.push('Vary', 'accept-encoding');
+    // be compressed varies with the two headers that choose it, its 304 too.
+    if (answer.compressible) headers.push('Vary', 'accept-encoding, x-no-compression');
     let status = answer.status;
     let bytes: Buffer | string = EMPTY;
     if (answer.validator !== undefined) {
