@@ -148,6 +148,8 @@ describe('errors and their precedence', () => {
       ['limit=', 'limit'],
       ['offset=1000001', 'offset'],
       ['offset=0x10', 'offset'],
+      [`offset=${'9'.repeat(40)}`, 'offset'],
+      [`offset=1${'0'.repeat(40)}`, 'offset'],
       ['status=learning', 'status'],
       ['status=LEARNING_PRACTICE', 'status'],
       ['category=b', 'category'],
@@ -169,6 +171,10 @@ describe('errors and their precedence', () => {
       );
       assert.ok(body.detail.includes(name), body.detail);
     }
+    // Decimal digits in range are a value, leading zeros or not.
+    const padded = await t.request(`/api/public/v1/students?limit=${'0'.repeat(30)}2&offset=${'0'.repeat(30)}1`, { key: w.a.key });
+    assert.equal(padded.status, 200, padded.text);
+    assert.deepEqual((padded.json() as { meta: { limit: number; offset: number } }).meta, { ...(padded.json() as { meta: object }).meta, limit: 2, offset: 1 });
     const two = await problem('/api/public/v1/students?limit=x&offset=y', { key: w.a.key }, 400, 'invalid_parameter');
     assert.deepEqual(two.invalid_params?.map((p) => p.name).sort(), ['limit', 'offset']);
     assert.equal(two.invalid_params?.find((p) => p.name === 'limit')?.reason, 'must be an integer from 1 to 200');

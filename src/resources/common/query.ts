@@ -30,8 +30,11 @@ function parserFor(schema: PropertySchema): { parse: Parse; reason: string } {
     return {
       reason: `must be an integer from ${min} to ${max}`,
       parse: (v) => {
-        if (v.length > 16 || !/^[0-9]+$/.test(v)) return INVALID;
-        const n = Number(v);
+        if (!/^[0-9]+$/.test(v)) return INVALID;
+        // Leading zeros change nothing; past 16 significant digits a number is out of any range here.
+        const significant = v.length > 16 ? v.replace(/^0+(?=[0-9])/, '') : v;
+        if (significant.length > 16) return INVALID;
+        const n = Number(significant);
         return n >= min && n <= max ? n : INVALID;
       },
     };
