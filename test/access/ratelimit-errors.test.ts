@@ -7,9 +7,9 @@ import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { RateLimiterUnavailable } from '../../src/access/ratelimit/index.js';
 import type { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
-import { privateLimiter } from '../helpers/redis.js';
+import { privateLimiter, REDIS_ONLY } from '../helpers/redis.js';
 
-describe('Redis answering with errors', () => {
+describe('Redis answering with errors', { skip: REDIS_ONLY }, () => {
   let admin: Redis;
   let limiter: RedisRateLimiter;
   let close: () => Promise<void>;

@@ -14,7 +14,7 @@ import type { Redis } from 'ioredis';
 import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { PrivateRedis, privateLimiter } from '../helpers/redis.js';
+import { privateLimiter, PrivateRedis, REDIS_ONLY } from '../helpers/redis.js';
 import { createTestStore } from '../helpers/store.js';
 import { randomBytes } from 'node:crypto';
 
@@ -147,7 +147,7 @@ describe('plan limits through the API', () => {
   });
 });
 
-describe('Redis: the checks of one turn in one call', () => {
+describe('Redis: the checks of one turn in one call', { skip: REDIS_ONLY }, () => {
   let admin: Redis;
   let limiter: RedisRateLimiter;
   let close: () => Promise<void>;
@@ -202,7 +202,7 @@ describe('Redis: the checks of one turn in one call', () => {
   });
 });
 
-describe('fail closed when Redis is down, slow or restarted', () => {
+describe('fail closed when Redis is down, slow or restarted', { skip: REDIS_ONLY }, () => {
   let redis: PrivateRedis;
   let t: TestApp;
   let key: string;

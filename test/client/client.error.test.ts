@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
 import { selfSignedPaths } from '../../src/tls.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { freePort, PrivateRedis } from '../helpers/redis.js';
+import { freePort, PrivateRedis, REDIS_ONLY } from '../helpers/redis.js';
 import { createTestStore } from '../helpers/store.js';
 import { seedWorld, type World } from '../helpers/world.js';
 import { createKey } from '../../src/management/keys.js';
@@ -199,7 +199,7 @@ describe('client: errors and retries', () => {
   });
 });
 
-describe('client: retry on 503 while the rate-limit service is down', () => {
+describe('client: retry on 503 while the rate-limit service is down', { skip: REDIS_ONLY }, () => {
   let redis: PrivateRedis;
   let t: TestApp;
   let w: World;

@@ -14,7 +14,7 @@ import { ApiMetrics } from '../../src/ops/metrics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { FaultProxy } from '../helpers/faultproxy.js';
 import { withDeadline } from '../helpers/fuzz.js';
-import { PrivateRedis } from '../helpers/redis.js';
+import { PrivateRedis, REDIS_ONLY } from '../helpers/redis.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
 const REDIS_TIMEOUT_MS = 250;
@@ -22,7 +22,7 @@ const REDIS_TIMEOUT_MS = 250;
 // slack for a loaded machine. A bound, not a measurement.
 const ANSWER_BOUND_MS = 2000;
 
-describe('Redis failing under load', () => {
+describe('Redis failing under load', { skip: REDIS_ONLY }, () => {
   let redis: PrivateRedis;
   let proxy: FaultProxy;
   let limiter: RedisRateLimiter;

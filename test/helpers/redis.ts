@@ -1,6 +1,8 @@
 /**
  * A private redis-server on a free loopback port, for tests that stop and restart
- * Redis. The shared server on 6379 is never touched.
+ * Redis. The shared server on 6379 is never touched. Such tests run in the suite with
+ * Redis (REDIS_URL set), whose machine has Redis's programs; the embedded suite has the
+ * in-memory limiter and needs nothing installed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
@@ -14,6 +16,9 @@ import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
  * and the server's listen. Picked at random and checked free by a listen.
  */
 const CHOSEN_PORTS = { from: 20_000, to: 32_000 };
+
+/** The `skip` option of a suite that starts a private redis-server. */
+export const REDIS_ONLY: false | string = process.env.REDIS_URL ? false : 'Redis only: the embedded suite uses the in-memory limiter';
 
 export async function freePort(): Promise<number> {
   for (let attempt = 0; ; attempt++) {
@@ -60,8 +65,10 @@ export class PrivateRedis {
   }
 
   async start(): Promise<void> {
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    await waitForPort(this.port, true);
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    this.child = child;
+    const failed = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`redis-server could not start (${err.message}): the Redis suite starts its own servers`))));
+    await Promise.race([waitForPort(this.port, true), failed]);
   }
 
   /** Stops the server abruptly (SIGKILL), as a crash would. */
