@@ -174,7 +174,7 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     if (!decision.allowed) return { allowed: false, problem: texts.rateLimited, caller, rateLimit };
     const scopes = scopeSetOfStored(found.scopes);
     if ((need & scopes) !== need) return { allowed: false, problem: insufficientScope(need), caller, rateLimit };
-    return { allowed: true, tenant: { id: found.schoolId, timezone: found.timezone, currency: found.currency, dataVersion: found.dataVersion, scopes }, caller, rateLimit };
+    return { allowed: true, tenant: { id: found.schoolId, timezone: found.timezone, currency: found.currency, dataVersion: found.dataVersion, dataStamp: found.dataStamp, scopes }, caller, rateLimit };
   }
 
   /** Counts a refusal decided before the rate limit: in Redis with a shared limiter (here if Redis fails), else here. */

@@ -1,6 +1,6 @@
 /**
  * The one indexed lookup every API request makes: a key's hash to the key's state and
- * options and its school's plan, time zone, currency and data version. A key revoked or a
+ * options and its school's plan, time zone, currency and data version and stamp. A key revoked or a
  * plan changed is seen by the next turn's requests on every instance:
  * - SQLite: a key found is kept while the file's data version is unchanged (no connection
  *   of any process has committed since it was read), checked once per turn; a hash that
@@ -29,6 +29,7 @@ export interface KeyRow {
   timezone: string;
   currency: string;
   dataVersion: number;
+  dataStamp: string;
 }
 
 const KEY_COLUMNS = [
@@ -55,6 +56,7 @@ const findOneRow = prepared((db, p: { hash: string }) =>
         school().select('schools.timezone').as('timezone'),
         school().select('schools.currency').as('currency'),
         school().select('schools.data_version').as('dataVersion'),
+        school().select('schools.data_stamp').as('dataStamp'),
       ];
     })
     .where('api_keys.key_hash', '=', p.hash),
@@ -76,11 +78,11 @@ const findMany = prepared((db, p: { hashes: string[] }) =>
   db
     .selectFrom('api_keys')
     .innerJoinLateral(
-      (eb) => eb.selectFrom('schools').select(['schools.plan', 'schools.timezone', 'schools.currency', 'schools.data_version']).whereRef('schools.id', '=', 'api_keys.school_id').limit(sql.lit(1)).as('school'),
+      (eb) => eb.selectFrom('schools').select(['schools.plan', 'schools.timezone', 'schools.currency', 'schools.data_version', 'schools.data_stamp']).whereRef('schools.id', '=', 'api_keys.school_id').limit(sql.lit(1)).as('school'),
       (join) => join.onTrue(),
     )
     .select(KEY_COLUMNS)
-    .select(['api_keys.school_id as schoolId', 'school.plan', 'school.timezone', 'school.currency', 'school.data_version as dataVersion'])
+    .select(['api_keys.school_id as schoolId', 'school.plan', 'school.timezone', 'school.currency', 'school.data_version as dataVersion', 'school.data_stamp as dataStamp'])
     .where('api_keys.key_hash', '=', sql<string>`any(${p.hashes})`),
 );
 

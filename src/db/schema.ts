@@ -34,6 +34,8 @@ export interface SchoolsTable {
    * changed something. It keys the API's stored responses.
    */
   data_version: Generated<number>;
+  /** The stamp of that import (migration 0011): a seq taken again after a restore has another. */
+  data_stamp: Generated<string>;
   /** The highest change seq whose tombstones were pruned (0: none yet). */
   tombstones_dropped_seq: Generated<number>;
 }
@@ -232,6 +234,8 @@ export interface ChangeBatchesTable {
   school_id: string;
   seq: number;
   committed_at: string;
+  /** Random, per batch ('' before migration 0011). */
+  stamp: Generated<string>;
 }
 
 /**
@@ -345,7 +349,7 @@ export interface Database {
 }
 
 /** A school as the CLI and the cabinet show it (the data version is the API's own bookkeeping). */
-export type School = Omit<Selectable<SchoolsTable>, 'data_version' | 'tombstones_dropped_seq'>;
+export type School = Omit<Selectable<SchoolsTable>, 'data_version' | 'data_stamp' | 'tombstones_dropped_seq'>;
 /** The columns of a School, for selects. */
 export const SCHOOL_COLUMNS = ['id', 'name', 'plan', 'timezone', 'currency', 'created_at'] as const satisfies readonly (keyof School)[];
 export type ApiKeyRow = Selectable<ApiKeysTable>;

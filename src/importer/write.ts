@@ -3,8 +3,11 @@
  * lock, and an import that changes something takes `seq = data_version + 1`, writes it on
  * every row it changed and records the batch (`change_batches`, `schools.data_version`)
  * as the last thing before its commit. Once it commits, no response stored for the
- * earlier data is served again (src/resources/cache.ts keys them by data_version).
+ * earlier data is served again (src/resources/cache.ts keys them by data_version). Each
+ * batch has a random stamp besides: after a restored copy of the database, a seq taken
+ * again names another stamp, so entity tags and feed cursors of the lost data do not match.
  */
+import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { onPostgres } from '../db/index.js';
 import type { Sql } from './run.js';
@@ -27,10 +30,14 @@ export function utcNow(): string {
   return `${new Date().toISOString().slice(0, 19)}Z`;
 }
 
-/** Records the batch `seq` of the school: its commit time (now: call it last) and the school's data version. */
+/**
+ * Records the batch `seq` of the school: its commit time (now: call it last), a random
+ * stamp, and the school's data version and stamp.
+ */
 export async function recordBatch(q: Sql, schoolId: string, seq: number): Promise<void> {
-  await q.run(q.db.updateTable('schools').set({ data_version: seq }).where('id', '=', schoolId));
-  await q.run(q.db.insertInto('change_batches').values({ school_id: schoolId, seq, committed_at: utcNow() }));
+  const stamp = randomBytes(6).toString('base64url');
+  await q.run(q.db.updateTable('schools').set({ data_version: seq, data_stamp: stamp }).where('id', '=', schoolId));
+  await q.run(q.db.insertInto('change_batches').values({ school_id: schoolId, seq, committed_at: utcNow(), stamp }));
 }
 
 /**

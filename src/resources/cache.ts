@@ -99,7 +99,7 @@ export class ResponseCache {
 
   static key(tenant: Tenant, target: string): string {
     // A key limited to some scopes gets answers of its own (the changes feed differs by scope).
-    const base = `${tenant.id}\n${tenant.dataVersion}\n${tenant.timezone}\n${tenant.currency}\n${target}`;
+    const base = `${tenant.id}\n${tenant.dataVersion}.${tenant.dataStamp}\n${tenant.timezone}\n${tenant.currency}\n${target}`;
     return tenant.scopes === ALL_SCOPES ? base : `${base}\n${tenant.scopes}`;
   }
 

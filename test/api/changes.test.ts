@@ -177,7 +177,7 @@ describe('the changes feed', () => {
     const students = await page(w.b.key, '?resources=students&limit=1000');
     assert.equal(students.meta.has_more, false);
     const last = students.items.at(-1)!;
-    assert.deepEqual(Buffer.from(students.meta.next_cursor, 'base64url').toString('latin1').split('.').slice(3), [last.resource, last.id]);
+    assert.deepEqual(Buffer.from(students.meta.next_cursor, 'base64url').toString('latin1').split('.').slice(4), [last.resource, last.id]);
     const leads = await page(w.b.key, `?resources=leads&after=${students.meta.next_cursor}`);
     assert.ok(leads.items.some((c) => c.id === 'l-b-late'), 'the lead imported after the last student is after the cursor');
     // No item: the cursor given back.
@@ -188,8 +188,8 @@ describe('the changes feed', () => {
   it('refuses a cursor it did not give out, or another school\'s, as a bad parameter', async () => {
     const { cursor } = await readAll(w.b.key);
     // A's own cursor, made up to name a resource the feed does not have.
-    const [version, tag, seq] = Buffer.from((await readAll(w.a.key)).cursor, 'base64url').toString('latin1').split('.');
-    const madeUp = ['aaa', 'zz', 'branches'].map((resource) => Buffer.from(`${version}.${tag}.${seq}.${resource}.x`).toString('base64url'));
+    const [version, tag, seq, stamp] = Buffer.from((await readAll(w.a.key)).cursor, 'base64url').toString('latin1').split('.');
+    const madeUp = ['aaa', 'zz', 'branches'].map((resource) => Buffer.from(`${version}.${tag}.${seq}.${stamp}.${resource}.x`).toString('base64url'));
     for (const bad of ['nope', 'MS4xLjE', Buffer.from('2.x.1').toString('base64url'), cursor, ...madeUp]) {
       const res = await t.request(`/api/public/v1/changes?after=${bad}`, { key: w.a.key });
       assert.equal(res.status, 400, bad);
@@ -216,8 +216,40 @@ describe('the changes feed', () => {
     // Starting again from the beginning works, and gives what is there now.
     const fresh = await readAll(w.lone.key);
     assert.deepEqual(fresh.changes.map((c) => `${c.change} ${c.id}`), ['upsert back']);
-    const ahead = Buffer.from(`${Buffer.from(fresh.cursor, 'base64url').toString().split('.').slice(0, 2).join('.')}.999999`).toString('base64url');
+    const ahead = Buffer.from(`${Buffer.from(fresh.cursor, 'base64url').toString().split('.').slice(0, 2).join('.')}.999999.`).toString('base64url');
     assert.equal((await t.request(`/api/public/v1/changes?after=${ahead}`, { key: w.lone.key })).status, 410);
+  });
+
+  it('after the data is restored from an older copy and imported into, takes neither a cursor nor an ETag of the lost data for the new', async () => {
+    const one = await importData(t.store.db, w.lone.id, { students: [{ ...student('restored-1', 'Первый'), group_id: 'g9', branch_id: null }] });
+    assert.ok(one.ok && one.seq !== null, JSON.stringify(one));
+    const before = await readAll(w.lone.key);
+    const lost = await importData(t.store.db, w.lone.id, { students: [{ ...student('lost', 'Потерянный'), group_id: 'g9', branch_id: null }] });
+    assert.ok(lost.ok && lost.seq !== null, JSON.stringify(lost));
+    const seen = await readAll(w.lone.key, before.cursor);
+    assert.deepEqual(seen.changes.map((c) => c.id), ['lost']);
+    const listed = await t.request('/api/public/v1/students', { key: w.lone.key });
+    const tag = String(listed.headers.etag);
+    // The copy was made before the second import: its batch and its sequence number are gone.
+    const { stamp } = (await t.store.db.selectFrom('change_batches').select('stamp').where('school_id', '=', w.lone.id).where('seq', '=', one.seq).executeTakeFirstOrThrow());
+    await t.store.db.deleteFrom('change_batches').where('school_id', '=', w.lone.id).where('seq', '=', lost.seq).execute();
+    await t.store.db.deleteFrom('students').where('school_id', '=', w.lone.id).where('id', '=', 'lost').execute();
+    await t.store.db.updateTable('schools').set({ data_version: one.seq, data_stamp: stamp }).where('id', '=', w.lone.id).execute();
+    // Another import takes the lost one's number.
+    const again = await importData(t.store.db, w.lone.id, { students: [{ ...student('instead', 'Вместо'), group_id: 'g9', branch_id: null }] });
+    assert.ok(again.ok && again.seq === lost.seq, JSON.stringify(again));
+    const expired = await t.request(`/api/public/v1/changes?after=${seen.cursor}`, { key: w.lone.key });
+    assert.equal(expired.status, 410, expired.text);
+    assert.equal((await t.request('/api/public/v1/students', { key: w.lone.key, headers: { 'if-none-match': tag } })).status, 200);
+    // The cursor saved before the lost import names a batch that is still there: it gives the new import.
+    assert.deepEqual((await readAll(w.lone.key, before.cursor)).changes.map((c) => c.id), ['instead']);
+  });
+
+  it('still reads a cursor of version 1, which has no stamp', async () => {
+    const { cursor } = await readAll(w.a.key);
+    const [, tag, seq] = Buffer.from(cursor, 'base64url').toString('latin1').split('.');
+    const v1 = Buffer.from(`1.${tag}.${seq}`).toString('base64url');
+    assert.deepEqual((await page(w.a.key, `?after=${v1}`)).items, []);
   });
 
   it('is an endpoint like the others: a key, an ETag, a 304', async () => {

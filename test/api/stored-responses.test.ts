@@ -200,7 +200,7 @@ function seededRandom(seed: number): () => number {
 }
 
 describe('ResponseCache', () => {
-  const tenant = (id: string, dataVersion = 1) => ({ id, timezone: 'Europe/Moscow', currency: 'RUB', dataVersion, scopes: ALL_SCOPES });
+  const tenant = (id: string, dataVersion = 1) => ({ id, timezone: 'Europe/Moscow', currency: 'RUB', dataVersion, dataStamp: 'AAAAAAAA', scopes: ALL_SCOPES });
   const body = (n: number) => Buffer.alloc(n, 120);
 
   it('keeps what fits in its bytes, making room by removing entries', () => {
@@ -213,11 +213,12 @@ describe('ResponseCache', () => {
     assert.equal(kept, cache.size.entries);
   });
 
-  it('keys by school, data version, time zone, currency and the request target', () => {
+  it('keys by school, data version and stamp, time zone, currency and the request target', () => {
     const cache = new ResponseCache(1 << 20);
     cache.set(tenant('s', 1), '/a?x=1', body(10), 'application/json', 'v');
     assert.ok(cache.get(tenant('s', 1), '/a?x=1'));
     assert.equal(cache.get(tenant('s', 2), '/a?x=1'), undefined);
+    assert.equal(cache.get({ ...tenant('s', 1), dataStamp: 'BBBBBBBB' }, '/a?x=1'), undefined);
     assert.equal(cache.get(tenant('t', 1), '/a?x=1'), undefined);
     assert.equal(cache.get({ ...tenant('s', 1), timezone: 'Asia/Yekaterinburg' }, '/a?x=1'), undefined);
     assert.equal(cache.get({ ...tenant('s', 1), currency: 'EUR' }, '/a?x=1'), undefined);

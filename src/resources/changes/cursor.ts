@@ -1,8 +1,10 @@
 /**
  * Cursors of the changes feed: a place in the school's change order, (seq, resource, id),
  * or "after all of seq" (`resource` END). Opaque to clients: base64url of
- * `1.<school tag>.<seq>[.<resource>.<id>]`, where the school tag makes another school's
- * cursor a bad parameter rather than a wrong place.
+ * `2.<school tag>.<seq>.<stamp>[.<resource>.<id>]`, where the school tag makes another
+ * school's cursor a bad parameter rather than a wrong place, and the stamp is that of the
+ * seq's batch (src/importer/write.ts): after a restored copy of the database, a seq taken
+ * again by another import has another. Cursors of version 1, without a stamp, are read too.
  */
 import { createHash } from 'node:crypto';
 import { LIST_TABLES } from '../items.js';
@@ -17,28 +19,34 @@ export interface Place {
   seq: number;
   resource: string;
   id: string;
+  /** The stamp of the seq's batch; undefined in a cursor of version 1. */
+  stamp?: string;
 }
 
 /** Before every change: where a feed read without `after` starts. */
-export const START: Place = { seq: 0, resource: END, id: '' };
+export const START = { seq: 0, resource: END, id: '', stamp: '' } satisfies Place;
 
 function schoolTag(schoolId: string): string {
   return createHash('sha256').update(schoolId).digest('base64url').slice(0, 8);
 }
 
-export function encodeCursor(schoolId: string, place: Place): string {
+export function encodeCursor(schoolId: string, place: Place & { stamp: string }): string {
   const tail = place.resource === END ? '' : `.${place.resource}.${place.id}`;
-  return Buffer.from(`1.${schoolTag(schoolId)}.${place.seq}${tail}`).toString('base64url');
+  return Buffer.from(`2.${schoolTag(schoolId)}.${place.seq}.${place.stamp}${tail}`).toString('base64url');
 }
 
 /** The place a cursor names, or why it names none. */
 export function decodeCursor(schoolId: string, cursor: string): Place | 'malformed' | 'other_school' {
   const parts = Buffer.from(cursor, 'base64url').toString('latin1').split('.');
-  if (parts.length !== 3 && parts.length !== 5) return 'malformed';
-  const [version, tag, seqText, resource, id] = parts;
-  if (version !== '1' || !/^[0-9]{1,15}$/.test(seqText!)) return 'malformed';
+  const version = parts[0];
+  // Version 1 had no stamp: its parts are those of version 2 without the fourth.
+  if (version === '1' && (parts.length === 3 || parts.length === 5)) parts.splice(3, 0, '');
+  else if (version !== '2' || (parts.length !== 4 && parts.length !== 6)) return 'malformed';
+  const [, tag, seqText, stampText, resource, id] = parts;
+  if (!/^[0-9]{1,15}$/.test(seqText!) || !/^[A-Za-z0-9_-]{0,16}$/.test(stampText!)) return 'malformed';
   if (tag !== schoolTag(schoolId)) return 'other_school';
-  if (resource === undefined) return { seq: Number(seqText), resource: END, id: '' };
+  const place = { seq: Number(seqText), ...(version === '2' ? { stamp: stampText! } : {}) };
+  if (resource === undefined) return { ...place, resource: END, id: '' };
   if (!(LIST_TABLES as readonly string[]).includes(resource) || !/^[A-Za-z0-9_-]{1,64}$/.test(id!)) return 'malformed';
-  return { seq: Number(seqText), resource, id: id! };
+  return { ...place, resource, id: id! };
 }

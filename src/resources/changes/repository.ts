@@ -14,6 +14,8 @@ export interface ChangeRow {
   resource: ListTable;
   id: string;
   committed_at: string;
+  /** The stamp of the seq's batch, for the cursor after this change. */
+  stamp: string;
   /** The record's list item as JSON text; null for a deletion. */
   item: string | null;
 }
@@ -53,7 +55,7 @@ const changesAfter = prepared((db, q: Window) => {
       select * from (${places}) as places order by seq, resource, id limit ${bound(q.limit)}
     ),
     paged as (${sql.join([...items, sql`select seq, resource, id, null as item from page where live = 0`], sql` union all `)})
-    select p.seq, p.resource, p.id, b.committed_at, p.item
+    select p.seq, p.resource, p.id, b.committed_at, b.stamp, p.item
     from paged p join change_batches b on b.school_id = ${q.schoolId} and b.seq = p.seq
     order by p.seq, p.resource, p.id`;
   return { compile: () => query.compile(db) };
@@ -68,10 +70,16 @@ export async function changesAfterPlace(reads: Reader, schoolId: string, resourc
   return rows.map((row) => ({ ...row, seq: Number(row.seq) }));
 }
 
-const droppedSeq = prepared((db, p: { schoolId: string }) => db.selectFrom('schools').select('tombstones_dropped_seq as dropped').where('id', '=', p.schoolId));
+const feedState = prepared((db, p: { schoolId: string; seq: number }) =>
+  db
+    .selectFrom('schools')
+    .select('tombstones_dropped_seq as dropped')
+    .select((eb) => eb.selectFrom('change_batches').select('stamp').where('change_batches.school_id', '=', p.schoolId).where('change_batches.seq', '=', p.seq).as('stamp'))
+    .where('id', '=', p.schoolId),
+);
 
-/** The highest seq of the tombstones the school has pruned (0: none). */
-export async function tombstonesDroppedThrough(reads: Reader, schoolId: string): Promise<number> {
-  const [row] = await droppedSeq(reads, { schoolId });
-  return Number(row?.dropped ?? 0);
+/** What a cursor at `seq` is checked against: the highest seq of the tombstones the school has pruned (0: none), and the stamp of the batch `seq` (null: none). */
+export async function cursorState(reads: Reader, schoolId: string, seq: number): Promise<{ droppedThrough: number; stamp: string | null }> {
+  const [row] = await feedState(reads, { schoolId, seq });
+  return { droppedThrough: Number(row?.dropped ?? 0), stamp: row?.stamp ?? null };
 }

@@ -1,9 +1,11 @@
+import type { Reader } from '../../db/index.js';
 import { scopeBit, type ScopeSet } from '../../domain/scopes.js';
+import type { Tenant } from '../../domain/tenant.js';
 import { Problem } from '../../problems/index.js';
 import { endpoint } from '../common/route.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
 import { decodeCursor, encodeCursor, END, START, type Place } from './cursor.js';
-import { changesAfterPlace, tombstonesDroppedThrough, type ChangeRow } from './repository.js';
+import { changesAfterPlace, cursorState, type ChangeRow } from './repository.js';
 import { ChangeList, ChangesQuery } from './schema.js';
 
 const CURSOR_EXPIRED = new Problem(
@@ -43,17 +45,23 @@ function resourcesOf(text: string | undefined, scopes: ScopeSet): ListTable[] {
   return names as ListTable[];
 }
 
-/** The place `after` names, checked against what the school's feed still holds. */
-async function placeOf(after: string | undefined, schoolId: string, dataVersion: number, dropped: () => Promise<number>): Promise<Place> {
+/**
+ * The place `after` names, checked against what the school's feed still holds: a cursor
+ * before pruned deletions, ahead of the data, or at a seq whose batch has another stamp
+ * (the data was restored from an older copy and imported into since) is expired.
+ */
+async function placeOf(reads: Reader, after: string | undefined, tenant: Tenant): Promise<Place> {
   if (after === undefined) return START;
-  const place = decodeCursor(schoolId, after);
+  const place = decodeCursor(tenant.id, after);
   if (place === 'malformed' || place === 'other_school') {
     throw Problem.invalid([{ name: 'after', reason: place === 'malformed' ? 'is not a cursor of this feed' : 'is a cursor of another school\'s feed' }]);
   }
-  const through = await dropped();
+  if (place.seq > tenant.dataVersion) throw CURSOR_EXPIRED;
+  const { droppedThrough: through, stamp } = await cursorState(reads, tenant.id, place.seq);
   // The beginning (an empty first page's cursor) misses nothing: a read from it sees what is left.
   const missedTombstones = place.seq > 0 && (place.seq < through || (place.seq === through && place.resource !== END));
-  if ((through > 0 && missedTombstones) || place.seq > dataVersion) throw CURSOR_EXPIRED;
+  const otherBatch = place.seq > 0 && place.stamp !== undefined && place.stamp !== stamp;
+  if ((through > 0 && missedTombstones) || otherBatch) throw CURSOR_EXPIRED;
   return place;
 }
 
@@ -77,7 +85,7 @@ export const changeEndpoints = [
     extraStatuses: [410],
     answer: async ({ reads, tenant, query }) => {
       const resources = resourcesOf(query.resources, tenant.scopes);
-      const after = await placeOf(query.after, tenant.id, tenant.dataVersion, () => tombstonesDroppedThrough(reads, tenant.id));
+      const after = await placeOf(reads, query.after, tenant);
       // A key whose scopes hold none of the feed's resources (finance only) reads an empty feed.
       const rows = resources.length === 0 ? [] : await changesAfterPlace(reads, tenant.id, resources, after, query.limit + 1);
       const hasMore = rows.length > query.limit;
@@ -86,7 +94,7 @@ export const changeEndpoints = [
       // The place after the page's last item, or the place given when there is none: a
       // place in the school's whole sequence, so a cursor read with some resources misses
       // nothing when it is used with others.
-      const next = last ? encodeCursor(tenant.id, { seq: last.seq, resource: last.resource, id: last.id }) : (query.after ?? encodeCursor(tenant.id, START));
+      const next = last ? encodeCursor(tenant.id, { seq: last.seq, resource: last.resource, id: last.id, stamp: last.stamp }) : (query.after ?? encodeCursor(tenant.id, START));
       return `{"items":[${page.map(changeJson).join(',')}],"meta":{"next_cursor":"${next}","has_more":${hasMore},"limit":${query.limit}}}`;
     },
   }),

@@ -64,7 +64,7 @@ export function endpoint<Q, P = Record<string, never>>(spec: Endpoint<Q, P>): En
 
 /**
  * What identifies an answer's content: the same for the same request target of the same
- * school at the same data version, time zone and currency, asked with a key of the same
+ * school at the same data version (and its stamp), time zone and currency, asked with a key of the same
  * scopes, served by the same version of the service; different as soon as any of them
  * differs (an import raises the data version; the changes feed carries only the key's
  * scopes). The first part of every data answer's entity tag.
@@ -72,7 +72,7 @@ export function endpoint<Q, P = Record<string, never>>(spec: Endpoint<Q, P>): En
 export function validatorOf(tenant: Tenant, target: string): string {
   const scopes = tenant.scopes === ALL_SCOPES ? '' : `\n${tenant.scopes}`;
   return createHash('sha256')
-    .update(`${packageVersion()}\n${tenant.id}\n${tenant.dataVersion}\n${tenant.timezone}\n${tenant.currency}\n${target}${scopes}`)
+    .update(`${packageVersion()}\n${tenant.id}\n${tenant.dataVersion}.${tenant.dataStamp}\n${tenant.timezone}\n${tenant.currency}\n${target}${scopes}`)
     .digest('base64url')
     .slice(0, 22);
 }
