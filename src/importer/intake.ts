@@ -40,7 +40,7 @@ export class FileIntake implements Intake {
   readonly deletes = perArray(() => new Map<string, number>());
   /** Records per array in the file, valid or not. */
   readonly counts = perArray(() => 0);
-  /** Arrays the file carries (for --replace: each is the whole truth for its resource). */
+  /** Arrays the file carries, empty ones too (for --replace: each is the whole truth for its resource). */
   readonly present = new Set<ArrayName>();
 
   constructor(
@@ -63,7 +63,6 @@ export class FileIntake implements Intake {
   }
 
   record(array: ArrayName, index: number, value: unknown): void {
-    this.present.add(array);
     this.counts[array] += 1;
     const { record, problems } = checkRecord(array, value, this.currency);
     const id = isObject(value) ? value.id : undefined;
@@ -101,7 +100,8 @@ export class FileIntake implements Intake {
     });
   }
 
-  arrayEnd(): void {
+  arrayEnd(array: ArrayName): void {
+    this.present.add(array);
     this.stage.endArray();
   }
 

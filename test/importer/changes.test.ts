@@ -225,6 +225,12 @@ describe('importer: deletions and the change log', () => {
     assert.equal(refused.ok, false);
     if (refused.ok) return;
     assert.ok(refused.errors.some((e) => e.array === 'students' && e.index === null && /"st-2" is not in the file, so --replace deletes it, but it is still referred to by contracts "ct-2"/.test(e.reason)), JSON.stringify(refused.errors));
+
+    // An empty array is present too: the resource has no records left.
+    const emptied = await importData(store.db, school, { leads: [] }, { replace: true });
+    ok(emptied);
+    assert.deepEqual([emptied.deleted.leads, emptied.deleted.lessons], [1, 0]);
+    assert.deepEqual((await snapshot(store.db, school)).leads, []);
   });
 
   it('prunes tombstones older than the retention and remembers the highest seq dropped', async () => {

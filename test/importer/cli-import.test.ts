@@ -76,6 +76,11 @@ describe('school-data import (the CLI)', () => {
     assert.deepEqual([out.changes, out.seq, out.deleted.leads], [1, 2, 1]);
     const again = await cli('import', '--school', school, '--replace', write('replace.json', JSON.stringify({ leads: [file.leads![1]] })));
     assert.match(again.stdout, /nothing changed, nothing written/);
+    // An empty array read from a file deletes every record of its resource.
+    const emptied = await cli('import', '--school', school, '--replace', '--json', write('replace.json', '{"leads": [], "payments": [\n]}'));
+    assert.equal(emptied.code, 0, emptied.stderr);
+    const gone = JSON.parse(emptied.stdout) as { deleted: Record<string, number> };
+    assert.deepEqual([gone.deleted.leads, gone.deleted.payments], [1, 4]);
   });
 
   it('shows the progress line off a terminal only with --progress', async () => {

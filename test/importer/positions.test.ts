@@ -147,6 +147,7 @@ describe('importer: blocks of positions against ORDER BY/OFFSET', () => {
 
     // Every row deleted, then the list filled again.
     ok(await importData(store.db, school, { payments: [] }, { replace: true }));
+    assert.deepEqual(await ordered(school), []);
     await check(school);
     ok(await importData(store.db, school, { payments: first.slice(0, 100) }));
     await check(school);
