@@ -152,8 +152,12 @@ describe('Redis: the checks of one turn in one call', { skip: REDIS_ONLY }, () =
   let limiter: RedisRateLimiter;
   let close: () => Promise<void>;
 
+  let redisUrl: string;
+
   before(async () => {
-    ({ admin, limiter, close } = await privateLimiter(2000));
+    let redis: PrivateRedis;
+    ({ admin, limiter, close, redis } = await privateLimiter(2000));
+    redisUrl = redis.url;
     await limiter.consume(fresh('warm'), 1);
   });
   after(() => close());
@@ -192,13 +196,30 @@ describe('Redis: the checks of one turn in one call', { skip: REDIS_ONLY }, () =
   });
 
   it('fails closed only the school whose counter refuses the count', async () => {
+    limiter.shareUsage('turn-test');
     const [bad, good] = [fresh('bad'), fresh('good')];
-    await admin.hset(`school-data:rl:{${bad}}`, 'not', 'a counter');
+    await admin.hset(`school-data:rl:{turn-test}:${bad}`, 'not', 'a counter');
     const [refused, counted] = await Promise.allSettled([limiter.consume(bad, 10), limiter.consume(good, 10)]);
     assert.equal(refused.status, 'rejected');
     assert.ok(refused.reason instanceof RateLimiterUnavailable);
     assert.equal(counted.status, 'fulfilled');
     assert.equal((counted as PromiseFulfilledResult<{ remaining: number }>).value.remaining, 9);
+  });
+
+  it('keeps the counts of two databases sharing one Redis apart', async () => {
+    const other = new RedisRateLimiter(redisUrl, 2000);
+    try {
+      limiter.shareUsage('database-one');
+      other.shareUsage('database-two');
+      const school = fresh('shared-id');
+      const ours = await Promise.all(Array.from({ length: 3 }, () => limiter.consume(school, 3)));
+      const theirs = await other.consume(school, 3);
+      assert.deepEqual(ours.map((d) => d.allowed), [true, true, true]);
+      assert.deepEqual([theirs.allowed, theirs.remaining], [true, 2], 'another database\'s school of the same id has its own budget');
+      assert.equal((await limiter.consume(school, 3)).allowed, false);
+    } finally {
+      await other.close();
+    }
   });
 });
 

@@ -4,15 +4,22 @@ import type { Redis } from 'ioredis';
 import { decide, RateLimiterUnavailable, utcDay, WINDOW_SECONDS, type KeyUsage, type RateLimitDecision, type RateLimiter, type SharedUsage } from './index.js';
 
 /**
- * Usage waiting for the database, per database (the id of its usage queue, in braces: one
- * Redis Cluster slot): the hash `...:pending`, fields `c|<key id>|<day>` (requests of the
- * key on that UTC day) and `t|<key id>` (its last use, epoch ms). A flush renames it to a
- * batch of its own, `...:batch:<batch id>`, noted in the sorted set `...:claimed` (score:
- * when it was claimed) until it is applied and released.
+ * The keys of one database (the id of its usage queue, in braces: one Redis Cluster
+ * slot), so deployments sharing a Redis never share a count. `counter(school)`: the
+ * school's requests in the current window. Usage waiting for the database: the hash
+ * `...:pending`, fields `c|<key id>|<day>` (requests of the key on that UTC day) and
+ * `t|<key id>` (its last use, epoch ms). A flush renames it to a batch of its own,
+ * `...:batch:<batch id>`, noted in the sorted set `...:claimed` (score: when it was
+ * claimed) until it is applied and released.
  */
-const queueKeys = (databaseId: string) => {
-  const base = `school-data:usage:{${databaseId}}`;
-  return { pending: `${base}:pending`, claimed: `${base}:claimed`, batch: (id: string) => `${base}:batch:${id}` };
+const keysOf = (databaseId: string) => {
+  const usage = `school-data:usage:{${databaseId}}`;
+  return {
+    counter: (schoolId: string) => `school-data:rl:{${databaseId}}:${schoolId}`,
+    pending: `${usage}:pending`,
+    claimed: `${usage}:claimed`,
+    batch: (id: string) => `${usage}:batch:${id}`,
+  };
 };
 
 // One round trip for the checks of a turn, atomic: per school (KEYS[2..]), count its
@@ -89,8 +96,8 @@ const MAX_SCHOOLS_PER_CALL = 500;
 /** Counters in Redis, shared by every API instance. Fails closed within `timeoutMs`. */
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis & { sdConsume: ConsumeFn; sdRecord: RecordFn; sdClaim: ClaimFn };
-  /** The usage queue's keys, once shareUsage named the database. */
-  private queue = queueKeys('none');
+  /** The database's keys, once shareUsage named it. */
+  private keys = keysOf('none');
   /** Shared by every request that arrives while the connection is (re)established. */
   private connecting: Promise<void> | null = null;
   /** The checks asked for in this turn of the event loop, by school: sent together at its end. */
@@ -120,7 +127,7 @@ export class RedisRateLimiter implements RateLimiter {
 
   readonly sharesUsage = true;
   shareUsage(databaseId: string): SharedUsage {
-    const queue = (this.queue = queueKeys(databaseId));
+    const queue = (this.keys = keysOf(databaseId));
     return {
       record: (keyId) => this.record(keyId),
       claim: async (id, leaseMs) => {
@@ -141,7 +148,7 @@ export class RedisRateLimiter implements RateLimiter {
   private async record(keyId: string): Promise<void> {
     await this.whenReady();
     const now = Date.now();
-    await this.redis.sdRecord(this.queue.pending, `c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now);
+    await this.redis.sdRecord(this.keys.pending, `c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now);
   }
 
   /**
@@ -192,10 +199,10 @@ export class RedisRateLimiter implements RateLimiter {
     try {
       await this.whenReady();
       const now = Date.now();
-      const keys: string[] = [this.queue.pending];
+      const keys: string[] = [this.keys.pending];
       const args: (string | number)[] = [WINDOW_SECONDS * 1000, utcDay(now), now];
       for (const [schoolId, school] of schools) {
-        keys.push(`school-data:rl:{${schoolId}}`);
+        keys.push(this.keys.counter(schoolId));
         args.push(school.waiting.length, school.keys.size);
         for (const [keyId, n] of school.keys) args.push(keyId, n);
       }
@@ -256,7 +263,7 @@ export class RedisRateLimiter implements RateLimiter {
   }
 }
 
-/** The fields of a usage hash (see queueKeys) by key id. */
+/** The fields of a usage hash (see keysOf) by key id. */
 function usageOf(fields: Record<string, string>): Map<string, KeyUsage> {
   const out = new Map<string, KeyUsage>();
   const of = (keyId: string) => {
