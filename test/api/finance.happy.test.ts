@@ -180,4 +180,18 @@ describe('a local day whose midnight the clocks skip', () => {
     const list = await t.request('/api/public/v1/payments?period_from=9999-12-31', { key });
     assert.deepEqual((list.json() as { items: Rec[] }).items.map((p) => p.id), ['p4']);
   });
+
+  it('finds nothing in a period that starts after the year 9999, and everything in one that starts before the year 0', async () => {
+    const after = encodeURIComponent('9999-12-31T23:59:59-00:01');
+    const list = (await t.request(`/api/public/v1/payments?period_from=${after}`, { key })).json() as { items: Rec[]; meta: { total: number } };
+    assert.deepEqual([list.items, list.meta.total], [[], 0]);
+    const summary = await t.request(`/api/public/v1/reports/finance-summary?period_from=${after}&period_to=${after}`, { key });
+    assert.equal(summary.status, 200, summary.text);
+    assert.equal((summary.json() as { income: string }).income, '0.00');
+    const before = encodeURIComponent('0000-01-01T00:00:00+00:01');
+    const all = (await t.request(`/api/public/v1/payments?period_from=${before}`, { key })).json() as { meta: { total: number } };
+    assert.equal(all.meta.total, 4);
+    const everything = await t.request(`/api/public/v1/reports/finance-summary?period_from=${before}&period_to=9999-12-31`, { key });
+    assert.equal((everything.json() as { income: string }).income, '150.00');
+  });
 });

@@ -14,6 +14,8 @@ export interface UtcRange {
   until: string | null;
 }
 
+const LAST_STORED_SECOND = formatTimestamp(YEAR_10000_MS - 1000);
+
 const MIDNIGHTS_KEPT = 10_000;
 const midnights = new Map<string, number>();
 
@@ -52,6 +54,9 @@ export function resolvePeriod(from: string | undefined, to: string | undefined, 
     invalid.push({ name: 'period_from', reason: 'must not be after period_to' });
   }
   if (invalid.length > 0) throw Problem.invalid(invalid);
+  // A start past the four-digit years: no stored time is in the period (its six-digit year
+  // would sort before them all as text).
+  if (start !== null && start >= YEAR_10000_MS) return { from: LAST_STORED_SECOND, until: LAST_STORED_SECOND };
   // Stored times are whole seconds, so the inclusive bounds round inward to whole seconds.
   // An end past the four-digit years leaves the period open: every stored time is before it.
   const until = end === null ? null : Math.floor(end / 1000) * 1000 + 1000;
