@@ -13,7 +13,7 @@ import { ErrorList, type ImportError } from './errors.js';
 import { FileIntake } from './intake.js';
 import { Merge } from './merge.js';
 import { isListTable } from './read-model.js';
-import { checkDeletedUnreferred, checkOpenReferences, checkPaymentContracts } from './references.js';
+import { checkDeletedUnreferred, checkMovedContracts, checkOpenReferences, checkPaymentContracts } from './references.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
 import { fileSource, valueSource, type Progress, type Source } from './source.js';
 import { goneTable, Stage } from './stage.js';
@@ -171,6 +171,7 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
       if (deleting.length > 0) step('deletions');
       for (const array of deleting) await work.delete(array);
       await checkDeletedUnreferred(conn, schoolId, work.deletedFrom, errors);
+      if (stage.staged.contracts > 0) await checkMovedContracts(conn, schoolId, errors);
     }
     if (!errors.empty) return { ok: false, errors: errors.items };
 

@@ -133,6 +133,29 @@ export async function checkPaymentContracts(q: Sql, schoolId: string, errors: Er
 }
 
 /**
+ * After the merge: a contract of the file that moves to another student while a stored
+ * payment of the old student, which the file leaves as it is, still refers to it.
+ */
+export async function checkMovedContracts(q: Sql, schoolId: string, errors: ErrorList): Promise<void> {
+  const { rows } = await q.run(
+    sql`select f.idx, f.id, f.student_id, p.id as payment, p.student_id as payer
+          from ${sql.table(stageTable('contracts'))} f
+          join payments p on p.school_id = ${schoolId} and p.contract_id = f.id
+         where p.student_id <> f.student_id
+         order by f.idx, p.id
+         limit ${errors.room}`.compile(q.db),
+  );
+  for (const row of rows) {
+    errors.add({
+      array: 'contracts',
+      index: Number(row.idx),
+      field: 'student_id',
+      reason: `moves contract "${row.id as string}" to student "${row.student_id as string}", but payment "${row.payment as string}" of student "${row.payer as string}" still refers to it`,
+    });
+  }
+}
+
+/**
  * After the deletions, in the import's transaction: a deleted record that a record still
  * stored (kept, or written by this file) refers to is an error naming both.
  */

@@ -154,6 +154,22 @@ describe('importer: deletions and the change log', () => {
     assert.equal((summary.income_by_method as Json).card, '0.00');
   });
 
+  it('refuses to move a contract to another student while stored payments of the old one refer to it', async () => {
+    const school = await addSchool(store.db);
+    ok(await importData(store.db, school, sampleFile()));
+    const before = await snapshot(store.db, school);
+    const moved = { ...sampleFile().contracts![0]!, student_id: 'st-2' };
+    const refused = await importData(store.db, school, { contracts: [moved] });
+    assert.equal(refused.ok, false);
+    if (refused.ok) return;
+    assert.deepEqual(refused.errors.map((e) => [e.array, e.index, e.field]), [['contracts', 0, 'student_id'], ['contracts', 0, 'student_id'], ['contracts', 0, 'student_id']]);
+    assert.equal(refused.errors[0]!.reason, 'moves contract "ct-1" to student "st-2", but payment "pm-1" of student "st-1" still refers to it');
+    assert.deepEqual(await snapshot(store.db, school), before, 'nothing written');
+    // Moved with its payments, it is accepted.
+    const payments = sampleFile().payments!.filter((p) => p.contract_id === 'ct-1').map((p) => ({ ...p, student_id: 'st-2' }));
+    ok(await importData(store.db, school, { contracts: [moved], payments }));
+  });
+
   it('refuses to delete a record a kept record refers to, naming both, and writes nothing', async () => {
     const school = await addSchool(store.db);
     ok(await importData(store.db, school, sampleFile()));
