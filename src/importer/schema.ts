@@ -31,19 +31,30 @@ import { ID_PATTERN } from '../domain/ids.js';
 
 const Id = Type.String({ pattern: ID_PATTERN, description: 'an id of 1-64 characters A-Z a-z 0-9 _ -' });
 
+/** A NUL (which PostgreSQL cannot store in text) or half of a surrogate pair (not Unicode text). */
+// eslint-disable-next-line no-control-regex -- the NUL is what it looks for
+const NOT_TEXT = /[\u0000\ud800-\udfff]/u;
+const isText = (text: string) => !NOT_TEXT.test(text);
+
 const Text = (max: number) =>
-  Type.String({ minLength: 1, maxLength: max, description: `a non-empty string of at most ${max} characters` });
+  Type.Refine(
+    Type.String({ minLength: 1, maxLength: max, description: `a non-empty string of at most ${max} characters, without NUL or unpaired surrogates` }),
+    isText,
+  );
 
 const Phone = Type.String({
-  pattern: '^\\+?[0-9][0-9 ()-]{4,30}$',
-  description: 'a phone number of 5-32 characters: digits, spaces, ( ) -, optionally a leading +',
+  pattern: '^(?=.{5,32}$)\\+?[0-9 ()-]*[0-9][0-9 ()-]*$',
+  description: 'a phone number of 5-32 characters: digits (at least one), spaces, ( ) -, optionally a leading +',
 });
 
-const Email = Type.String({
-  pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$',
-  maxLength: 254,
-  description: 'an e-mail address (name@domain.tld, at most 254 characters)',
-});
+const Email = Type.Refine(
+  Type.String({
+    pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$',
+    maxLength: 254,
+    description: 'an e-mail address (name@domain.tld, at most 254 characters)',
+  }),
+  isText,
+);
 
 /** Written as a function with this signature so the record types keep the literal values. */
 function OneOf<V extends string[]>(values: readonly [...V]): TEnum<V> {

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { after, before, describe, it } from 'node:test';
+import { checkRecord } from '../../src/importer/validate.js';
 import { importData, MAX_ERRORS, type ImportError, type ImportFile } from '../../src/importer/index.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 import { NOTHING, addSchool, rowCounts, sampleFile, snapshot } from './helpers.js';
@@ -57,6 +58,9 @@ const CASES: Case[] = [
   { name: 'a negative price', input: (f) => (at(f, 'contracts', 0).price = '-1.00', f), expected: { array: 'contracts', index: 0, field: 'price', reason: /0 or more/ } },
   { name: 'a zero payment', input: (f) => (at(f, 'payments', 0).amount = '0.00', f), expected: { array: 'payments', index: 0, field: 'amount', reason: /greater than 0/ } },
   { name: 'a negative refund', input: (f) => (at(f, 'payments', 2).amount = '-500.25', f), expected: { array: 'payments', index: 2, field: 'amount', reason: /greater than 0/ } },
+  { name: 'a NUL in a name', input: (f) => (at(f, 'students', 1).full_name = 'Ann\u0000a', f), expected: { array: 'students', index: 1, field: 'full_name', reason: /without NUL or unpaired surrogates/ } },
+  { name: 'half a surrogate pair in a comment', input: (f) => (at(f, 'expenses', 0).comment = 'fuel \ud83d', f), expected: { array: 'expenses', index: 0, field: 'comment', reason: /without NUL or unpaired surrogates/ } },
+  { name: 'a NUL in an e-mail address', input: (f) => (at(f, 'students', 0).email = 'a\u0000b@example.com', f), expected: { array: 'students', index: 0, field: 'email', reason: /e-mail address/ } },
   { name: 'a zero expense', input: (f) => (at(f, 'expenses', 1).amount = '0', f), expected: { array: 'expenses', index: 1, field: 'amount', reason: /greater than 0/ } },
   { name: 'a malformed currency', input: (f) => (at(f, 'payments', 0).currency = 'rub', f), expected: { array: 'payments', index: 0, field: 'currency', reason: /3 capital letters/ } },
   { name: 'another currency than the school', input: (f) => (at(f, 'expenses', 0).currency = 'USD', f), expected: { array: 'expenses', index: 0, field: 'currency', reason: /school's currency RUB/ } },
@@ -151,6 +155,21 @@ describe('importer: bad files', () => {
     at(file, 'groups', 0).category = 'Z';
     const result = await importData(store.db, school, file);
     assert.deepEqual(result, { ok: false, errors: [{ array: 'groups', index: 0, field: 'category', reason: result.ok ? '' : result.errors[0]!.reason }] });
+  });
+});
+
+describe('importer: the rules of a phone and of text, one record at a time', () => {
+  const lead = (fields: Record<string, unknown>) => ({ id: 'ld-1', full_name: 'Ann', phone: '+79161234567', email: null, category: null, source: 'website', status: 'new', student_id: null, created_at: '2026-01-01T00:00:00Z', ...fields });
+  const problems = (fields: Record<string, unknown>) => checkRecord('leads', lead(fields), 'RUB').problems.map((p) => p.field);
+
+  it('takes a phone of 5-32 characters of digits, spaces, ( ) - with at least one digit, and a leading +', () => {
+    for (const phone of ['+1234', '12345', '(916) 123-45-67', '+7 (916) 123-45-67', '9'.repeat(32), `+${'9'.repeat(31)}`]) assert.deepEqual(problems({ phone }), [], phone);
+    for (const phone of ['1234', '+123', '9'.repeat(33), `+${'9'.repeat(32)}`, '(---)', '12+345', '123 45 x', '++12345']) assert.deepEqual(problems({ phone }), ['phone'], phone);
+  });
+
+  it('takes any Unicode text but no NUL and no half of a surrogate pair', () => {
+    for (const full_name of ['Иванов Иван', 'Ann 🚗', 'tab\tand\nnew line']) assert.deepEqual(problems({ full_name }), [], full_name);
+    for (const full_name of ['\u0000', 'Ann\u0000', 'Ann \ud83d', '\ude97 Ann', '\ude97\ud83d']) assert.deepEqual(problems({ full_name }), ['full_name'], JSON.stringify(full_name));
   });
 });
 
