@@ -66,7 +66,8 @@ export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
 }
 
 // int8 (counts, sums, money) and numeric (sums of int8) arrive as text from pg; every
-// value this service stores fits a double exactly, so both become numbers.
+// value this service stores or sums fits a double exactly (money: src/importer/money-bound.ts),
+// so both become numbers.
 function pgTypes(driver: typeof pg) {
   return {
     getTypeParser(oid: number, format?: string): (value: string) => unknown {

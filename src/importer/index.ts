@@ -12,6 +12,7 @@ import { FINANCE_SIDES } from '../resources/finance/sides.js';
 import { ErrorList, type ImportError } from './errors.js';
 import { FileIntake } from './intake.js';
 import { Merge } from './merge.js';
+import { checkMoneyBound } from './money-bound.js';
 import { isListTable } from './read-model.js';
 import { checkDeletedUnreferred, checkMovedContracts, checkOpenReferences, checkPaymentContracts } from './references.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
@@ -172,6 +173,7 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
       for (const array of deleting) await work.delete(array);
       await checkDeletedUnreferred(conn, schoolId, work.deletedFrom, errors);
       if (stage.staged.contracts > 0) await checkMovedContracts(conn, schoolId, errors);
+      await checkMoneyBound(conn, schoolId, stage.staged, errors);
     }
     if (!errors.empty) return { ok: false, errors: errors.items };
 

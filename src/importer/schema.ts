@@ -76,7 +76,7 @@ const Timestamp = Type.Refine(
 const Money = (sign: 'positive' | 'non-negative') =>
   Type.Refine(
     Type.String({
-      description: `a decimal string with at most two fraction digits (15000.00), ${sign === 'positive' ? 'greater than 0' : '0 or more'}`,
+      description: `a decimal string of at most 13 integer digits and two fraction digits (15000.00), ${sign === 'positive' ? 'greater than 0' : '0 or more'}`,
     }),
     (text) => {
       const minor = parseMoney(text);

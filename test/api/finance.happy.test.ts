@@ -195,3 +195,55 @@ describe('a local day whose midnight the clocks skip', () => {
     assert.equal((everything.json() as { income: string }).income, '150.00');
   });
 });
+
+describe('money at the bound of an exact total', () => {
+  let t: TestApp;
+  let key: string;
+  let school: string;
+  const MOST = '9999999999999.99';
+  const payment = (n: number, kind = 'payment') => ({ id: `p${n}`, student_id: 's1', contract_id: 'c1', kind, method: 'cash', amount: MOST, paid_at: `2026-03-${String(n).padStart(2, '0')}T12:00:00Z`, created_at: '2026-03-01T00:00:00Z' });
+  const expense = (n: number) => ({ id: `e${n}`, category: 'rent', amount: MOST, spent_at: `2026-03-${String(n).padStart(2, '0')}T12:00:00Z`, comment: null });
+  const contract = (n: number) => ({ id: `c${n}`, number: `N-${n}`, student_id: 's1', category: 'B', status: 'active', signed_on: '2026-01-10', price: MOST, created_at: '2026-01-10T10:00:00Z' });
+
+  before(async () => {
+    t = await startTestApp();
+    const created = await createSchool(t.store.db, { name: 'Big money', plan: 'VIP' });
+    assert.ok(created.ok);
+    school = created.value.id;
+    const imported = await importData(t.store.db, school, {
+      ...BASE,
+      contracts: Array.from({ length: 9 }, (_, i) => contract(i + 1)),
+      payments: [...Array.from({ length: 8 }, (_, i) => payment(i + 1)), payment(9, 'refund')],
+      expenses: Array.from({ length: 9 }, (_, i) => expense(i + 1)),
+    });
+    assert.ok(imported.ok, JSON.stringify(imported));
+    const k = await createKey(t.store.db, school, 'big');
+    assert.ok(k.ok);
+    key = k.value.key;
+  });
+  after(() => t.close());
+
+  it('shows every sum up to the bound exact to the kopeck', async () => {
+    const summary = (await t.request('/api/public/v1/reports/finance-summary?period_from=2026-03-01&period_to=2026-03-31', { key })).json() as Record<string, string>;
+    assert.deepEqual([summary.income, summary.expense, summary.profit], ['69999999999999.93', '89999999999999.91', '-19999999999999.98']);
+    const card = (await t.request('/api/public/v1/students/s1', { key })).json() as { balance: Record<string, string> };
+    assert.deepEqual(card.balance, { price: '89999999999999.91', paid: '69999999999999.93', debt: '19999999999999.98', currency: 'RUB' });
+    const c1 = ((await t.request('/api/public/v1/contracts?limit=1', { key })).json() as { items: Record<string, string>[] }).items[0]!;
+    assert.deepEqual([c1.id, c1.paid, c1.debt], ['c1', '69999999999999.93', '-59999999999999.94']);
+  });
+
+  it('refuses an import that would take a total past the bound, naming it, and writes nothing', async () => {
+    for (const [array, file] of [['payments', { payments: [payment(10)] }], ['expenses', { expenses: [expense(10)] }], ['contracts', { contracts: [contract(10)] }]] as const) {
+      const result = await importData(t.store.db, school, file);
+      assert.equal(result.ok, false, array);
+      if (result.ok) continue;
+      assert.deepEqual(result.errors.map((e) => [e.array, e.index, e.field]), [[array, null, array === 'contracts' ? 'price' : 'amount']]);
+      assert.match(result.errors[0]!.reason, /to more than 90071992547409\.91 in all, the most a total of money can hold exactly/);
+    }
+    const summary = (await t.request('/api/public/v1/reports/finance-summary?period_from=2026-03-01&period_to=2026-03-31', { key })).json() as Record<string, string>;
+    assert.deepEqual([summary.income, summary.expense], ['69999999999999.93', '89999999999999.91'], 'nothing written');
+    // The same payment along with a change that keeps the total within the bound is taken.
+    const within = await importData(t.store.db, school, { payments: [{ ...payment(1), amount: '1.00' }, payment(10)] });
+    assert.ok(within.ok, JSON.stringify(within));
+  });
+});
