@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config/index.js';
 
-/** JSON logs on stdout (batched, see LineBatcher). Key values never reach a log line: the header is redacted. */
+/** JSON logs, on stdout unless told otherwise (batched, see LineBatcher). Key values never reach a log line: the header is redacted. */
 export function createLogger(config: Pick<Config, 'logLevel'>, destination: pino.DestinationStream = LineBatcher.stdout()): Logger {
   return pino(
     {
@@ -66,7 +66,16 @@ export class LineBatcher implements pino.DestinationStream {
 
   /** The process's stdout, flushed when the process exits. */
   static stdout(): LineBatcher {
-    const batcher = new LineBatcher(1);
+    return LineBatcher.forFd(1);
+  }
+
+  /** The process's stderr, likewise: for `serve --json`, whose stdout is its one JSON value. */
+  static stderr(): LineBatcher {
+    return LineBatcher.forFd(2);
+  }
+
+  private static forFd(fd: number): LineBatcher {
+    const batcher = new LineBatcher(fd);
     process.on('exit', () => batcher.flush());
     return batcher;
   }

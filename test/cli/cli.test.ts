@@ -64,6 +64,24 @@ describe('school-data CLI', () => {
     assert.match(hint[0]!, /npx school-data demo/);
   });
 
+  it('serve --json prints one JSON value on stdout, its log lines on stderr', async () => {
+    const child = spawn(process.execPath, [BIN, 'serve', '--json'], { env: { ...env, PORT: '0', SCHOOL_DATA_CABINET_PORT: '0', SCHOOL_DATA_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let [stdout, stderr] = ['', ''];
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    await new Promise<void>((resolve, reject) => {
+      child.stderr.on('data', () => stderr.includes('listening') && resolve());
+      void exited.then((code) => reject(new Error(`serve exited (${String(code)}):\n${stdout}${stderr}`)));
+    });
+    child.kill('SIGTERM');
+    await exited;
+    const started = JSON.parse(stdout) as { base_url: string; store: string };
+    assert.match(started.base_url, /^https:\/\/127\.0\.0\.1:\d+\/api\/public\/v1\/$/);
+    assert.match(stderr, /"msg":"school-data API and cabinet listening"/);
+    assert.match(stderr, /"msg":"shutting down"/);
+  });
+
   it('serve on a port another program holds says so, and how to choose another, in one line', async () => {
     const holder = net.createServer();
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));

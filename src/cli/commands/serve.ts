@@ -5,11 +5,14 @@
  */
 import cluster from 'node:cluster';
 import { openStore } from '../../db/index.js';
-import { createLogger } from '../../logger.js';
+import { createLogger, LineBatcher } from '../../logger.js';
 import { ApiMetrics, serveClusterMetrics } from '../../ops/metrics.js';
 import { closeOnSignal, startServer } from '../../server.js';
 import { loadTls } from '../../tls.js';
 import { CliError, RUN, upgradeStore, type CommandContext } from '../context.js';
+
+/** Log lines go to stderr with --json, so stdout holds the one JSON value the command prints. */
+const logsFor = (ctx: CommandContext) => createLogger(ctx.config, ctx.out.json ? LineBatcher.stderr() : LineBatcher.stdout());
 
 /** The start banner's line for a database with no school yet. */
 const NO_SCHOOLS = `no schools yet: load the demo with "${RUN} demo", or add one with "${RUN} school create" and "${RUN} import" (README, "Command line")`;
@@ -33,8 +36,9 @@ function portInUse(err: unknown): CliError | null {
   );
 }
 
-async function runServer({ config, out }: CommandContext, isWorker: boolean): Promise<number> {
-  const logger = createLogger(config);
+async function runServer(ctx: CommandContext, isWorker: boolean): Promise<number> {
+  const { config, out } = ctx;
+  const logger = logsFor(ctx);
   if (isWorker) ApiMetrics.forProcess().shareWithCluster();
   let server;
   try {
@@ -60,8 +64,9 @@ async function runServer({ config, out }: CommandContext, isWorker: boolean): Pr
   return code;
 }
 
-async function runPrimary({ config, out }: CommandContext, workers: number): Promise<number> {
-  const logger = createLogger(config);
+async function runPrimary(ctx: CommandContext, workers: number): Promise<number> {
+  const { config, out } = ctx;
+  const logger = logsFor(ctx);
   // Prepared once here so that workers never race to migrate or to write the certificate.
   const tls = await loadTls(config);
   const store = openStore(config);
