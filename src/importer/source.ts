@@ -5,6 +5,7 @@
  * file's top level: one object, known keys, each once, arrays of records, and `deleted`
  * an object of arrays of ids. A JSON syntax error is reported with its line and column.
  */
+import { isUtf8 } from 'node:buffer';
 import fs from 'node:fs';
 import { Tokenizer, TokenParser, TokenType, type ParsedElementInfo, type ParsedTokenInfo } from '@streamparser/json';
 import type { ImportError } from './errors.js';
@@ -118,6 +119,69 @@ const CHUNK_BYTES = 1 << 18;
 /** How much of a long line is kept to count a column in characters rather than bytes. */
 const LINE_TAIL_BYTES = 1 << 16;
 
+const isContinuation = (byte: number) => (byte & 0xc0) === 0x80;
+
+/** The characters of UTF-8 bytes as JavaScript counts them: a 4-byte sequence is two. */
+function charactersIn(bytes: Buffer): number {
+  let n = 0;
+  for (const byte of bytes) if (!isContinuation(byte)) n += byte >= 0xf0 ? 2 : 1;
+  return n;
+}
+
+/**
+ * A file's chunks cut where characters end: the bytes of a character cut at the end of a
+ * chunk wait for the next, so each piece can be checked as UTF-8 on its own.
+ */
+class CharacterPieces {
+  private carry = Buffer.alloc(0);
+
+  next(chunk: Buffer): Buffer {
+    const data = this.carry.length === 0 ? chunk : Buffer.concat([this.carry, chunk]);
+    const end = completeEnd(data);
+    this.carry = Buffer.from(data.subarray(end));
+    return data.subarray(0, end);
+  }
+
+  /** Bytes at the end of the file that began a character and did not finish it. */
+  get unfinished(): number {
+    return this.carry.length;
+  }
+}
+
+/** Where the last complete character of `data` ends: before a lead byte whose continuation bytes are still to come. */
+function completeEnd(data: Buffer): number {
+  for (let i = data.length - 1; i >= Math.max(0, data.length - 3); i--) {
+    const byte = data[i]!;
+    if (isContinuation(byte)) continue;
+    const size = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    return data.length - i < size ? i : data.length;
+  }
+  return data.length;
+}
+
+/** The offset of the first byte of `data` that does not begin a well-formed UTF-8 character (as isUtf8 judges), or -1. */
+function firstInvalid(data: Buffer): number {
+  for (let i = 0; i < data.length; ) {
+    const lead = data[i]!;
+    if (lead < 0x80) {
+      i += 1;
+      continue;
+    }
+    const more = lead >= 0xc2 && lead <= 0xdf ? 1 : lead >= 0xe0 && lead <= 0xef ? 2 : lead >= 0xf0 && lead <= 0xf4 ? 3 : 0;
+    if (more === 0 || i + more >= data.length) return i;
+    let code = lead & (0x3f >> more);
+    for (let k = 1; k <= more; k++) {
+      const byte = data[i + k]!;
+      if (!isContinuation(byte)) return i;
+      code = (code << 6) | (byte & 0x3f);
+    }
+    const overlong = code < [0, 0x80, 0x800, 0x10000][more]!;
+    if (overlong || (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff) return i;
+    i += more + 1;
+  }
+  return -1;
+}
+
 /** Line and column (from 1, in characters) of a byte offset, for the chunks fed so far. */
 class Lines {
   private lineBefore = 1;
@@ -143,9 +207,11 @@ class Lines {
       this.tailCut = 0;
     }
     const joined = Buffer.concat([this.tail, rest]);
-    const cut = Math.max(0, joined.length - LINE_TAIL_BYTES);
+    // Cut where a character starts, and count what is cut in characters, as the column is.
+    let cut = Math.max(0, joined.length - LINE_TAIL_BYTES);
+    while (cut < joined.length && isContinuation(joined[cut]!)) cut += 1;
     this.tail = Buffer.from(joined.subarray(cut));
-    this.tailCut += cut;
+    this.tailCut += charactersIn(joined.subarray(0, cut));
     this.chunkStart += previous.length;
     this.chunk = chunk;
   }
@@ -253,13 +319,23 @@ export function fileSource(file: string, size: number): Source {
         }
       };
 
+      const notUtf8 = (offset: number): JsonSyntaxError => {
+        const { line, column } = lines.at(offset);
+        return new JsonSyntaxError(`the file is not UTF-8 text at line ${line}, column ${column}: the bytes there are not UTF-8`);
+      };
+
       const stream = fs.createReadStream(file, { highWaterMark: CHUNK_BYTES });
+      const pieces = new CharacterPieces();
       let bytes = 0;
+      let fed = 0;
       try {
         for await (const chunk of stream as AsyncIterable<Buffer>) {
-          lines.next(chunk);
+          const piece = pieces.next(chunk);
+          lines.next(piece);
+          if (!isUtf8(piece)) throw notUtf8(fed + Math.max(0, firstInvalid(piece)));
+          fed += piece.length;
           try {
-            tokenizer.write(chunk);
+            tokenizer.write(piece);
           } catch (err) {
             if (err instanceof JsonSyntaxError) throw err;
             const message = (err as Error).message;
@@ -271,6 +347,7 @@ export function fileSource(file: string, size: number): Source {
           onProgress?.({ records, bytes, totalBytes: size });
           if (intake.full) return;
         }
+        if (pieces.unfinished > 0) throw notUtf8(fed);
         if (!sawValue) {
           intake.problem(fileError(bytes === 0 ? 'the file is empty' : 'the file holds nothing but white space'));
           return;
