@@ -74,8 +74,12 @@ function buildProgram(done: Run): Command {
   leaf(key, 'allow', 'change the addresses a key may be used from')
     .requiredOption('--key <id>', 'key id (not the key value)')
     .option('--allow <list>', 'comma-separated IPv4/IPv6 addresses and CIDR ranges')
-    .option('--any', 'any address')
-    .action(async (o: { json?: boolean; key: string; allow?: string; any?: boolean }) => done(await (await import('./commands/key/allow.js')).keyAllow(contextFor(o), o)));
+    .addOption(new Option('--any', 'any address').conflicts('allow'))
+    .action(async (o: { json?: boolean; key: string; allow?: string; any?: boolean }, command: Command) => {
+      // One of the two is needed: a usage error (exit code 2), as a missing option is.
+      if (o.allow === undefined && o.any !== true) command.error('give either --allow <addresses> or --any');
+      done(await (await import('./commands/key/allow.js')).keyAllow(contextFor(o), o));
+    });
   leaf(key, 'log', 'print a key\'s last requests (at most 100, newest first)')
     .requiredOption('--key <id>', 'key id (not the key value)')
     .action(async (o: { json?: boolean; key: string }) => done(await (await import('./commands/key/log.js')).keyLog(contextFor(o), o)));

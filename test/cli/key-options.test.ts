@@ -67,7 +67,12 @@ describe('school-data key options (CLI)', () => {
     fails(await cli('key', 'roll', '--key', 'key_nope'), /overlap/);
     fails(await cli('key', 'allow', '--key', 'key_nope', '--allow', '1.2.3.4'), /no key/);
     fails(await cli('key', 'allow', '--key', 'key_nope', '--allow', '1.2.3.400'), /allow/);
-    fails(await cli('key', 'allow', '--key', 'key_nope'), /--allow|--any/);
+    for (const usage of [['--key', 'key_nope'], ['--key', 'key_nope', '--any', '--allow', '1.2.3.4']]) {
+      const r = await cli('key', 'allow', ...usage);
+      fails(r, /--allow.*--any|--any.*--allow/);
+      assert.equal(r.code, 2, 'a usage error');
+      assert.match(r.stderr, /\(see npx school-data key allow --help\)$/m);
+    }
     fails(await cli('key', 'log', '--key', 'key_nope'), /no key/);
     fails(await cli('audit', 'list', '--school', 'nope'), /no school/);
     fails(await cli('audit', 'list', '--school', 'ko-school', '--key', 'key_nope'), /no key/);

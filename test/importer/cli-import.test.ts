@@ -75,6 +75,18 @@ describe('school-data import (the CLI)', () => {
     }
   });
 
+  it('says how many more errors there are, and that there may be others past the 50 it looks for', async () => {
+    const school = await addSchool(store.db);
+    const leads = (n: number) => JSON.stringify({ leads: Array.from({ length: n }, (_, i) => ({ id: `ld-${i}` })) });
+    const few = await cli('import', '--school', school, write('few.json', leads(1)));
+    assert.match(few.stderr, /^school-data: import refused, nothing written: leads\[0\]\.full_name: is required \(and \d+ more; --json lists them all\)$/m);
+    const many = await cli('import', '--school', school, write('many.json', leads(60)));
+    assert.match(many.stderr, /\(and at least 49 more; --json lists the first 50\)$/m);
+    const listed = await cli('import', '--school', school, '--json', write('many.json', leads(60)));
+    assert.equal((JSON.parse(listed.stdout) as { errors: unknown[] }).errors.length, 50);
+    assert.match(listed.stderr, /\(and at least 49 more\)$/m);
+  });
+
   it('replaces with --replace, and reports in --json what changed', async () => {
     const school = await addSchool(store.db);
     assert.ok((await importData(store.db, school, sampleFile())).ok);

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import v8 from 'node:v8';
-import { importFile, type ImportError, type ImportProgress, type ImportSummary } from '../../importer/index.js';
+import { importFile, MAX_ERRORS, type ImportError, type ImportProgress, type ImportSummary } from '../../importer/index.js';
 import { CliError, withStore, type CommandContext } from '../context.js';
 
 export interface ImportCommandOptions {
@@ -116,7 +116,11 @@ export async function importCommand(ctx: CommandContext, file: string, opts: Imp
   if (!result.ok) {
     if (ctx.out.json) ctx.out.result({ ok: false, errors: result.errors }, '');
     const first = result.errors[0];
-    const more = result.errors.length > 1 ? ` (and ${result.errors.length - 1} more${ctx.out.json ? '' : '; --json lists them all'})` : '';
+    // The importer stops looking at MAX_ERRORS: past that, more may follow.
+    const count = result.errors.length;
+    const atLeast = count >= MAX_ERRORS ? 'at least ' : '';
+    const list = ctx.out.json ? '' : count >= MAX_ERRORS ? `; --json lists the first ${count}` : '; --json lists them all';
+    const more = count > 1 ? ` (and ${atLeast}${count - 1} more${list})` : '';
     throw new CliError(`import refused, nothing written: ${first ? where(first) + first.reason : 'invalid file'}${more}`);
   }
   ctx.out.result(

@@ -3,7 +3,6 @@ import { setAllowlist } from '../../../management/keys.js';
 import { CliError, withStore, type CommandContext } from '../../context.js';
 
 export async function keyAllow(ctx: CommandContext, opts: { key: string; allow?: string; any?: boolean }): Promise<number> {
-  if ((opts.allow === undefined) === (opts.any !== true)) throw new CliError('give either --allow <addresses> or --any');
   let allow: string[] | null = null;
   if (opts.allow !== undefined) {
     const parsed = parseAllowlist(opts.allow);
