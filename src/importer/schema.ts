@@ -24,17 +24,13 @@ import {
   VEHICLE_STATUSES,
 } from '../domain/enums.js';
 import { CURRENCY, parseMoney } from '../domain/money.js';
+import { isText } from '../domain/text.js';
 import { normaliseTimestamp, parseDate } from '../domain/time.js';
 import { ID_PATTERN } from '../domain/ids.js';
 
 // Field types. Every description completes the sentence "<field> must be ...".
 
 const Id = Type.String({ pattern: ID_PATTERN, description: 'an id of 1-64 characters A-Z a-z 0-9 _ -' });
-
-/** A NUL (which PostgreSQL cannot store in text) or half of a surrogate pair (not Unicode text). */
-// eslint-disable-next-line no-control-regex -- the NUL is what it looks for
-const NOT_TEXT = /[\u0000\ud800-\udfff]/u;
-const isText = (text: string) => !NOT_TEXT.test(text);
 
 const Text = (max: number) =>
   Type.Refine(

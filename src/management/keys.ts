@@ -17,12 +17,11 @@ import type { Database } from '../db/schema.js';
 import { parseAllowlist } from '../domain/addresses.js';
 import { API_PLANS, type Plan } from '../domain/enums.js';
 import { parseScopes, storedScopes, type KeyScope, KEY_SCOPES } from '../domain/scopes.js';
+import { isOneLine } from '../domain/text.js';
 import { formatTimestamp, parseDateTime } from '../domain/time.js';
 import type { Outcome } from './schools.js';
 
 export const MAX_ACTIVE_KEYS = 10;
-// eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/u;
 const DAY_MS = 86_400_000;
 
 /** Who made a change: a director's email, or `operator` (the CLI, and the automatic revocations). */
@@ -196,7 +195,7 @@ function checkName(rawName: string): Outcome<string> {
   const name = rawName.trim();
   const length = keyNameLength(name);
   if (length < 1 || length > KEY_NAME_MAX) return { ok: false, reason: `key name must be 1-${KEY_NAME_MAX} characters` };
-  if (CONTROL_CHARACTERS.test(name)) return { ok: false, reason: 'key name must not contain control characters' };
+  if (!isOneLine(name)) return { ok: false, reason: 'key name must not contain control characters' };
   return { ok: true, value: name };
 }
 

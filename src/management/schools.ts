@@ -8,6 +8,7 @@ import { SCHOOL_COLUMNS, type Database, type School } from '../db/schema.js';
 import { isPlan, PLANS, type Plan } from '../domain/enums.js';
 import { ID } from '../domain/ids.js';
 import { CURRENCY } from '../domain/money.js';
+import { isOneLine } from '../domain/text.js';
 import { isTimeZone, nowTimestamp } from '../domain/time.js';
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; reason: string };
@@ -29,6 +30,7 @@ function checkPlan(plan: string): plan is Plan {
 export async function createSchool(db: Kysely<Database>, input: NewSchool): Promise<Outcome<School>> {
   const name = input.name.trim();
   if (name.length < 1 || name.length > 200) return fail('school name must be 1-200 characters');
+  if (!isOneLine(name)) return fail('school name must not contain control characters');
   if (!checkPlan(input.plan)) return fail(`plan must be one of ${PLANS.join(', ')}`);
   const timezone = input.timezone ?? 'Europe/Moscow';
   if (!isTimeZone(timezone)) return fail(`unknown time zone "${timezone}" (use an IANA name such as Europe/Moscow)`);

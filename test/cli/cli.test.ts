@@ -71,7 +71,9 @@ describe('school-data CLI', () => {
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const exited = new Promise((resolve) => child.on('exit', resolve));
     await new Promise<void>((resolve, reject) => {
-      child.stderr.on('data', () => stderr.includes('listening') && resolve());
+      const started = () => stderr.includes('listening') && stdout.trimEnd().endsWith('}') && resolve();
+      child.stdout.on('data', started);
+      child.stderr.on('data', started);
       void exited.then((code) => reject(new Error(`serve exited (${String(code)}):\n${stdout}${stderr}`)));
     });
     child.kill('SIGTERM');
@@ -116,6 +118,7 @@ describe('school-data CLI', () => {
     fails(await cli('school', 'create', '--name', 'X', '--plan', 'VIP', '--id', 'bad id'), /school id/);
     fails(await cli('school', 'create', '--name', 'Again', '--plan', 'VIP', '--id', 'cli-school'), /already exists/);
     fails(await cli('school', 'create', '--plan', 'VIP'), /--name/);
+    fails(await cli('school', 'create', '--name', 'Two\nlines', '--plan', 'VIP'), /school name must not contain control characters/);
     fails(await cli('school', 'set-plan', '--school', 'nope', '--plan', 'VIP'), /no school/);
     const listed = (await json('school', 'list')) as unknown as { name: string }[];
     assert.equal(listed.filter((s) => s.name === 'X' || s.name === 'Again').length, 0);
