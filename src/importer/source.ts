@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import { Tokenizer, TokenParser, TokenType, type ParsedElementInfo, type ParsedTokenInfo } from '@streamparser/json';
 import type { ImportError } from './errors.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
+import { isObject } from './validate.js';
 
 /**
  * What a source hands over, in the file's order. The calls are synchronous; the source
@@ -278,13 +279,32 @@ export function fileSource(file: string, size: number): Source {
         return new JsonSyntaxError(`the file is not valid JSON at line ${line}, column ${column}: ${what}`);
       };
 
-      // Follows the top level (which key holds which value) on the tokens; the parser
-      // assembles the records themselves.
+      // The field names of the record being read, to find one given twice (the parser
+      // would keep the last silently): one array, emptied at each record.
+      const fields: string[] = [];
+      let expectField = false;
+      let repeated: string | null = null;
+
+      // Follows the top level (which key holds which value) and the field names of each
+      // record on the tokens; the parser assembles the records themselves.
       tokenizer.onToken = (info) => {
         lastOffset = info.offset;
         lastToken = info;
         const token = info.token;
-        if (depth === 0) {
+        if (depth === 2 && token === TokenType.LEFT_BRACE) {
+          fields.length = 0;
+          expectField = true;
+          repeated = null;
+        } else if (depth === 3) {
+          if (expectField && token === TokenType.STRING) {
+            const field = info.value as string;
+            if (fields.includes(field)) repeated ??= field;
+            else fields.push(field);
+            expectField = false;
+          } else if (token === TokenType.COMMA) {
+            expectField = true;
+          }
+        } else if (depth === 0) {
           if (sawValue) throw syntax(info.offset, `unexpected ${describeToken(info)} after the end of the object`);
           if (token !== TokenType.LEFT_BRACE) throw new JsonSyntaxError(NOT_AN_OBJECT);
           sawValue = true;
@@ -313,6 +333,9 @@ export function fileSource(file: string, size: number): Source {
         if (typeof role === 'object') {
           if (typeof element.key !== 'number' || intake.full) return;
           records += 1;
+          if (repeated !== null && isObject(element.value)) {
+            intake.problem({ array: role.array, index: element.key, field: repeated, reason: 'is given twice in the record' });
+          }
           intake.record(role.array, element.key, element.value);
         } else if (role === 'deleted' && typeof element.key === 'string') {
           intake.deleted(element.key, element.value);

@@ -75,6 +75,17 @@ describe('school-data import (the CLI)', () => {
     }
   });
 
+  it('refuses a record that gives a field twice, naming it', async () => {
+    const school = await addSchool(store.db);
+    const branch = '{"id": "b1", "name": "First", "name": "Second"}';
+    const r = await cli('import', '--school', school, '--json', write('twice.json', `{"branches": [{"id": "b0", "name": "Zero"}, ${branch}]}`));
+    assert.equal(r.code, 1, r.stderr);
+    assert.deepEqual((JSON.parse(r.stdout) as { errors: unknown[] }).errors, [{ array: 'branches', index: 1, field: 'name', reason: 'is given twice in the record' }]);
+    // Field names inside a value (an array of categories) are not the record's.
+    const fine = await cli('import', '--school', school, write('fine.json', '{"branches": [{"id": "b0", "name": "Zero"}], "groups": [{"id": "g1", "name": "G", "category": "B", "branch_id": "b0"}]}'));
+    assert.equal(fine.code, 0, fine.stderr);
+  });
+
   it('says how many more errors there are, and that there may be others past the 50 it looks for', async () => {
     const school = await addSchool(store.db);
     const leads = (n: number) => JSON.stringify({ leads: Array.from({ length: n }, (_, i) => ({ id: `ld-${i}` })) });
