@@ -12,7 +12,7 @@ import type { DependencyState } from '../ops/dependency.js';
 import { callerFields } from '../ops/request-log.js';
 import { methodNotAllowed, Problem } from '../problems/index.js';
 import { problemAnswer, type SendAnswer } from './answer.js';
-import { API_PREFIX } from './paths.js';
+import { underPrefix } from './paths.js';
 
 const NOT_FOUND = new Problem('not_found', 'No resource at this path.');
 const DATA_UNAVAILABLE = new Problem('data_unavailable', 'The data store is unavailable; try again shortly.', { headers: { 'Retry-After': '5' } });
@@ -24,7 +24,7 @@ function clientProblem(error: FastifyError, request: FastifyRequest): Problem | 
   if (status >= 500) return null;
   // A method no router knows (PRI, the start of HTTP/2's preface) skips every hook: under
   // the prefix it gets the 405 the access hook gives any other method.
-  if (error.code === 'FST_ERR_NOT_FOUND' && request.url.startsWith(API_PREFIX)) return methodNotAllowed(request.method);
+  if (error.code === 'FST_ERR_NOT_FOUND' && underPrefix(request.url)) return methodNotAllowed(request.method);
   if (status === 404 || error.code === 'FST_ERR_BAD_URL') return NOT_FOUND;
   if (status === 414) return new Problem('uri_too_long', 'The request URI is too long.');
   if (status === 431) return new Problem('header_too_large', 'The request headers are too large.');

@@ -305,14 +305,13 @@ export class Merge {
     // stored balance differs (most were written with theirs). (Joined whole and cut by
     // LIMIT, every batch read the school's contracts from its first on PostgreSQL, or from
     // the batch to the last on SQLite: quadratic in a first import.)
-    await this.inBatches(sql`select id, paid from balances`, async (touched) => {
-      const paid = new Map(touched.map((row) => [row.id as string, Number(row.paid)]));
+    await this.inBatches(sql`select id from balances`, async (touched) => {
       const { rows } = await this.q.run(
-        sql`select c.* from contracts c join balances b on b.id = c.id
-             where c.school_id = ${this.schoolId} and c.id in (${sql.join([...paid.keys()])}) and c.paid_minor <> b.paid`.compile(this.q.db),
+        sql`select c.*, b.paid as balance from contracts c join balances b on b.id = c.id
+             where c.school_id = ${this.schoolId} and c.id in (${sql.join(touched.map((row) => row.id as string))}) and c.paid_minor <> b.paid`.compile(this.q.db),
       );
-      const values = rows.map((row) => {
-        const balance = paid.get(row.id as string)!;
+      const values = rows.map(({ balance: paid, ...row }) => {
+        const balance = Number(paid);
         const item = itemOf('contracts', { ...row, paid_minor: balance });
         return sql`(${row.id}, cast(${balance} as bigint), ${item})`;
       });

@@ -226,6 +226,11 @@ async function placeForKey(trx: Transaction<Database>, schoolId: string, now: st
   return { ok: true, value: null };
 }
 
+/** Whether a key can be made for the school now, by the rules of placeForKey, without making one. */
+export function keyRoom(db: Kysely<Database>, schoolId: string, policy: KeyPolicy = { unusedDays: 0 }): Promise<Outcome<null>> {
+  return db.transaction().execute((trx) => placeForKey(trx, schoolId, formatTimestamp(Date.now()), policy));
+}
+
 async function insertKey(trx: Transaction<Database>, schoolId: string, name: string, options: KeyOptions, now: string, rolledFrom: string | null): Promise<CreatedKey> {
   const value = generateKey();
   const scopes = storedScopes(options.scopes ?? null);

@@ -98,7 +98,7 @@ describe('school-data demo', () => {
     const before = { vip: await active('demo-vip'), hashes: await hashes() };
     const r = await runCli(['demo'], env);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^school-data: demo-profi already has 10 active keys.*nothing was written\n$/);
+    assert.match(r.stderr, /^school-data: demo-profi: the school already has 10 active keys.*nothing was written\n$/);
     assert.deepEqual({ vip: await active('demo-vip'), hashes: await hashes() }, before);
   });
 

@@ -131,7 +131,7 @@ describe('pipelined requests on one connection', () => {
   it('answers a request that is not a read in the turn that read it: Node closes a PRI request\'s connection after it', async () => {
     // Without a version, as HTTP/2's preface begins; once that turn's parsing is done,
     // Node destroys the socket.
-    for (const [target, status] of [['/api/public/v1/students', 405], ['/', 404]] as const) {
+    for (const [target, status] of [['/api/public/v1/students', 405], ['https://localhost/api/public/v1/students', 405], ['/', 404]] as const) {
       const outcome = await rawExchange(t.origin, t.ca, `PRI ${target}\r\nConnection: close\r\n\r\n`, { timeoutMs: 5000 });
       assert.equal(outcome.kind, 'response', `no answer to PRI ${target}`);
       if (outcome.kind === 'response') assert.equal(outcome.response.status, status, `PRI ${target}`);

@@ -6,12 +6,12 @@
  */
 import path from 'node:path';
 import type { Kysely } from 'kysely';
-import type { Database } from '../../db/schema.js';
+import type { Database, School } from '../../db/schema.js';
 import { API_PLANS, type Plan } from '../../domain/enums.js';
 import { generateSchoolData } from '../../demo/generate.js';
 import { importData } from '../../importer/index.js';
 import { addDirector, generatePassword, listDirectors, setDirectorPassword } from '../../management/directors.js';
-import { createKey, listKeys, MAX_ACTIVE_KEYS } from '../../management/keys.js';
+import { createKey, keyRoom } from '../../management/keys.js';
 import { createSchool, findSchool } from '../../management/schools.js';
 import { loadTls } from '../../tls.js';
 import { CliError, RUN, table, withStore, type CommandContext } from '../context.js';
@@ -51,24 +51,22 @@ async function demoDirector(db: Kysely<Database>, schoolId: string): Promise<{ e
 }
 
 /**
- * Before anything is written: which demo schools get a key (those whose plan, as it is now,
- * has API access), or why the run would stop halfway, leaving keys and passwords made and
- * never shown.
+ * Before anything is written: each demo school as stored (or undefined), and whether it gets
+ * a key (its plan, as it is now, has API access), or why the run would stop halfway, leaving
+ * keys and passwords made and never shown.
  */
-async function keyedSchools(db: Kysely<Database>): Promise<Set<string>> {
-  const keyed = new Set<string>();
+async function demoPlaces(db: Kysely<Database>): Promise<Map<string, { existing: School | undefined; keyed: boolean }>> {
+  const places = new Map<string, { existing: School | undefined; keyed: boolean }>();
   for (const spec of DEMO_SCHOOLS) {
     const existing = await findSchool(db, spec.id);
-    if (!API_PLANS.includes((existing?.plan ?? spec.plan) as Plan)) continue;
-    if (existing) {
-      const active = (await listKeys(db, spec.id)).filter((k) => k.status === 'active').length;
-      if (active >= MAX_ACTIVE_KEYS) {
-        throw new CliError(`${spec.id} already has ${MAX_ACTIVE_KEYS} active keys, and the demo makes one more: revoke an unused one (${RUN} key list --school ${spec.id}); nothing was written`);
-      }
+    const keyed = API_PLANS.includes((existing?.plan ?? spec.plan) as Plan);
+    if (existing && keyed) {
+      const room = await keyRoom(db, spec.id);
+      if (!room.ok) throw new CliError(`${spec.id}: ${room.reason} (${RUN} key list --school ${spec.id}); the demo makes one more key, and nothing was written`);
     }
-    keyed.add(spec.id);
+    places.set(spec.id, { existing, keyed });
   }
-  return keyed;
+  return places;
 }
 
 /** What the skipped demo says to do instead: commands for the demo school if it is there. */
@@ -90,10 +88,10 @@ export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean
       const any = await store.db.selectFrom('schools').select('id').limit(1).executeTakeFirst();
       if (any) return { skipped: await skippedHint(store.db) };
     }
-    const keyed = await keyedSchools(store.db);
+    const places = await demoPlaces(store.db);
     const loaded: DemoSchoolResult[] = [];
     for (const spec of DEMO_SCHOOLS) {
-      const existing = await findSchool(store.db, spec.id);
+      const { existing, keyed } = places.get(spec.id)!;
       if (!existing) {
         const created = await createSchool(store.db, spec);
         if (!created.ok) throw new CliError(created.reason);
@@ -102,7 +100,7 @@ export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean
       const imported = await importData(store.db, spec.id, data);
       if (!imported.ok) throw new CliError(`demo data for ${spec.id} did not import: ${imported.errors[0]?.reason ?? 'unknown error'}`);
       let key: { id: string; key: string } | null = null;
-      if (keyed.has(spec.id)) {
+      if (keyed) {
         const created = await createKey(store.db, spec.id, `demo ${now.toISOString().slice(0, 10)}`);
         if (!created.ok) throw new CliError(created.reason);
         key = created.value;
