@@ -280,8 +280,8 @@ export function fileSource(file: string, size: number): Source {
       };
 
       // The field names of the record being read, to find one given twice (the parser
-      // would keep the last silently): one array, emptied at each record.
-      const fields: string[] = [];
+      // would keep the last silently): one set, emptied at each record.
+      const fields = new Set<string>();
       let expectField = false;
       let repeated: string | null = null;
 
@@ -292,14 +292,14 @@ export function fileSource(file: string, size: number): Source {
         lastToken = info;
         const token = info.token;
         if (depth === 2 && token === TokenType.LEFT_BRACE) {
-          fields.length = 0;
+          fields.clear();
           expectField = true;
           repeated = null;
         } else if (depth === 3) {
           if (expectField && token === TokenType.STRING) {
             const field = info.value as string;
-            if (fields.includes(field)) repeated ??= field;
-            else fields.push(field);
+            if (fields.has(field)) repeated ??= field;
+            else fields.add(field);
             expectField = false;
           } else if (token === TokenType.COMMA) {
             expectField = true;

@@ -118,7 +118,9 @@ describe('school-data CLI', () => {
     fails(await cli('school', 'create', '--name', 'X', '--plan', 'VIP', '--id', 'bad id'), /school id/);
     fails(await cli('school', 'create', '--name', 'Again', '--plan', 'VIP', '--id', 'cli-school'), /already exists/);
     fails(await cli('school', 'create', '--plan', 'VIP'), /--name/);
-    fails(await cli('school', 'create', '--name', 'Two\nlines', '--plan', 'VIP'), /school name must not contain control characters/);
+    for (const name of ['Two\nlines', 'Next\u0085line', 'Line\u2028separator', 'Right\u202eto left']) {
+      fails(await cli('school', 'create', '--name', name, '--plan', 'VIP'), /school name must not contain control characters/);
+    }
     fails(await cli('school', 'set-plan', '--school', 'nope', '--plan', 'VIP'), /no school/);
     const listed = (await json('school', 'list')) as unknown as { name: string }[];
     assert.equal(listed.filter((s) => s.name === 'X' || s.name === 'Again').length, 0);

@@ -45,6 +45,16 @@ describe('timestamps in the stored form', () => {
     assert.equal(resolvePeriod(undefined, '9999-12-31', 'UTC').until, null);
     assert.equal(resolvePeriod(undefined, '9999-12-31T23:59:59Z', 'Europe/Moscow').until, null);
     assert.equal(resolvePeriod(undefined, '9999-12-30', 'UTC').until, '9999-12-31T00:00:00Z');
+    // One that starts after it holds nothing, a fraction of a second after it included.
+    for (const start of ['9999-12-31T23:59:59.001Z', '9999-12-31T23:59:59.5Z', '9999-12-31T23:59:59-00:01']) {
+      const range = resolvePeriod(start, undefined, 'UTC');
+      assert.ok(range.from !== null && range.until !== null && range.from >= range.until, `${start}: ${JSON.stringify(range)}`);
+    }
+    // A date the clocks skipped whole is an empty period, not a refused one.
+    const skipped = resolvePeriod('2011-12-30', '2011-12-30', 'Pacific/Apia');
+    assert.equal(skipped.from, skipped.until);
+    assert.deepEqual(resolvePeriod('2011-12-29', '2011-12-30', 'Pacific/Apia'), { from: '2011-12-29T10:00:00Z', until: '2011-12-30T10:00:00Z' });
+    assert.throws(() => resolvePeriod('2011-12-31', '2011-12-30', 'Pacific/Apia'), /period_from/);
     assert.equal(normaliseTimestamp('2026-13-01T00:00:00Z'), null);
     assert.equal(normaliseTimestamp('2026-01-01T24:00:00Z'), null);
     assert.equal(normaliseTimestamp('2026-01-01T00:60:00Z'), null);

@@ -50,18 +50,24 @@ export function resolvePeriod(from: string | undefined, to: string | undefined, 
   const end = to === undefined ? null : instant(to, 'to', timeZone);
   if (from !== undefined && start === null) invalid.push({ name: 'period_from', reason: 'is not a real date or date-time' });
   if (to !== undefined && end === null) invalid.push({ name: 'period_to', reason: 'is not a real date or date-time' });
-  if (invalid.length === 0 && start !== null && end !== null && start > end) {
+  // Two dates in order are never refused, even when the clocks skipped the days between them.
+  const datesInOrder = parseDate(from ?? '') !== null && parseDate(to ?? '') !== null && from! <= to!;
+  if (invalid.length === 0 && start !== null && end !== null && start > end && !datesInOrder) {
     invalid.push({ name: 'period_from', reason: 'must not be after period_to' });
   }
   if (invalid.length > 0) throw Problem.invalid(invalid);
+  // Stored times are whole seconds, so the inclusive bounds round inward to whole seconds.
+  const first = start === null ? null : Math.ceil(start / 1000) * 1000;
   // A start past the four-digit years: no stored time is in the period (its six-digit year
   // would sort before them all as text).
-  if (start !== null && start >= YEAR_10000_MS) return { from: LAST_STORED_SECOND, until: LAST_STORED_SECOND };
-  // Stored times are whole seconds, so the inclusive bounds round inward to whole seconds.
+  if (first !== null && first >= YEAR_10000_MS) return { from: LAST_STORED_SECOND, until: LAST_STORED_SECOND };
+  // A date the clocks skipped whole (Pacific/Apia, 2011-12-30) ends where it starts: the
+  // period is empty, not inverted.
+  const last = end === null ? null : Math.max(end, (start ?? end) - 1);
   // An end past the four-digit years leaves the period open: every stored time is before it.
-  const until = end === null ? null : Math.floor(end / 1000) * 1000 + 1000;
+  const until = last === null ? null : Math.floor(last / 1000) * 1000 + 1000;
   return {
-    from: start === null ? null : formatTimestamp(Math.ceil(start / 1000) * 1000),
+    from: first === null ? null : formatTimestamp(first),
     until: until === null || until >= YEAR_10000_MS ? null : formatTimestamp(until),
   };
 }
