@@ -51,8 +51,8 @@ export function resolvePeriod(from: string | undefined, to: string | undefined, 
   if (from !== undefined && start === null) invalid.push({ name: 'period_from', reason: 'is not a real date or date-time' });
   if (to !== undefined && end === null) invalid.push({ name: 'period_to', reason: 'is not a real date or date-time' });
   // Two dates in order are never refused, even when the clocks skipped the days between them.
-  const datesInOrder = parseDate(from ?? '') !== null && parseDate(to ?? '') !== null && from! <= to!;
-  if (invalid.length === 0 && start !== null && end !== null && start > end && !datesInOrder) {
+  const datesInOrder = () => parseDate(from!) !== null && parseDate(to!) !== null && from! <= to!;
+  if (invalid.length === 0 && start !== null && end !== null && start > end && !datesInOrder()) {
     invalid.push({ name: 'period_from', reason: 'must not be after period_to' });
   }
   if (invalid.length > 0) throw Problem.invalid(invalid);
