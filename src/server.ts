@@ -67,7 +67,12 @@ function keySweep(store: Store, config: Config, logger: Logger): NodeJS.Timeout 
  * `upgrade` brings the store up to date before anything is served; by default the
  * schema's migrations (the CLI's serve adds the read-model rebuild).
  */
-export async function startServer(config: Config, logger: Logger = createLogger(config), upgrade: (store: Store) => Promise<unknown> = (store) => store.migrate()): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  logger: Logger = createLogger(config),
+  upgrade: (store: Store) => Promise<unknown> = (store) => store.migrate(),
+  signals?: StopSignals,
+): Promise<RunningServer> {
   const tls = await loadTls(config);
   const store = openStore(config);
   try {
@@ -85,6 +90,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const cabinet = await buildCabinetApp({ config, db: store.db, limiter, logger, tls });
   const sweep = keySweep(store, config, logger);
   app.addHook('onClose', () => clearInterval(sweep));
+  // From the moment a port opens, a signal stops the server gracefully (closeOnSignal).
+  signals?.arm();
   try {
     await app.listen({ host: config.host, port: config.port });
     await cabinet.listen({ host: config.host, port: config.cabinetPort });
@@ -119,26 +126,45 @@ export async function startServer(config: Config, logger: Logger = createLogger(
 }
 
 /**
- * Closes the server on the first SIGTERM/SIGINT; resolves with the exit code. Later
- * signals are absorbed (Ctrl-C reaches cluster workers from both the terminal and
- * the primary), so a second one cannot cut the flush of usage counts short.
+ * SIGTERM and SIGINT, taken over from Node's default (the process ends at once) by `arm`,
+ * which startServer calls just before its ports open, so that no request in flight can be
+ * cut off by a signal. `received` is the first signal after that; later ones are absorbed
+ * (Ctrl-C reaches cluster workers from both the terminal and the primary), so a second one
+ * cannot cut the flush of usage counts short. Before `arm` (while the store is upgraded)
+ * a signal ends the process as usual.
  */
-export function closeOnSignal(server: RunningServer, logger: Logger): Promise<number> {
-  return new Promise((resolve) => {
-    let stopping = false;
+export class StopSignals {
+  readonly received: Promise<NodeJS.Signals>;
+  private take: ((signal: NodeJS.Signals) => void) | null = null;
+
+  constructor() {
+    this.received = new Promise((resolve) => (this.take = resolve));
+  }
+
+  arm(): void {
+    const take = this.take;
+    if (take === null) return;
+    this.take = null;
+    let taken = false;
     const stop = (signal: NodeJS.Signals) => {
-      if (stopping) return;
-      stopping = true;
-      logger.info({ signal }, 'shutting down');
-      server.close().then(
-        () => resolve(0),
-        (err: unknown) => {
-          logger.error({ err }, 'error during shutdown');
-          resolve(1);
-        },
-      );
+      if (taken) return;
+      taken = true;
+      take(signal);
     };
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
-  });
+  }
+}
+
+/** Closes the server on the first signal `signals` takes; resolves with the exit code. */
+export async function closeOnSignal(server: RunningServer, logger: Logger, signals: StopSignals): Promise<number> {
+  const signal = await signals.received;
+  logger.info({ signal }, 'shutting down');
+  try {
+    await server.close();
+    return 0;
+  } catch (err) {
+    logger.error({ err }, 'error during shutdown');
+    return 1;
+  }
 }

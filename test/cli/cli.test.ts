@@ -84,6 +84,36 @@ describe('school-data CLI', () => {
     assert.match(stderr, /"msg":"shutting down"/);
   });
 
+  it('serve stops gracefully on a SIGTERM sent the moment its API port opens', async () => {
+    const free = net.createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const port = (free.address() as net.AddressInfo).port;
+    await new Promise((resolve) => free.close(resolve));
+    const child = spawn(process.execPath, [BIN, 'serve'], { env: { ...env, PORT: String(port), SCHOOL_DATA_CABINET_PORT: '0', SCHOOL_DATA_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (code, signal) => resolve([code, signal])));
+    let done = false;
+    void exited.then(() => (done = true));
+    // The first connection the port accepts: the signal follows within a millisecond or two.
+    while (!done) {
+      const open = await new Promise<boolean>((resolve) => {
+        const socket = net.connect(port, '127.0.0.1', () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.on('error', () => resolve(false));
+      });
+      if (open) break;
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    child.kill('SIGTERM');
+    const [code, signal] = await exited;
+    assert.deepEqual([code, signal], [0, null], out);
+    assert.match(out, /"msg":"shutting down"/);
+  });
+
   it('serve on a port another program holds says so, and how to choose another, in one line', async () => {
     const holder = net.createServer();
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));

@@ -7,7 +7,7 @@ import cluster from 'node:cluster';
 import { openStore } from '../../db/index.js';
 import { createLogger, LineBatcher } from '../../logger.js';
 import { ApiMetrics, serveClusterMetrics } from '../../ops/metrics.js';
-import { closeOnSignal, startServer } from '../../server.js';
+import { closeOnSignal, startServer, StopSignals } from '../../server.js';
 import { loadTls } from '../../tls.js';
 import { CliError, RUN, upgradeStore, type CommandContext } from '../context.js';
 
@@ -40,9 +40,10 @@ async function runServer(ctx: CommandContext, isWorker: boolean): Promise<number
   const { config, out } = ctx;
   const logger = logsFor(ctx);
   if (isWorker) ApiMetrics.forProcess().shareWithCluster();
+  const signals = new StopSignals();
   let server;
   try {
-    server = await startServer(config, logger, upgradeStore);
+    server = await startServer(config, logger, upgradeStore, signals);
   } catch (err) {
     // The channel to the primary would keep a worker that could not start alive.
     if (isWorker) process.disconnect();
@@ -57,7 +58,7 @@ async function runServer(ctx: CommandContext, isWorker: boolean): Promise<number
       `school-data API: ${base}\n  director's cabinet: ${cabinet}\n  data: ${server.storeLocation}; rate limits: ${server.limiter}; certificate: ${server.certPath}${empty}\n  stop with Ctrl-C`,
     );
   }
-  const code = await closeOnSignal(server, logger);
+  const code = await closeOnSignal(server, logger, signals);
   // A worker's channel to the primary stays open for the primary's metrics requests, and
   // would keep the closed worker alive.
   if (isWorker) process.disconnect();
