@@ -4,11 +4,18 @@
  */
 const MONEY = /^(-)?(\d{1,13})(?:\.(\d{1,2}))?$/;
 
-export function formatMoney(minor: number): string {
-  const sign = minor < 0 ? '-' : '';
-  const abs = Math.abs(minor);
-  const cents = abs % 100;
-  return `${sign}${(abs - cents) / 100}.${cents < 10 ? '0' : ''}${cents}`;
+export function formatMoney(minor: number | bigint): string {
+  const digits = String(minor < 0 ? -minor : minor).padStart(3, '0');
+  return `${minor < 0 ? '-' : ''}${digits.slice(0, -2)}.${digits.slice(-2)}`;
+}
+
+/**
+ * a - b, exact: each side is a sum within the import's bound (±2^53), but their
+ * difference (a debt, a profit) can lie past what a double holds to the unit.
+ */
+export function subtractMoney(a: number, b: number): number | bigint {
+  const difference = a - b;
+  return Number.isSafeInteger(difference) ? difference : BigInt(a) - BigInt(b);
 }
 
 /** Parses "15000", "15000.5" or "15000.50" into minor units; null when malformed. */

@@ -1,9 +1,10 @@
 /**
  * The bound that keeps every sum of money exact: a school's payments (refunds included)
  * and its expenses each add up to at most MAX_TOTAL minor units, and so do the prices of
- * one student's contracts. Any sum the service shows (a contract's paid and debt, a
- * student's balance, a finance summary, its profit) is then within ±MAX_TOTAL: a whole
+ * one student's contracts. Any sum the service shows (a contract's paid, a student's
+ * balance, a finance summary's income and expense) is then within ±MAX_TOTAL: a whole
  * number a double holds exactly, and far inside PostgreSQL's bigint and SQLite's integer.
+ * A difference of two such sums (a debt, a profit) is worked out by subtractMoney.
  * Checked after the merge, in the import's transaction, for the tables the import wrote.
  */
 import { sql } from 'kysely';

@@ -13,7 +13,7 @@ import fastJson from 'fast-json-stringify';
 import type { TSchema } from 'typebox';
 import type { Selectable } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { formatMoney } from '../domain/money.js';
+import { formatMoney, subtractMoney } from '../domain/money.js';
 import { Contract } from './contracts/schema.js';
 import { Instructor } from './instructors/schema.js';
 import { Lead } from './leads/schema.js';
@@ -67,7 +67,7 @@ export const LIST_MODELS: Models = {
     order: 'created_at',
     schema: Contract,
     // paid_minor is kept by the importer: payments minus refunds on the contract.
-    toItem: ({ price_minor, paid_minor = 0, ...row }) => ({ ...row, price: formatMoney(price_minor), paid: formatMoney(paid_minor), debt: formatMoney(price_minor - paid_minor) }),
+    toItem: ({ price_minor, paid_minor = 0, ...row }) => ({ ...row, price: formatMoney(price_minor), paid: formatMoney(paid_minor), debt: formatMoney(subtractMoney(price_minor, paid_minor)) }),
   },
   payments: { order: 'paid_at', schema: Payment, toItem: ({ amount_minor, ...row }) => ({ ...row, amount: formatMoney(amount_minor) }) },
   leads: { order: 'created_at', schema: Lead, toItem: same },

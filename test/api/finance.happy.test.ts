@@ -232,6 +232,29 @@ describe('money at the bound of an exact total', () => {
     assert.deepEqual([c1.id, c1.paid, c1.debt], ['c1', '69999999999999.93', '-59999999999999.94']);
   });
 
+  it('shows a debt and a profit past 2^53 kopecks exact: each is the difference of two sums within the bound', async () => {
+    const other = await createSchool(t.store.db, { name: 'Refunds', plan: 'VIP' });
+    assert.ok(other.ok);
+    const refunds = [...Array.from({ length: 9 }, (_, i) => payment(i + 1, 'refund')), { ...payment(10, 'refund'), amount: '0.01' }];
+    const imported = await importData(t.store.db, other.value.id, {
+      ...BASE,
+      contracts: Array.from({ length: 9 }, (_, i) => contract(i + 1)),
+      payments: refunds,
+      expenses: Array.from({ length: 9 }, (_, i) => expense(i + 1)),
+    });
+    assert.ok(imported.ok, JSON.stringify(imported));
+    const k = await createKey(t.store.db, other.value.id, 'refunds');
+    assert.ok(k.ok);
+    const get = async (path: string) => (await t.request(path, { key: k.value.key })).json() as Record<string, unknown>;
+    const summary = await get('/api/public/v1/reports/finance-summary?period_from=2026-03-01&period_to=2026-03-31');
+    assert.deepEqual([summary.income, summary.expense, summary.profit], ['-89999999999999.92', '89999999999999.91', '-179999999999999.83']);
+    const card = (await get('/api/public/v1/students/s1')) as { balance: Record<string, string>; contracts: Record<string, string>[] };
+    assert.deepEqual(card.balance, { price: '89999999999999.91', paid: '-89999999999999.92', debt: '179999999999999.83', currency: 'RUB' });
+    assert.deepEqual([card.contracts[0]!.id, card.contracts[0]!.debt], ['c1', '99999999999999.91']);
+    const c1 = ((await get('/api/public/v1/contracts?limit=1')) as { items: Record<string, string>[] }).items[0]!;
+    assert.deepEqual([c1.id, c1.paid, c1.debt], ['c1', '-89999999999999.92', '99999999999999.91']);
+  });
+
   it('refuses an import that would take a total past the bound, naming it, and writes nothing', async () => {
     for (const [array, file] of [['payments', { payments: [payment(10)] }], ['expenses', { expenses: [expense(10)] }], ['contracts', { contracts: [contract(10)] }]] as const) {
       const result = await importData(t.store.db, school, file);

@@ -11,7 +11,7 @@ import { sql, type Compilable, type Kysely } from 'kysely';
 import type { Tenant } from '../../domain/tenant.js';
 import { prepared, type Reader } from '../../db/index.js';
 import { EXPENSE_CATEGORIES, PAYMENT_METHODS } from '../../domain/enums.js';
-import { formatMoney } from '../../domain/money.js';
+import { formatMoney, subtractMoney } from '../../domain/money.js';
 import type { UtcRange } from '../common/period.js';
 import type { FinanceSummary, FinanceSummaryQuery } from './schema.js';
 import { FINANCE_SIDES, type FinanceSide } from './sides.js';
@@ -123,7 +123,7 @@ export async function getFinanceSummary(reads: Reader, tenant: Tenant, q: Financ
     currency: tenant.currency,
     income: formatMoney(income),
     expense: formatMoney(expense),
-    profit: formatMoney(income - expense),
+    profit: formatMoney(subtractMoney(income, expense)),
     income_by_method: formatAll(byMethod),
     expense_by_category: formatAll(byCategory),
   };

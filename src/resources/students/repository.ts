@@ -5,7 +5,7 @@
 import { sql } from 'kysely';
 import type { Tenant } from '../../domain/tenant.js';
 import { prepared, type Reader } from '../../db/index.js';
-import { formatMoney } from '../../domain/money.js';
+import { formatMoney, subtractMoney } from '../../domain/money.js';
 import { pagedList, type ListBody, type ListFilter } from '../common/list.js';
 import type { Contract } from '../contracts/schema.js';
 import type { StudentCard, StudentListQuery } from './schema.js';
@@ -104,6 +104,6 @@ export async function getStudentCard(reads: Reader, tenant: Tenant, id: string):
       theory_completed: Number(theory_completed ?? 0),
       planned: Number(planned ?? 0),
     },
-    balance: { price: formatMoney(price), paid: formatMoney(paid), debt: formatMoney(price - paid), currency: tenant.currency },
+    balance: { price: formatMoney(price), paid: formatMoney(paid), debt: formatMoney(subtractMoney(price, paid)), currency: tenant.currency },
   } as StudentCard;
 }
