@@ -101,17 +101,18 @@ export async function endSession(db: Kysely<Database>, id: string): Promise<void
 }
 
 /**
- * Accepts a create-key form's one-time token once: false when this session's last
- * accepted form carried the same token (a reload or back-and-resubmit of the POST).
+ * Accepts a create-key or roll-key form's one-time token once per session: false when it
+ * was accepted before (a reload, a back-and-resubmit, an older tab sent again) or the
+ * session has just ended.
  */
 export async function claimFormNonce(db: Kysely<Database>, id: string, nonce: string): Promise<boolean> {
   const result = await db
-    .updateTable('cabinet_sessions')
-    .set({ last_form_nonce: nonce })
-    .where('id', '=', id)
-    .where((eb) => eb.or([eb('last_form_nonce', 'is', null), eb('last_form_nonce', '<>', nonce)]))
+    .insertInto('cabinet_form_nonces')
+    .columns(['session_id', 'nonce'])
+    .expression((eb) => eb.selectFrom('cabinet_sessions').select((s) => ['id', s.val(nonce).as('nonce')]).where('id', '=', id))
+    .onConflict((oc) => oc.columns(['session_id', 'nonce']).doNothing())
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
 /** Ends the session a cookie names, if any (sign-in replaces an older session of the browser). */

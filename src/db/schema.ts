@@ -275,8 +275,12 @@ export interface CabinetSessionsTable {
   created_at: string;
   idle_expires_at: string;
   expires_at: string;
-  /** The one-time token of the last create-key form accepted, so a resubmission is refused. */
-  last_form_nonce: string | null;
+}
+
+/** A one-time form token accepted in a session (create or roll a key): sent again, it is refused. */
+export interface CabinetFormNoncesTable {
+  session_id: string;
+  nonce: string;
 }
 
 /** One row: the id that names this database's usage queue in Redis. */
@@ -337,6 +341,7 @@ export interface Database {
   expense_days: ExpenseDaysTable;
   directors: DirectorsTable;
   cabinet_sessions: CabinetSessionsTable;
+  cabinet_form_nonces: CabinetFormNoncesTable;
   tombstones: TombstonesTable;
   change_batches: ChangeBatchesTable;
   read_model_versions: ReadModelVersionsTable;

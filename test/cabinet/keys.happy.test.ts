@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { hashKey } from '../../src/access/keys.js';
-import { createKey, MAX_ACTIVE_KEYS } from '../../src/management/keys.js';
+import { createKey, MAX_ACTIVE_KEYS, revokeKey } from '../../src/management/keys.js';
 import { setPlan } from '../../src/management/schools.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { formFields, keyRows, seedDirector, startTestCabinet, type CabinetBrowser, type TestCabinet, unescapeHtml } from '../helpers/cabinet.js';
@@ -94,6 +94,13 @@ describe('Settings -> API', () => {
     assert.ok(!KEY.test(again.text));
     assert.match(again.text, /already sent/);
     assert.equal(await activeKeys(schoolId), 1);
+    // Nor does an older form sent again after a newer one (two tabs, or back twice).
+    const second = formFields((await b.get('/settings/api')).text, '/settings/api/keys');
+    assert.equal((await b.post('/settings/api/keys', { ...second, name: 'second tab' })).status, 200);
+    assert.equal((await b.post('/settings/api/keys', { ...form, name: 'first tab again' })).status, 409);
+    assert.equal(await activeKeys(schoolId), 2);
+    const secondKey = await store.db.selectFrom('api_keys').select('id').where('school_id', '=', schoolId).where('name', '=', 'second tab').executeTakeFirstOrThrow();
+    assert.ok((await revokeKey(store.db, secondKey.id)).ok);
 
     // The key works on the public API, and the card counts its use once usage is flushed.
     assert.equal((await api.request(STUDENTS, { key })).status, 200);
