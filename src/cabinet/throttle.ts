@@ -1,12 +1,14 @@
 /**
- * Sign-in throttling, on the same rate limiter as the API (memory, or Redis shared by
- * every instance) under bucket names of its own. Every attempt counts, right or wrong:
+ * Throttling of password attempts (a sign-in, or the current password of a password
+ * change), on the same rate limiter as the API (memory, or Redis shared by every
+ * instance) under bucket names of its own. Every attempt counts, right or wrong:
  * per client address, so one machine cannot try many accounts, and per account, so
  * many machines cannot try one. The account bucket is named by a hash of the email,
  * known or not, so neither the bucket nor the answer tells whether an account exists.
  */
 import { createHash } from 'node:crypto';
-import type { RateLimiter } from '../access/ratelimit/index.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { RateLimiterUnavailable, type RateLimiter } from '../access/ratelimit/index.js';
 import { normaliseEmail } from '../management/directors.js';
 
 export const LOGIN_ATTEMPTS_PER_ACCOUNT = 5;
@@ -19,14 +21,39 @@ export function accountTag(email: string): string {
 
 export type ThrottleVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
-/**
- * Counts one sign-in attempt. Throws RateLimiterUnavailable when the limiter cannot
- * answer (the caller refuses the sign-in: fail closed, as the API does).
- */
-export async function countLoginAttempt(limiter: RateLimiter, email: string, address: string): Promise<ThrottleVerdict> {
+/** Counts one attempt; throws RateLimiterUnavailable when the limiter cannot answer. */
+async function countAttempt(limiter: RateLimiter, email: string, address: string): Promise<ThrottleVerdict> {
   const byAddress = await limiter.consume(`login-ip:${address}`, LOGIN_ATTEMPTS_PER_ADDRESS);
   if (!byAddress.allowed) return { allowed: false, retryAfterSeconds: byAddress.resetSeconds };
   const byAccount = await limiter.consume(`login-acct:${accountTag(email)}`, LOGIN_ATTEMPTS_PER_ACCOUNT);
   if (!byAccount.allowed) return { allowed: false, retryAfterSeconds: byAccount.resetSeconds };
   return { allowed: true };
+}
+
+/** What a form that checks a password does with the attempt. */
+export type Admission = { admitted: true; attempt: AttemptLog } | { admitted: false; status: 429 | 503 };
+type AttemptLog = { event: string; account: string; address: string };
+
+/**
+ * Counts one attempt at an account's password (a sign-in, or the current password of a
+ * password change): admitted, or refused with 429 (throttled) or 503 (limiter unreachable:
+ * fail closed), Retry-After set and the refusal logged. `attempt` is the log line's fields.
+ */
+export async function admitPasswordAttempt(limiter: RateLimiter, request: FastifyRequest, reply: FastifyReply, email: string, event: string): Promise<Admission> {
+  const attempt = { event, account: accountTag(email), address: request.ip };
+  let verdict;
+  try {
+    verdict = await countAttempt(limiter, email, request.ip);
+  } catch (err) {
+    if (!(err instanceof RateLimiterUnavailable)) throw err;
+    request.log.error({ ...attempt, outcome: 'unavailable', err }, 'password attempt refused: rate-limit service unavailable');
+    reply.header('Retry-After', '5');
+    return { admitted: false, status: 503 };
+  }
+  if (!verdict.allowed) {
+    request.log.warn({ ...attempt, outcome: 'throttled' }, 'password attempt throttled');
+    reply.header('Retry-After', String(verdict.retryAfterSeconds));
+    return { admitted: false, status: 429 };
+  }
+  return { admitted: true, attempt };
 }

@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { formatTimestamp } from '../../src/domain/time.js';
+import { verifyDirector } from '../../src/management/directors.js';
 import { createKey, keyEvents } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { formFields, seedDirector, startTestCabinet, unescapeHtml, type CabinetBrowser, type TestCabinet } from '../helpers/cabinet.js';
@@ -199,6 +200,8 @@ describe('the director changes their own password', () => {
     assert.equal((await here.get('/settings/api')).status, 200, 'this session stays');
     assert.notEqual((await elsewhere.get('/settings/api')).status, 200, 'the other session ended');
     assert.notEqual((await t.browser().login(d.email, d.password)).status, 303, 'the old password no longer signs in');
-    assert.equal((await t.browser().login(d.email, 'a brand new password 1')).status, 303);
+    // That was the account's fifth password attempt of the minute (sign-ins and changes count
+    // alike): the new password is checked without a sixth.
+    assert.ok(await verifyDirector(store.db, d.email, 'a brand new password 1'));
   });
 });

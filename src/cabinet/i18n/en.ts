@@ -168,6 +168,8 @@ export const en = {
     button: 'Change password',
     changed: 'Your password is changed; every other sign-in of yours has ended.',
     wrongCurrent: 'The current password is not right.',
+    unavailable: 'Changing the password is unavailable for a moment. Try again shortly.',
+    throttled: 'Too many attempts with a wrong password. Wait a minute, then try again.',
     tooShort: (min: number) => `The new password must have at least ${min} characters.`,
     tooLong: (max: number) => `The new password can have at most ${max} characters.`,
     control: 'The new password cannot contain control characters such as tabs or line breaks.',

@@ -20,6 +20,7 @@ import { signedIn } from '../guard.js';
 import type { Messages } from '../i18n/index.js';
 import { randomToken, TOKEN_FORMAT } from '../security.js';
 import { claimFormNonce } from '../session.js';
+import { admitPasswordAttempt } from '../throttle.js';
 import { keyPage, type KeyPageModel } from '../views/key.js';
 import type { SignedView } from '../views/layout.js';
 import { keysPage, newKeyPage, passwordPage, revokePage, type KeysModel } from '../views/pages.js';
@@ -93,7 +94,7 @@ function formOptions(t: FormText, body: unknown, timeZone: string): { scopes: st
   return { scopes, expires, allow, options };
 }
 
-export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, config, policy }, done) => {
+export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, config, policy, limiter }, done) => {
   app.addHook('preHandler', signedIn(db, policy));
   const keyPolicy: KeyPolicy = { unusedDays: config.keyUnusedDays };
 
@@ -181,6 +182,11 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     const refused = (text: string) => sendPage(reply, 400, passwordPage(view, { kind: 'error', text }));
     const badNext = passwordError(t, next);
     if (badNext !== null) return refused(badNext);
+    // The current password is tried like a sign-in, on the same buckets: a session left
+    // open (or taken) must not become a way to guess it without limit.
+    const admission = await admitPasswordAttempt(limiter, request, reply, view.viewer.director.email, 'cabinet_password_change');
+    if (!admission.admitted) return sendPage(reply, admission.status, passwordPage(view, { kind: 'error', text: admission.status === 429 ? t.throttled : t.unavailable }));
+    const { attempt } = admission;
     const outcome = await changeOwnPassword(db, {
       email: view.viewer.director.email,
       current: formField(request.body, 'current') ?? '',
@@ -188,7 +194,10 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
       keepSessionId: view.viewer.sessionId,
     });
     // The new password passed the same rules above: only the current one can be wrong.
-    if (!outcome.ok) return refused(t.wrongCurrent);
+    if (!outcome.ok) {
+      request.log.warn({ ...attempt, outcome: 'failed' }, 'password change: current password wrong');
+      return refused(t.wrongCurrent);
+    }
     request.log.info({ event: 'cabinet_password_changed', directorId: view.viewer.director.id }, 'password changed');
     return sendPage(reply, 200, passwordPage(view, { kind: 'success', text: t.changed }));
   });

@@ -4,7 +4,6 @@
  * password is checked; and a wrong email and a wrong password get the same answer.
  */
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify';
-import { RateLimiterUnavailable } from '../../access/ratelimit/index.js';
 import { verifyDirector } from '../../management/directors.js';
 import { sendPage } from '../errors.js';
 import { formField } from '../form.js';
@@ -12,7 +11,7 @@ import { checkForm, signedIn } from '../guard.js';
 import type { CabinetContext } from '../context.js';
 import { randomToken, TOKEN_FORMAT } from '../security.js';
 import { COOKIE_OPTIONS, endSession, endSessionByToken, findSession, LOGIN_COOKIE, SESSION_COOKIE, startSession } from '../session.js';
-import { accountTag, countLoginAttempt } from '../throttle.js';
+import { admitPasswordAttempt } from '../throttle.js';
 import { publicView } from '../view.js';
 import { loginPage, type Notice } from '../views/pages.js';
 import type { Messages } from '../i18n/index.js';
@@ -55,21 +54,9 @@ export const loginRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, li
     const again = (status: number, text: string) => sendPage(reply, status, loginPage(view, { csrf: formToken, email, notice: { kind: 'error', text } }));
     if (email === '' || password === '') return again(400, t.enterBoth);
 
-    const attempt = { event: 'cabinet_login', account: accountTag(email), address: request.ip };
-    let verdict;
-    try {
-      verdict = await countLoginAttempt(limiter, email, request.ip);
-    } catch (err) {
-      if (!(err instanceof RateLimiterUnavailable)) throw err;
-      request.log.error({ ...attempt, outcome: 'unavailable', err }, 'sign-in refused: rate-limit service unavailable');
-      reply.header('Retry-After', '5');
-      return again(503, t.unavailable);
-    }
-    if (!verdict.allowed) {
-      request.log.warn({ ...attempt, outcome: 'throttled' }, 'sign-in throttled');
-      reply.header('Retry-After', String(verdict.retryAfterSeconds));
-      return again(429, t.throttled);
-    }
+    const admission = await admitPasswordAttempt(limiter, request, reply, email, 'cabinet_login');
+    if (!admission.admitted) return again(admission.status, admission.status === 429 ? t.throttled : t.unavailable);
+    const { attempt } = admission;
 
     const director = await verifyDirector(db, email, password);
     if (!director) {
