@@ -2,8 +2,9 @@
  * Response compression for every API answer. Rules:
  * - only bodies of COMPRESS_FROM_BYTES or more, to GET and HEAD alike (a HEAD answer has
  *   the headers its GET would: the encoding, the tag and the encoded length);
- * - the encoding is negotiated from Accept-Encoding (`*` and `x-gzip` read as gzip, none
- *   with `x-no-compression`), br first, then gzip, then deflate;
+ * - the encoding is negotiated from Accept-Encoding (`x-gzip` is gzip; `*` is gzip, or the
+ *   encodings the header does not name when it names gzip; none with `x-no-compression`),
+ *   br first, then gzip, then deflate;
  * - the same body always compresses to the same bytes (zlib's fastest level for gzip and
  *   deflate, brotli quality 4), whether it was just made or stored gzipped, so one
  *   representation is one byte string (docs/decisions.md, "Compression").
@@ -20,13 +21,28 @@ export type Encoding = 'br' | 'gzip' | 'deflate';
 /** The encodings offered, in the server's order of preference. */
 const ENCODINGS: Encoding[] = ['br', 'gzip', 'deflate'];
 
-const GZIP_ALIASES = /\*|x-gzip/gu;
+/**
+ * The header with `x-gzip` read as gzip and `*` spelled out: gzip (what the stored answers
+ * keep) unless gzip is named, else the encodings it does not name, each with the `*`'s
+ * weight. The negotiator would read `*` as br even where br is refused (`br;q=0, *`).
+ */
+function spelledOut(accepted: string): string {
+  const lower = accepted.toLowerCase();
+  if (!lower.includes('*') && !lower.includes('x-gzip')) return lower;
+  const parts = lower.split(',').map((part) => {
+    const [token = '', ...params] = part.split(';');
+    return { token: token.trim() === 'x-gzip' ? 'gzip' : token.trim(), params: params.length === 0 ? '' : `;${params.join(';')}` };
+  });
+  const named = new Set(parts.map((p) => p.token));
+  const wild = named.has('gzip') ? ENCODINGS.filter((e) => !named.has(e)) : ['gzip'];
+  return parts.flatMap(({ token, params }) => (token === '*' ? wild : [token]).map((t) => `${t}${params}`)).join(',');
+}
 
 /** The encoding a GET's (or HEAD's) answer gets, or undefined for none. */
 export function chosenEncoding(method: string | undefined, headers: IncomingHttpHeaders): Encoding | undefined {
   const accepted = headers['accept-encoding'];
   if ((method !== 'GET' && method !== 'HEAD') || accepted === undefined || headers['x-no-compression'] !== undefined) return undefined;
-  return negotiate<Encoding>(accepted.toLowerCase().replace(GZIP_ALIASES, 'gzip'), ENCODINGS) ?? undefined;
+  return negotiate<Encoding>(spelledOut(accepted), ENCODINGS) ?? undefined;
 }
 
 /** A body as the stored answers keep it: as sent, or gzipped when room was needed. */

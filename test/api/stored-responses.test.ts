@@ -128,6 +128,8 @@ describe('stored responses', () => {
       [{ 'accept-encoding': 'x-gzip' }, 'gzip'], [{ 'accept-encoding': 'GZIP' }, 'gzip'],
       [{ 'accept-encoding': 'gzip', 'x-no-compression': '1' }, undefined], [{ 'accept-encoding': 'gzip;q=0, deflate' }, 'deflate'],
       [{ 'accept-encoding': 'br, gzip' }, 'br'], [{ 'accept-encoding': 'deflate' }, 'deflate'], [{ 'accept-encoding': 'compress' }, undefined],
+      // `*` stands for what the header does not name: never for an encoding it refuses.
+      [{ 'accept-encoding': 'gzip;q=0, *' }, 'br'], [{ 'accept-encoding': 'br;q=0.5, *' }, 'gzip'], [{ 'accept-encoding': 'gzip;q=0, *;q=0' }, undefined],
     ];
 
     // Answers stored as sent (one's), and gzipped (small's: as they are once room is needed);
