@@ -87,8 +87,14 @@ function checkEmail(email: string): string | null {
   return null;
 }
 
+/** A password's length in characters (code points: an emoji is one, not two UTF-16 units). */
+export function passwordLength(password: string): number {
+  return [...password].length;
+}
+
 export function checkPassword(password: string): string | null {
-  if (password.length < PASSWORD_MIN_LENGTH || password.length > PASSWORD_MAX_LENGTH) {
+  const length = passwordLength(password);
+  if (length < PASSWORD_MIN_LENGTH || length > PASSWORD_MAX_LENGTH) {
     return `password must be ${PASSWORD_MIN_LENGTH}-${PASSWORD_MAX_LENGTH} characters`;
   }
   if (CONTROL.test(password)) return 'password must not contain control characters';

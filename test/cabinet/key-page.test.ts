@@ -194,6 +194,10 @@ describe('the director changes their own password', () => {
     assert.match(wrong.text, /current password is not right/);
     const short = await here.submit('/settings/password', '/settings/password', { current: d.password, next: 'short' });
     assert.equal(short.status, 400);
+    // Characters, not UTF-16 units: six emoji are six characters, too few.
+    const emoji = await here.submit('/settings/password', '/settings/password', { current: d.password, next: '🔑🔐🗝🔒🔓🛡' });
+    assert.equal(emoji.status, 400);
+    assert.match(emoji.text, /at least 12 characters/);
     const changed = await here.submit('/settings/password', '/settings/password', { current: d.password, next: 'a brand new password 1' });
     assert.equal(changed.status, 200);
     assert.match(changed.text, /is changed/);

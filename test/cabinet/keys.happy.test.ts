@@ -161,6 +161,9 @@ describe('Settings -> API', () => {
       ['x'.repeat(101), /at most 100 characters long \(it has 101\)/],
       ['tab\there', /control characters/],
       ['nul\u0000', /control characters/],
+      ['C1\u0085', /control characters/],
+      ['line\u2028separator', /control characters/],
+      ['\u202eright to left', /direction of the text/],
     ];
     for (const [name, message] of cases) {
       const res = await b.submit('/settings/api', '/settings/api/keys', { name });

@@ -177,7 +177,7 @@ export const en = {
   form: {
     nameMissing: 'Enter a name for the key.',
     nameTooLong: (max: number, length: number) => `The name can be at most ${max} characters long (it has ${length}).`,
-    nameControl: 'The name cannot contain control characters such as tabs or line breaks.',
+    nameControl: 'The name cannot contain control characters such as tabs or line breaks, nor marks that turn the direction of the text.',
     notADate: 'The expiry date is not a date.',
     pastDate: 'The expiry date has passed: choose today or a later day.',
     allowEmpty: 'Name at least one address or CIDR range, or leave the field empty for any address.',

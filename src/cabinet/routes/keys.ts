@@ -8,8 +8,9 @@ import { planLimit } from '../../access/plans.js';
 import { MAX_ALLOW_ENTRIES, parseAllowlist } from '../../domain/addresses.js';
 import { ID } from '../../domain/ids.js';
 import { KEY_SCOPES, type KeyScope } from '../../domain/scopes.js';
+import { isOneLine } from '../../domain/text.js';
 import { formatTimestamp, nextDay, parseDate, startOfLocalDay } from '../../domain/time.js';
-import { changeOwnPassword, checkPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../management/directors.js';
+import { changeOwnPassword, checkPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, passwordLength } from '../../management/directors.js';
 import { keyDays, keyRequests } from '../../management/key-activity.js';
 import { createKey, findKey, isOverlap, KEY_NAME_MAX, keyEvents, keyNameLength, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
 import type { CabinetContext } from '../context.js';
@@ -25,9 +26,6 @@ import { keyPage, type KeyPageModel } from '../views/key.js';
 import type { SignedView } from '../views/layout.js';
 import { keysPage, newKeyPage, passwordPage, revokePage, type KeysModel } from '../views/pages.js';
 
-// eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
-const CONTROL = /[\u0000-\u001f\u007f]/u;
-
 type FormText = Messages['form'];
 
 /** Why a key name cannot be used, in the words shown under the field; null when it can. */
@@ -36,15 +34,16 @@ function keyNameError(t: FormText, name: string | null): string | null {
   if (trimmed.length === 0) return t.nameMissing;
   const length = keyNameLength(trimmed);
   if (length > KEY_NAME_MAX) return t.nameTooLong(KEY_NAME_MAX, length);
-  if (CONTROL.test(trimmed)) return t.nameControl;
+  if (!isOneLine(trimmed)) return t.nameControl;
   return null;
 }
 
 /** Why a new password cannot be used (the rules of management/directors.ts), in the page's words; null when it can. */
 function passwordError(t: Messages['password'], next: string): string | null {
   if (checkPassword(next) === null) return null;
-  if (next.length < PASSWORD_MIN_LENGTH) return t.tooShort(PASSWORD_MIN_LENGTH);
-  if (next.length > PASSWORD_MAX_LENGTH) return t.tooLong(PASSWORD_MAX_LENGTH);
+  const length = passwordLength(next);
+  if (length < PASSWORD_MIN_LENGTH) return t.tooShort(PASSWORD_MIN_LENGTH);
+  if (length > PASSWORD_MAX_LENGTH) return t.tooLong(PASSWORD_MAX_LENGTH);
   return t.control;
 }
 
