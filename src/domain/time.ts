@@ -4,7 +4,7 @@
  */
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2}))$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|([+-])(\d{2}):(\d{2}))$/;
 
 /** Formats an instant as the API's UTC timestamp, dropping milliseconds. */
 export function formatTimestamp(epochMs: number): string {
@@ -80,8 +80,18 @@ export function parseDateTime(text: string): number | null {
     if (oh > 23 || om > 59) return null;
     offsetMin = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
   }
-  const fraction = m[7] ? Number(`0${m[7]}`) * 1000 : 0;
+  const fraction = m[7] ? fractionMs(m[7]) : 0;
   return utcMs(y, mo - 1, d, h, mi, s) + fraction - offsetMin * 60_000;
+}
+
+/**
+ * A fraction of a second (`.123456`, any number of digits) in milliseconds. Digits past
+ * the third count as half a millisecond: an instant between two milliseconds stays
+ * strictly between them, where adding 0.000001 ms to an epoch would be lost.
+ */
+function fractionMs(text: string): number {
+  const ms = Number(text.slice(1, 4).padEnd(3, '0'));
+  return /[1-9]/.test(text.slice(4)) ? ms + 0.5 : ms;
 }
 
 /** The first instant of the four-digit years the stored form has, and the first after them. */

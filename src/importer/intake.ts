@@ -38,6 +38,8 @@ export class FileIntake implements Intake {
   readonly pending = perArray(() => new Set<string>());
   /** The ids the file deletes, with their index in `deleted.<array>`. */
   readonly deletes = perArray(() => new Map<string, number>());
+  /** The keys of `deleted` met so far (one given twice is refused). */
+  private readonly deletedGiven = new Set<string>();
   /** Records per array in the file, valid or not. */
   readonly counts = perArray(() => 0);
   /** Arrays the file carries, empty ones too (for --replace: each is the whole truth for its resource). */
@@ -85,6 +87,12 @@ export class FileIntake implements Intake {
 
   deleted(resource: string, ids: unknown): void {
     const where = `deleted.${resource}`;
+    // A JSON parser would take both lists of a key written twice: refused like a top-level key.
+    if (this.deletedGiven.has(resource)) {
+      this.errors.add({ array: where, index: null, field: null, reason: 'appears twice in deleted' });
+      return;
+    }
+    this.deletedGiven.add(resource);
     if (!(ARRAY_NAMES as string[]).includes(resource)) {
       this.errors.add({ array: where, index: null, field: null, reason: `is not an array of the import format (${ARRAY_NAMES.join(', ')})` });
       return;

@@ -63,6 +63,13 @@ describe('timestamps in the stored form', () => {
     assert.equal(normaliseTimestamp('2026-11-26T11:00:00+03:00'), '2026-11-26T08:00:00Z');
     assert.equal(normaliseTimestamp('2026-11-26t08:00:00z'), '2026-11-26T08:00:00Z');
     assert.equal(normaliseTimestamp('2026-11-26T08:00:00.500Z'), null);
+    // A fraction of zeros is whole seconds, however long; any other digit, however far, is not.
+    assert.equal(normaliseTimestamp('2026-11-26T08:00:00.000000000000Z'), '2026-11-26T08:00:00Z');
+    assert.equal(normaliseTimestamp('2026-11-26T08:00:00.000000001Z'), null);
+    assert.equal(normaliseTimestamp('2026-11-26T08:00:00.0000000000001+03:00'), null);
+    assert.equal(parseDateTime('2026-11-26T08:00:00.25Z'), Date.UTC(2026, 10, 26, 8) + 250);
+    const between = parseDateTime('2026-11-26T08:00:00.0000001Z')!;
+    assert.ok(between > Date.UTC(2026, 10, 26, 8) && between < Date.UTC(2026, 10, 26, 8) + 1);
     assert.equal(normaliseTimestamp('٢٠٢٦-11-26T08:00:00Z'), null);
   });
 });

@@ -81,6 +81,10 @@ describe('school-data import (the CLI)', () => {
     const r = await cli('import', '--school', school, '--json', write('twice.json', `{"branches": [{"id": "b0", "name": "Zero"}, ${branch}]}`));
     assert.equal(r.code, 1, r.stderr);
     assert.deepEqual((JSON.parse(r.stdout) as { errors: unknown[] }).errors, [{ array: 'branches', index: 1, field: 'name', reason: 'is given twice in the record' }]);
+    // A key of `deleted` given twice is refused too (a parser would apply both lists).
+    const deleted = await cli('import', '--school', school, '--json', write('deleted-twice.json', '{"deleted": {"leads": ["ld-1"], "leads": ["ld-2"]}}'));
+    assert.equal(deleted.code, 1, deleted.stderr);
+    assert.deepEqual((JSON.parse(deleted.stdout) as { errors: unknown[] }).errors, [{ array: 'deleted.leads', index: null, field: null, reason: 'appears twice in deleted' }]);
     // Field names inside a value (an array of categories) are not the record's.
     const fine = await cli('import', '--school', school, write('fine.json', '{"branches": [{"id": "b0", "name": "Zero"}], "groups": [{"id": "g1", "name": "G", "category": "B", "branch_id": "b0"}]}'));
     assert.equal(fine.code, 0, fine.stderr);
