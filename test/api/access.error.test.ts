@@ -171,6 +171,10 @@ describe('errors and their precedence', () => {
       );
       assert.ok(body.detail.includes(name), body.detail);
     }
+    // An unknown name is echoed cut to 64 characters, never through the middle of one.
+    const emoji = '😀'.repeat(70);
+    const long = await problem(`/api/public/v1/students?x${encodeURIComponent(emoji)}=1`, { key: w.a.key }, 400, 'invalid_parameter');
+    assert.equal(long.invalid_params?.[0]?.name, `x${'😀'.repeat(63)}...`);
     // Decimal digits in range are a value, leading zeros or not.
     const padded = await t.request(`/api/public/v1/students?limit=${'0'.repeat(30)}2&offset=${'0'.repeat(30)}1`, { key: w.a.key });
     assert.equal(padded.status, 200, padded.text);

@@ -68,8 +68,8 @@ export function compileQueryDecoder(schema: TSchema): QueryDecoder {
     for (const name of Object.keys(raw)) {
       // Unknown names are echoed back, but never at any length, and never a key pasted as one.
       if (!known.has(name)) {
-        const shown = redactKeys(name);
-        invalid.push({ name: shown.length > 64 ? `${shown.slice(0, 64)}...` : shown, reason: 'is not a parameter of this endpoint' });
+        const shown = [...redactKeys(name)];
+        invalid.push({ name: shown.length > 64 ? `${shown.slice(0, 64).join('')}...` : shown.join(''), reason: 'is not a parameter of this endpoint' });
       }
     }
     for (const { name, prop, parse, reason } of fields) {
