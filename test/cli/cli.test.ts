@@ -214,6 +214,10 @@ describe('school-data CLI', () => {
     fs.writeFileSync(file, '{"students": [');
     fails(await cli('import', '--school', 'cli-school', file), /not valid JSON/);
     fails(await cli('import', '--school', 'cli-school', path.join(store.dataDir, 'missing.json')), /no such file/);
+    // With --json, stdout still holds one JSON value: the import refused, saying why.
+    const missing = await cli('import', '--school', 'cli-school', '--json', store.dataDir);
+    fails(missing, /not a file/);
+    assert.deepEqual(JSON.parse(missing.stdout), { ok: false, errors: [{ array: null, index: null, field: null, reason: `cannot read ${store.dataDir}: not a file` }] });
     fails(await cli('import', '--school', 'nope', file), /school "nope" does not exist|not valid JSON/);
   });
 

@@ -102,7 +102,13 @@ function describe(result: ImportSummary): string {
 const IMPORT_V8_FLAGS = '--max-semi-space-size=2 --optimize-for-size';
 
 export async function importCommand(ctx: CommandContext, file: string, opts: ImportCommandOptions): Promise<number> {
-  checkFile(file);
+  try {
+    checkFile(file);
+  } catch (err) {
+    // With --json, stdout holds the answer whatever went wrong: a file not there is an import refused.
+    if (ctx.out.json && err instanceof CliError) ctx.out.result({ ok: false, errors: [{ array: null, index: null, field: null, reason: err.message }] }, '');
+    throw err;
+  }
   v8.setFlagsFromString(IMPORT_V8_FLAGS);
   const show = opts.progress === true || (!ctx.out.json && Boolean(process.stdout.isTTY));
   const line = show ? new ProgressLine(process.stderr) : null;
