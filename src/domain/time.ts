@@ -130,12 +130,15 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
   return f;
 }
 
-export function isTimeZone(name: string): boolean {
+/**
+ * A time zone's IANA name as the runtime's time zone data spells it (`europe/moscow` is
+ * Europe/Moscow, a link such as `US/Eastern` its zone), or null when it names none.
+ */
+export function canonicalTimeZone(name: string): string | null {
   try {
-    formatter(name);
-    return true;
+    return formatter(name).resolvedOptions().timeZone;
   } catch {
-    return false;
+    return null;
   }
 }
 

@@ -9,7 +9,7 @@ import { isPlan, PLANS, type Plan } from '../domain/enums.js';
 import { ID } from '../domain/ids.js';
 import { CURRENCY } from '../domain/money.js';
 import { isOneLine } from '../domain/text.js';
-import { isTimeZone, nowTimestamp } from '../domain/time.js';
+import { canonicalTimeZone, nowTimestamp } from '../domain/time.js';
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; reason: string };
 
@@ -32,8 +32,9 @@ export async function createSchool(db: Kysely<Database>, input: NewSchool): Prom
   if (name.length < 1 || name.length > 200) return fail('school name must be 1-200 characters');
   if (!isOneLine(name)) return fail('school name must not contain control characters');
   if (!checkPlan(input.plan)) return fail(`plan must be one of ${PLANS.join(', ')}`);
-  const timezone = input.timezone ?? 'Europe/Moscow';
-  if (!isTimeZone(timezone)) return fail(`unknown time zone "${timezone}" (use an IANA name such as Europe/Moscow)`);
+  const typed = input.timezone ?? 'Europe/Moscow';
+  const timezone = canonicalTimeZone(typed);
+  if (timezone === null) return fail(`unknown time zone "${typed}" (use an IANA name such as Europe/Moscow)`);
   const currency = input.currency ?? 'RUB';
   if (!CURRENCY.test(currency)) return fail('currency must be an ISO 4217 code such as RUB');
   const id = input.id ?? `sch_${randomBytes(6).toString('hex')}`;

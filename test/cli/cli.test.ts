@@ -145,6 +145,9 @@ describe('school-data CLI', () => {
   it('refuses bad school input with one line and writes nothing', async () => {
     fails(await cli('school', 'create', '--name', 'X', '--plan', 'Gold'), /plan/);
     fails(await cli('school', 'create', '--name', 'X', '--plan', 'VIP', '--timezone', 'Mars/Base'), /time zone/);
+    // A time zone is kept as its IANA name, whatever the case it was typed in.
+    const typed = await json('school', 'create', '--name', 'Typed zone', '--plan', 'VIP', '--timezone', 'europe/MOSCOW');
+    assert.equal(typed.timezone, 'Europe/Moscow');
     fails(await cli('school', 'create', '--name', 'X', '--plan', 'VIP', '--id', 'bad id'), /school id/);
     fails(await cli('school', 'create', '--name', 'Again', '--plan', 'VIP', '--id', 'cli-school'), /already exists/);
     fails(await cli('school', 'create', '--plan', 'VIP'), /--name/);
