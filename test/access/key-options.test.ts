@@ -149,6 +149,8 @@ describe('key options on the request path', () => {
     assert.equal(direct.status, 403);
     assert.equal(code(direct), 'address_not_allowed');
     assert.equal(direct.headers['www-authenticate'], undefined);
+    // Refused before the rate limit: it spends none of the school's quota, and says none.
+    assert.deepEqual([direct.headers.ratelimit, direct.headers['ratelimit-policy']], [undefined, undefined]);
     assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '203.0.113.7' } })).status, 200);
     assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '10.20.30.40' } })).status, 200);
     assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '198.51.100.1' } })).status, 403);
