@@ -21,6 +21,7 @@ import * as m0008 from './migrations/0008_key_options.js';
 import * as m0010 from './migrations/0010_request_log_ring.js';
 import * as m0011 from './migrations/0011_data_stamps.js';
 import * as m0012 from './migrations/0012_form_nonces.js';
+import * as m0013 from './migrations/0013_tombstone_place.js';
 import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
@@ -61,6 +62,7 @@ const migrations: Record<string, Migration> = {
   '0008_key_options': m0008,
   '0011_data_stamps': m0011,
   '0012_form_nonces': m0012,
+  '0013_tombstone_place': m0013,
 };
 
 export function sqlitePath(config: Pick<Config, 'dataDir'>): string {

@@ -38,6 +38,12 @@ export interface SchoolsTable {
   data_stamp: Generated<string>;
   /** The highest change seq whose tombstones were pruned (0: none yet). */
   tombstones_dropped_seq: Generated<number>;
+  /**
+   * The place (resource, id) of the last tombstone pruned in that seq, in the feed's order
+   * (migration 0013); ('zz', ''), the place after the whole seq, when not known.
+   */
+  tombstones_dropped_resource: Generated<string>;
+  tombstones_dropped_id: Generated<string>;
 }
 
 export interface ApiKeysTable {
@@ -354,7 +360,7 @@ export interface Database {
 }
 
 /** A school as the CLI and the cabinet show it (the data version is the API's own bookkeeping). */
-export type School = Omit<Selectable<SchoolsTable>, 'data_version' | 'data_stamp' | 'tombstones_dropped_seq'>;
+export type School = Omit<Selectable<SchoolsTable>, 'data_version' | 'data_stamp' | 'tombstones_dropped_seq' | 'tombstones_dropped_resource' | 'tombstones_dropped_id'>;
 /** The columns of a School, for selects. */
 export const SCHOOL_COLUMNS = ['id', 'name', 'plan', 'timezone', 'currency', 'created_at'] as const satisfies readonly (keyof School)[];
 export type ApiKeyRow = Selectable<ApiKeysTable>;

@@ -42,7 +42,8 @@ export async function recordBatch(q: Sql, schoolId: string, seq: number): Promis
 
 /**
  * Drops the school's tombstones of batches committed more than `days` days ago, and
- * remembers the highest seq dropped (a feed cursor before it can no longer be served).
+ * remembers the place of the last one dropped (a feed cursor before it can no longer be
+ * served): the highest seq, and the last (resource, id) in that seq in the feed's order.
  */
 export async function pruneTombstones(q: Sql, schoolId: string, days: number): Promise<void> {
   const cutoff = `${new Date(Date.now() - days * 86_400_000).toISOString().slice(0, 19)}Z`;
@@ -52,15 +53,24 @@ export async function pruneTombstones(q: Sql, schoolId: string, days: number): P
   const through = last.rows[0]?.seq;
   if (through === null || through === undefined) return;
   const dropped = await q.run(
-    q.db.selectFrom('tombstones').select((eb) => eb.fn.max('change_seq').as('seq')).where('school_id', '=', schoolId).where('change_seq', '<=', Number(through)),
+    q.db
+      .selectFrom('tombstones')
+      .select(['change_seq', 'resource', 'id'])
+      .where('school_id', '=', schoolId)
+      .where('change_seq', '<=', Number(through))
+      .orderBy('change_seq', 'desc')
+      .orderBy('resource', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1),
   );
-  const highest = dropped.rows[0]?.seq;
-  if (highest === null || highest === undefined) return;
+  const highest = dropped.rows[0] as { change_seq: number | string; resource: string; id: string } | undefined;
+  if (highest === undefined) return;
   await q.run(q.db.deleteFrom('tombstones').where('school_id', '=', schoolId).where('change_seq', '<=', Number(through)));
   await q.run(
     q.db
       .updateTable('schools')
-      .set({ tombstones_dropped_seq: sql<number>`case when tombstones_dropped_seq > ${Number(highest)} then tombstones_dropped_seq else ${Number(highest)} end` })
-      .where('id', '=', schoolId),
+      .set({ tombstones_dropped_seq: Number(highest.change_seq), tombstones_dropped_resource: highest.resource, tombstones_dropped_id: highest.id })
+      .where('id', '=', schoolId)
+      .where('tombstones_dropped_seq', '<=', Number(highest.change_seq)),
   );
 }

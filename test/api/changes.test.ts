@@ -220,6 +220,24 @@ describe('the changes feed', () => {
     assert.equal((await t.request(`/api/public/v1/changes?after=${ahead}`, { key: w.lone.key })).status, 410);
   });
 
+  it('takes a cursor that had read past every deletion since pruned, even one inside that import; 410 to one that had not', async () => {
+    const lone = (id: string) => ({ ...student(id, 'Ушедший'), group_id: 'g9', branch_id: null });
+    assert.ok((await importData(t.store.db, w.lone.id, { students: [lone('gone-a'), lone('gone-b')] })).ok);
+    const before = (await readAll(w.lone.key)).cursor;
+    const deleted = await importData(t.store.db, w.lone.id, { deleted: { students: ['gone-a', 'gone-b'] } });
+    assert.ok(deleted.ok && deleted.seq !== null);
+    // One reader stopped between the two deletions; the other read both (its cursor is the last one's place).
+    const inside = await page(w.lone.key, `?limit=1&after=${before}`);
+    assert.deepEqual(inside.items.map((c) => `${c.change} ${c.id}`), ['delete gone-a']);
+    const past = await readAll(w.lone.key, before);
+    assert.deepEqual(past.changes.map((c) => `${c.change} ${c.id}`), ['delete gone-a', 'delete gone-b']);
+    await sql`update change_batches set committed_at = '2000-01-01T00:00:00Z' where school_id = ${w.lone.id} and seq <= ${deleted.seq}`.execute(t.store.db);
+    const later = await importData(t.store.db, w.lone.id, { students: [lone('after-pruning')] }, { tombstoneDays: 90 });
+    assert.ok(later.ok, JSON.stringify(later));
+    assert.deepEqual((await readAll(w.lone.key, past.cursor)).changes.map((c) => `${c.change} ${c.id}`), ['upsert after-pruning']);
+    assert.equal((await t.request(`/api/public/v1/changes?after=${inside.meta.next_cursor}`, { key: w.lone.key })).status, 410);
+  });
+
   it('after the data is restored from an older copy and imported into, takes neither a cursor nor an ETag of the lost data for the new', async () => {
     const one = await importData(t.store.db, w.lone.id, { students: [{ ...student('restored-1', 'Первый'), group_id: 'g9', branch_id: null }] });
     assert.ok(one.ok && one.seq !== null, JSON.stringify(one));

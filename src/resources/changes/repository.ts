@@ -70,16 +70,26 @@ export async function changesAfterPlace(reads: Reader, schoolId: string, resourc
   return rows.map((row) => ({ ...row, seq: Number(row.seq) }));
 }
 
-const feedState = prepared((db, p: { schoolId: string; seq: number }) =>
+const feedState = prepared((db, p: { schoolId: string; seq: number; resource: string; id: string }) =>
   db
     .selectFrom('schools')
     .select('tombstones_dropped_seq as dropped')
+    // Compared in SQL, in the collation the feed's own order uses.
+    .select(
+      sql<number>`case when tombstones_dropped_resource > ${p.resource} or (tombstones_dropped_resource = ${p.resource} and tombstones_dropped_id > ${p.id}) then 1 else 0 end`.as(
+        'before_last_dropped',
+      ),
+    )
     .select((eb) => eb.selectFrom('change_batches').select('stamp').where('change_batches.school_id', '=', p.schoolId).where('change_batches.seq', '=', p.seq).as('stamp'))
     .where('id', '=', p.schoolId),
 );
 
-/** What a cursor at `seq` is checked against: the highest seq of the tombstones the school has pruned (0: none), and the stamp of the batch `seq` (null: none). */
-export async function cursorState(reads: Reader, schoolId: string, seq: number): Promise<{ droppedThrough: number; stamp: string | null }> {
-  const [row] = await feedState(reads, { schoolId, seq });
-  return { droppedThrough: Number(row?.dropped ?? 0), stamp: row?.stamp ?? null };
+/**
+ * What a cursor at `place` is checked against: the highest seq of the tombstones the
+ * school has pruned (0: none), whether the place comes before the last tombstone pruned in
+ * that seq, and the stamp of the batch `place.seq` (null: none).
+ */
+export async function cursorState(reads: Reader, schoolId: string, place: Place): Promise<{ droppedThrough: number; beforeLastDropped: boolean; stamp: string | null }> {
+  const [row] = await feedState(reads, { schoolId, seq: place.seq, resource: place.resource, id: place.id });
+  return { droppedThrough: Number(row?.dropped ?? 0), beforeLastDropped: Number(row?.before_last_dropped ?? 0) === 1, stamp: row?.stamp ?? null };
 }

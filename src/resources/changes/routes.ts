@@ -4,7 +4,7 @@ import type { Tenant } from '../../domain/tenant.js';
 import { Problem } from '../../problems/index.js';
 import { endpoint } from '../common/route.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
-import { decodeCursor, encodeCursor, END, START, type Place } from './cursor.js';
+import { decodeCursor, encodeCursor, START, type Place } from './cursor.js';
 import { changesAfterPlace, cursorState, type ChangeRow } from './repository.js';
 import { ChangeList, ChangesQuery } from './schema.js';
 
@@ -57,9 +57,9 @@ async function placeOf(reads: Reader, after: string | undefined, tenant: Tenant)
     throw Problem.invalid([{ name: 'after', reason: place === 'malformed' ? 'is not a cursor of this feed' : 'is a cursor of another school\'s feed' }]);
   }
   if (place.seq > tenant.dataVersion) throw CURSOR_EXPIRED;
-  const { droppedThrough: through, stamp } = await cursorState(reads, tenant.id, place.seq);
+  const { droppedThrough: through, beforeLastDropped, stamp } = await cursorState(reads, tenant.id, place);
   // The beginning (an empty first page's cursor) misses nothing: a read from it sees what is left.
-  const missedTombstones = place.seq > 0 && (place.seq < through || (place.seq === through && place.resource !== END));
+  const missedTombstones = place.seq > 0 && (place.seq < through || (place.seq === through && beforeLastDropped));
   const otherBatch = place.seq > 0 && place.stamp !== undefined && place.stamp !== stamp;
   if ((through > 0 && missedTombstones) || otherBatch) throw CURSOR_EXPIRED;
   return place;
