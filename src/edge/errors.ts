@@ -14,7 +14,7 @@ import { methodNotAllowed, Problem } from '../problems/index.js';
 import { problemAnswer, type SendAnswer } from './answer.js';
 import { underPrefix } from './paths.js';
 
-const NOT_FOUND = new Problem('not_found', 'No resource at this path.');
+export const NOT_FOUND = new Problem('not_found', 'No resource at this path.');
 const DATA_UNAVAILABLE = new Problem('data_unavailable', 'The data store is unavailable; try again shortly.', { headers: { 'Retry-After': '5' } });
 const INTERNAL = new Problem('internal_error', 'An internal error occurred; the request id identifies it in our logs.');
 

@@ -7,7 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ClientErrorKind } from '../ops/metrics.js';
-import { Problem, PROBLEM_CONTENT_TYPE } from '../problems/index.js';
+import { methodNotAllowed, Problem, PROBLEM_CONTENT_TYPE } from '../problems/index.js';
+import { NOT_FOUND } from './errors.js';
+import { underPrefix } from './paths.js';
 import { flushHeldAnswers } from './turn-end.js';
 
 const REQUEST_TIMEOUT = new Problem('request_timeout', 'The request line and headers did not arrive within the time allowed; the connection is closed.');
@@ -48,6 +50,22 @@ function wasHead(error: Error): boolean {
 }
 
 /**
+ * A request line whose fault is only its method, one Node's parser does not know (`FOO`,
+ * a lower-case `get`): a token, a target from the root, the version. The parser failed,
+ * so the line is read from the chunk it was reading, as wasHead does.
+ */
+const UNKNOWN_METHOD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}) (\/[\x21-\x7e]{0,4095}) HTTP\/1\.[01]\r\n/;
+
+/** The answer the app gives any method but GET and HEAD: 405 under the API's prefix, else 404. */
+function unknownMethodProblem(error: Error & { code?: string }): Problem | null {
+  const packet = (error as { rawPacket?: unknown }).rawPacket;
+  if (error.code !== 'HPE_INVALID_METHOD' || !Buffer.isBuffer(packet)) return null;
+  const line = UNKNOWN_METHOD_LINE.exec(packet.subarray(0, 4200).toString('latin1'));
+  if (line === null) return null;
+  return underPrefix(line[2]!) ? methodNotAllowed(line[1]!) : NOT_FOUND;
+}
+
+/**
  * Answers a request that Node's HTTP parser refused before Fastify saw it: a request
  * line or header that is not HTTP, headers over the size limit, a client too slow to
  * send its request. The answer is problem+json like every other error. A connection
@@ -72,7 +90,9 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
       writeRawProblem(socket, 431, new Problem('header_too_large', 'The request line and headers are over the size limit.'), headers, wasHead(error));
     } else {
       observe('malformed');
-      writeRawProblem(socket, 400, new Problem('invalid_parameter', 'The request is not valid HTTP/1.1 and could not be read.'), headers, wasHead(error));
+      const unknownMethod = unknownMethodProblem(error);
+      if (unknownMethod !== null) writeRawProblem(socket, unknownMethod.status, unknownMethod, headers);
+      else writeRawProblem(socket, 400, new Problem('invalid_parameter', 'The request is not valid HTTP/1.1 and could not be read.'), headers, wasHead(error));
     }
   };
 }

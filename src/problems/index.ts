@@ -2,6 +2,7 @@
  * The closed set of problem codes (RFC 9457 problem details) and the one place
  * that maps each to its HTTP status and title.
  */
+import { METHODS } from 'node:http';
 import { Type, type Static } from 'typebox';
 
 export const problemTypes = {
@@ -96,7 +97,7 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 /** The statuses every public route can answer with besides its success. */
 export const commonErrorStatuses = [400, 401, 402, 403, 404, 405, 429, 500, 503] as const;
 
-/** Per method (Node's parser knows a few dozen): the 405 problem, made once. */
+/** Per method Node's parser knows (a few dozen): the 405 problem, made once. */
 const notAllowed = new Map<string, Problem>();
 
 /** The 405 for a method other than GET and HEAD, with `Allow: GET, HEAD`. */
@@ -104,7 +105,8 @@ export function methodNotAllowed(method: string): Problem {
   let problem = notAllowed.get(method);
   if (problem === undefined) {
     problem = new Problem('method_not_allowed', `${method} is not supported: this API is read-only (GET and HEAD).`, { headers: { Allow: 'GET, HEAD' } });
-    notAllowed.set(method, problem);
+    // Any other name comes from a request line the parser refused: made each time, never kept.
+    if (METHODS.includes(method)) notAllowed.set(method, problem);
   }
   return problem;
 }

@@ -54,6 +54,23 @@ describe('errors and their precedence', () => {
     await problem('/api/public/v1/students', { method: 'DELETE', key: w.a.key }, 405, 'method_not_allowed');
   });
 
+  it('405 too for a method Node\'s parser does not know (FOO, a lower-case get), and 404 outside the prefix', async () => {
+    const cases: [string, number, string][] = [
+      ['FOO /api/public/v1/students', 405, 'method_not_allowed'],
+      ['get /api/public/v1/students?limit=1', 405, 'method_not_allowed'],
+      ['FOO /api/public/v1/nothing', 405, 'method_not_allowed'],
+      ['FOO /elsewhere', 404, 'not_found'],
+    ];
+    for (const [line, status, code] of cases) {
+      const outcome = await rawExchange(t.origin, t.ca, `${line} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${w.a.key}\r\n\r\n`);
+      assert.ok(outcome.kind === 'response', line);
+      assert.equal(outcome.response.status, status, line);
+      assert.equal(outcome.response.headers.allow, status === 405 ? 'GET, HEAD' : undefined, line);
+      assert.match(String(outcome.response.headers['x-request-id']), /^[0-9a-f-]{36}$/, line);
+      assert.equal((JSON.parse(outcome.response.body) as Problem).code, code, line);
+    }
+  });
+
   it('401 for a missing, malformed, unknown or revoked key, with WWW-Authenticate', async () => {
     const cases: Record<string, string | string[] | undefined> = {
       missing: undefined,
