@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Config } from './config/index.js';
+import { ensureDirectory, type Config } from './config/index.js';
 
 export interface TlsMaterial {
   key: string;
@@ -50,7 +50,7 @@ export async function loadTls(config: Pick<Config, 'tlsCert' | 'tlsKey' | 'dataD
       },
     ],
   });
-  fs.mkdirSync(path.dirname(paths.cert), { recursive: true });
+  ensureDirectory(path.dirname(paths.cert), 'SCHOOL_DATA_DIR');
   // Written to temporary names and renamed, so concurrent first starts never read half a file.
   const suffix = `.${process.pid}.tmp`;
   fs.writeFileSync(paths.key + suffix, pems.private, { mode: 0o600 });

@@ -5,6 +5,7 @@
  * `Config` type is derived from the same table, so a setting cannot exist in the
  * type without a variable, a default and a validation rule.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
@@ -82,6 +83,26 @@ export type ConfigOverrides = { [K in keyof Settings]?: string | number | null |
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
+}
+
+/**
+ * Creates a configured directory and its missing parents, one at a time; a ConfigError
+ * names it when it cannot be made. (Node's recursive mkdir never returns where mkdir keeps
+ * answering ENOENT, as under /proc.)
+ */
+export function ensureDirectory(dir: string, setting: string): void {
+  const missing: string[] = [];
+  for (let d = path.resolve(dir); !fs.existsSync(d); d = path.dirname(d)) {
+    missing.unshift(d);
+    if (path.dirname(d) === d) break;
+  }
+  try {
+    for (const d of missing) fs.mkdirSync(d);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return ensureDirectory(dir, setting);
+    throw new ConfigError(`${setting}: cannot create the directory ${dir} (${code ?? (err as Error).message})`);
+  }
 }
 
 /** Turns the raw text of a variable into the shape its schema expects. */

@@ -2,13 +2,12 @@
  * The data store: one Kysely instance over SQLite (embedded default) or PostgreSQL,
  * chosen by configuration. Every query in the project is written once against it.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteDialect, type Compilable, type CompiledQuery, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
-import type { Config } from '../config/index.js';
+import { ensureDirectory, type Config } from '../config/index.js';
 import * as m0001 from './migrations/0001_initial.js';
 import * as m0002 from './migrations/0002_cabinet.js';
 import * as m0003 from './migrations/0003_read_model.js';
@@ -131,7 +130,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     };
     return { db, reads, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, migrate, close };
   }
-  fs.mkdirSync(config.dataDir, { recursive: true });
+  ensureDirectory(config.dataDir, 'SCHOOL_DATA_DIR');
   const file = sqlitePath(config);
   const database = new SQLite(file, { timeout: config.dbTimeoutMs });
   database.pragma('journal_mode = WAL');

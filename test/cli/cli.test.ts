@@ -227,6 +227,8 @@ describe('school-data CLI', () => {
   it('reports configuration and usage errors in one line', async () => {
     fails(await runCli(['school', 'list'], { ...env, SCHOOL_DATA_DB_TIMEOUT_MS: 'soon' }), /SCHOOL_DATA_DB_TIMEOUT_MS/);
     fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: 'mysql://x' }), /DATABASE_URL/);
+    // A data directory that cannot be made is named at once (Node's own recursive mkdir spins there).
+    fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: '', SCHOOL_DATA_DIR: '/proc/school-data-nope' }), /SCHOOL_DATA_DIR: cannot create the directory \/proc\/school-data-nope/);
     fails(await cli('frobnicate'), /unknown command/);
     fails(await cli('key', 'create', '--school', 'x'), /--name/);
   });
