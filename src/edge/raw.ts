@@ -52,15 +52,18 @@ function wasHead(error: Error): boolean {
 /**
  * A request line whose fault is only its method, one Node's parser does not know (`FOO`,
  * a lower-case `get`): a token, a target from the root, the version. The parser failed,
- * so the line is read from the chunk it was reading, as wasHead does.
+ * so the line is read from the chunk it was reading, from the start of the line it
+ * stopped in (the chunk may begin with requests it read before).
  */
 const UNKNOWN_METHOD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}) (\/[\x21-\x7e]{0,4095}) HTTP\/1\.[01]\r\n/;
 
 /** The answer the app gives any method but GET and HEAD: 405 under the API's prefix, else 404. */
 function unknownMethodProblem(error: Error & { code?: string }): Problem | null {
-  const packet = (error as { rawPacket?: unknown }).rawPacket;
-  if (error.code !== 'HPE_INVALID_METHOD' || !Buffer.isBuffer(packet)) return null;
-  const line = UNKNOWN_METHOD_LINE.exec(packet.subarray(0, 4200).toString('latin1'));
+  const { rawPacket: packet, bytesParsed } = error as { rawPacket?: unknown; bytesParsed?: unknown };
+  if (error.code !== 'HPE_INVALID_METHOD' || !Buffer.isBuffer(packet) || typeof bytesParsed !== 'number') return null;
+  const text = packet.toString('latin1');
+  const start = text.lastIndexOf('\n', bytesParsed - 1) + 1;
+  const line = UNKNOWN_METHOD_LINE.exec(text.slice(start, start + 4200));
   if (line === null) return null;
   return underPrefix(line[2]!) ? methodNotAllowed(line[1]!) : NOT_FOUND;
 }

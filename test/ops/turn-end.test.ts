@@ -124,6 +124,8 @@ describe('pipelined requests on one connection', () => {
         continue;
       }
       assert.deepEqual(afterIt, [status, 400], 'a request, then bytes that are not HTTP');
+      // A method the parser does not know, after a request read from the same bytes: its own line decides.
+      assert.deepEqual(await statusesOf(`${get(key)}FOO /elsewhere HTTP/1.1\r\n\r\n`, false), [status, 404], 'a request, then an unknown method');
       assert.deepEqual(halfClosed, [status], 'a request, then the end of what the client sends');
     }
   });
