@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteDialect, type Compilable, type CompiledQuery, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteDialect, type SqliteDriver, type Compilable, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
 import { ensureDirectory, type Config } from '../config/index.js';
@@ -139,7 +139,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
   // The writing connection (usage counts, imports, the cabinet) needs no more than SQLite's
   // own default; better-sqlite3 would give it 16 MiB (see READER_CACHE_KIB in reader.ts).
   database.pragma('cache_size = -2000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  const db = new Kysely<Database>({ dialect: new WritingSqliteDialect({ database: withStatementCache(database) }) });
   registerBulk(db, { sqliteFile: file });
   const reads = new SqliteReader(db, file, config.dbTimeoutMs);
   return {
@@ -153,6 +153,23 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
       await db.destroy();
     },
   };
+}
+
+/**
+ * Transactions on the writing connection begin IMMEDIATE, taking the write lock first: a
+ * deferred one that read before it wrote fails at once with "database is locked" when
+ * another process wrote in between (its snapshot is stale, so SQLite cannot wait), where
+ * an immediate one waits its turn for up to the busy timeout. Two CLI commands, or the
+ * CLI and a running server, then write one after the other.
+ */
+class WritingSqliteDialect extends SqliteDialect {
+  override createDriver(): SqliteDriver {
+    const driver = super.createDriver() as SqliteDriver;
+    driver.beginTransaction = async (connection) => {
+      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    return driver;
+  }
 }
 
 /** Distinct query texts kept prepared; the service has a few dozen, so this is only a backstop. */
@@ -319,7 +336,8 @@ export function isStoreUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
-    if (UNAVAILABLE_CODES.has(code)) return true;
+    // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT ...): another writer held the file.
+    if (UNAVAILABLE_CODES.has(code) || code.startsWith('SQLITE_BUSY')) return true;
     // PostgreSQL: connection exceptions, too many connections, shutdown, query cancelled by timeout.
     if (code.startsWith('08') || code.startsWith('57P') || code === '53300' || code === '57014') return true;
   }

@@ -194,6 +194,16 @@ describe('school-data CLI', () => {
     fails(await cli('key', 'list', '--school', 'nope'), /no school/);
   });
 
+  it('lets commands that write at the same time wait their turn, and keeps the 10-key limit between them', async () => {
+    await json('school', 'create', '--name', 'Busy', '--plan', 'VIP', '--id', 'cli-busy');
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => cli('key', 'create', '--school', 'cli-busy', '--name', `at once ${i}`)));
+    for (const r of results) {
+      if (r.code !== 0) fails(r, /revoke an unused key first/);
+    }
+    assert.equal(results.filter((r) => r.code === 0).length, 10, results.map((r) => r.stderr).join(''));
+    assert.equal(((await json('key', 'list', '--school', 'cli-busy')) as unknown as unknown[]).length, 10);
+  });
+
   it('imports a file whole and idempotently, and refuses a bad one without writing', async () => {
     const file = path.join(store.dataDir, 'data.json');
     fs.writeFileSync(file, JSON.stringify(schoolData('CLI')));
