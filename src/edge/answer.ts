@@ -41,7 +41,7 @@ const REVALIDATE = 'private, no-cache';
 const EMPTY: Buffer = Buffer.alloc(0);
 
 /** Headers every answer of the API carries. */
-const COMMON_HEADERS: Readonly<Record<string, string>> = {
+export const COMMON_HEADERS: Readonly<Record<string, string>> = {
   'Strict-Transport-Security': 'max-age=31536000',
   'X-Content-Type-Options': 'nosniff',
 };

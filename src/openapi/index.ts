@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { dataAnswer, plain, type SendAnswer } from '../edge/answer.js';
+import { COMMON_HEADERS, dataAnswer, plain, type SendAnswer } from '../edge/answer.js';
 import { notFoundHandler } from '../edge/errors.js';
 import type { KeptBody } from '../edge/encoding.js';
 import { pathOf } from '../edge/paths.js';
@@ -60,6 +60,36 @@ export async function registerOpenApi(
     send(reply, dataAnswer(document, 'application/json; charset=utf-8'));
   });
 
+  // In a context of its own, so the hooks below reach the page's static files as well.
+  await app.register(async (docs) => {
+    docs.addHook('onRequest', (request, reply, done) => {
+      // A step out of the page's own folder names nothing here (the static server would say 400).
+      if (hasDotSegment(pathOf(request.url))) notFound(request, reply);
+      else done();
+    });
+    docs.addHook('onSend', (request, reply, _payload, done) => {
+      void reply.headers({ ...DOCS_HEADERS, 'X-Request-Id': request.id });
+      done();
+    });
+    await registerPage(docs, onlyThePage);
+  });
+}
+
+/**
+ * What every answer of the docs page carries, as the API's answers do, and a Cache-Control
+ * that keeps a copy but asks again (the static files answer If-None-Match with 304): the
+ * files change with the service's version, not with their names. Sent uncompressed: the
+ * 1.6 MB bundle would cost tens of milliseconds of CPU to compress for each reader who
+ * needs no key.
+ */
+const DOCS_HEADERS = { ...COMMON_HEADERS, 'Cache-Control': 'no-cache' };
+
+/** Whether a path holds a `.` or `..` segment, percent-encoded or not. */
+function hasDotSegment(path: string): boolean {
+  return /(^|\/)(\.|%2e){1,2}(\/|$)/i.test(path);
+}
+
+async function registerPage(app: FastifyInstance, onlyThePage: (request: FastifyRequest, reply: FastifyReply, done: () => void) => void): Promise<void> {
   await app.register(swaggerUi, {
     routePrefix: DOCS_PATH,
     staticCSP: DOCS_CSP,

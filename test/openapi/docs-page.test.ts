@@ -52,6 +52,29 @@ describe('docs page', () => {
     for (const alias of ['/docs/json', '/docs/yaml']) assert.equal((await t.request(alias)).status, 404, alias);
   });
 
+  it('carries a request id, the security headers and a Cache-Control on the page and every file of it, and answers 304', async () => {
+    for (const path of ['/docs', '/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js', '/docs/static/swagger-ui.css']) {
+      const res = await t.request(path);
+      assert.equal(res.status, 200, path);
+      assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/, path);
+      assert.equal(res.headers['strict-transport-security'], 'max-age=31536000', path);
+      assert.equal(res.headers['x-content-type-options'], 'nosniff', path);
+      assert.equal(res.headers['cache-control'], 'no-cache', path);
+    }
+    const css = await t.request('/docs/static/swagger-ui.css');
+    const again = await t.request('/docs/static/swagger-ui.css', { headers: { 'if-none-match': String(css.headers.etag) } });
+    assert.equal(again.status, 304);
+    assert.match(String(again.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+  });
+
+  it('answers 404 to a step out of the page\'s folder, however it is spelled', async () => {
+    for (const path of ['/docs/static/%2e%2e/index.html', '/docs/static/%2E%2E/%2E%2E/package.json', '/docs/static/.%2e/index.html']) {
+      const res = await t.request(path);
+      assert.equal(res.status, 404, path);
+      assert.equal((res.json() as { code: string }).code, 'not_found', path);
+    }
+  });
+
   it('is the only public thing outside the API prefix', async () => {
     for (const path of ['/', '/documentation', '/docs-old', '/api/public/v2/students']) {
       assert.equal((await t.request(path)).status, 404, path);
