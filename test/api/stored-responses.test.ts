@@ -121,7 +121,7 @@ describe('stored responses', () => {
       delete headers['content-length'];
       return { status: res.status, headers, text: decoded(res) };
     };
-    // The request's headers, and the encoding @fastify/compress gives its answer.
+    // The request's headers, and the encoding its answer gets.
     const clients: [Record<string, string>, string | undefined][] = [
       [{}, undefined], [{ 'accept-encoding': 'identity' }, undefined], [{ 'accept-encoding': '' }, undefined],
       [{ 'accept-encoding': 'gzip' }, 'gzip'], [{ 'accept-encoding': 'gzip, deflate' }, 'gzip'], [{ 'accept-encoding': '*' }, 'gzip'],
