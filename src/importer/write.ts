@@ -8,7 +8,6 @@
  * again names another stamp, so entity tags and feed cursors of the lost data do not match.
  */
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
 import { onPostgres } from '../db/index.js';
 import type { Sql } from './run.js';
 
