@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteDialect, type SqliteDriver, type Compilable, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteAdapter, SqliteDialect, type SqliteDriver, type Compilable, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
 import { ensureDirectory, type Config } from '../config/index.js';
@@ -161,14 +161,29 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
  * another process wrote in between (its snapshot is stale, so SQLite cannot wait), where
  * an immediate one waits its turn for up to the busy timeout. Two CLI commands, or the
  * CLI and a running server, then write one after the other.
+ *
+ * Its adapter declares DDL transactional (SQLite's is), so the migrator applies the pending
+ * migrations in one such transaction and reads which are pending inside it: commands
+ * started at once on a new or older data file migrate it one after the other, the later
+ * ones finding nothing left to do.
  */
 class WritingSqliteDialect extends SqliteDialect {
+  override createAdapter(): SqliteAdapter {
+    return new TransactionalDdlSqliteAdapter();
+  }
+
   override createDriver(): SqliteDriver {
     const driver = super.createDriver() as SqliteDriver;
     driver.beginTransaction = async (connection) => {
       await connection.executeQuery(CompiledQuery.raw('begin immediate'));
     };
     return driver;
+  }
+}
+
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
   }
 }
 
@@ -299,6 +314,9 @@ async function runMigrations(db: Kysely<Database>, to: string | undefined): Prom
     provider: { getMigrations: () => Promise.resolve(migrations) },
     ...(schema ? { migrationTableSchema: schema } : {}),
   });
+  // Nothing pending, nothing to lock: a command or server start on a current store does
+  // not wait for the write lock (on SQLite, an import may hold it for minutes).
+  if (to === undefined && (await migrator.getMigrations()).every((m) => m.executedAt !== undefined)) return [];
   const { error, results } = await (to === undefined ? migrator.migrateToLatest() : migrator.migrateTo(to));
   if (error) throw error instanceof Error ? error : new Error(`migration failed: ${JSON.stringify(error)}`);
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

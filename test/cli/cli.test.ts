@@ -204,6 +204,16 @@ describe('school-data CLI', () => {
     assert.equal(((await json('key', 'list', '--school', 'cli-busy')) as unknown as unknown[]).length, 10);
   });
 
+  it('lets commands that start at once on a new data directory migrate it one at a time', async () => {
+    // Each command migrates the store first: on a new SQLite file, they all find every migration pending.
+    const dataDir = fs.mkdtempSync(path.join(store.dataDir, 'fresh-'));
+    const fresh = { ...env, DATABASE_URL: '', SCHOOL_DATA_DIR: dataDir };
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => runCli(['school', 'create', '--name', `At once ${i}`, '--plan', 'Free', '--id', `fresh-${i}`], fresh)));
+    for (const r of results) assert.equal(r.code, 0, r.stderr);
+    const listed = await runCli(['school', 'list', '--json'], fresh);
+    assert.equal((JSON.parse(listed.stdout) as unknown[]).length, 6);
+  });
+
   it('imports a file whole and idempotently, and refuses a bad one without writing', async () => {
     const file = path.join(store.dataDir, 'data.json');
     fs.writeFileSync(file, JSON.stringify(schoolData('CLI')));
