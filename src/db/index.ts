@@ -3,6 +3,7 @@
  * chosen by configuration. Every query in the project is written once against it.
  */
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
 import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteAdapter, SqliteDialect, type SqliteDriver, type Compilable, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { createRequire } from 'node:module';
@@ -139,7 +140,9 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
   // The writing connection (usage counts, imports, the cabinet) needs no more than SQLite's
   // own default; better-sqlite3 would give it 16 MiB (see READER_CACHE_KIB in reader.ts).
   database.pragma('cache_size = -2000');
-  const db = new Kysely<Database>({ dialect: new WritingSqliteDialect({ database: withStatementCache(database) }) });
+  // Opened and set up with SQLite's own (blocking) busy wait; from here on the dialect waits.
+  database.pragma('busy_timeout = 0');
+  const db = new Kysely<Database>({ dialect: new WritingSqliteDialect(withStatementCache(database), () => database.inTransaction, config.dbTimeoutMs) });
   registerBulk(db, { sqliteFile: file });
   const reads = new SqliteReader(db, file, config.dbTimeoutMs);
   return {
@@ -166,8 +169,24 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
  * migrations in one such transaction and reads which are pending inside it: commands
  * started at once on a new or older data file migrate it one after the other, the later
  * ones finding nothing left to do.
+ *
+ * While another process holds the write lock (an import's merge may hold it for minutes),
+ * a statement begun outside a transaction (a write, or the `begin immediate` of one) is
+ * tried again after a pause, up to `timeoutMs`, then fails with SQLITE_BUSY. SQLite's own
+ * busy wait would do the same but block the thread, and with it every request of a server.
  */
 class WritingSqliteDialect extends SqliteDialect {
+  constructor(database: SqliteDatabase, inTransaction: () => boolean, timeoutMs: number) {
+    super({
+      database,
+      onCreateConnection: (connection) => {
+        const execute = connection.executeQuery.bind(connection);
+        connection.executeQuery = <R>(query: CompiledQuery) => (inTransaction() ? execute<R>(query) : whenNotBusy(() => execute<R>(query), timeoutMs));
+        return Promise.resolve();
+      },
+    });
+  }
+
   override createAdapter(): SqliteAdapter {
     return new TransactionalDdlSqliteAdapter();
   }
@@ -178,6 +197,25 @@ class WritingSqliteDialect extends SqliteDialect {
       await connection.executeQuery(CompiledQuery.raw('begin immediate'));
     };
     return driver;
+  }
+}
+
+/** Pauses between tries of a statement that found the database busy, as SQLite's own busy handler's; then the last, repeated. */
+const BUSY_PAUSES_MS = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+
+/** Runs `attempt`, again after a pause each time it fails with SQLITE_BUSY, until `timeoutMs` has passed. */
+async function whenNotBusy<R>(attempt: () => Promise<R>, timeoutMs: number): Promise<R> {
+  const deadline = performance.now() + timeoutMs;
+  for (let tries = 0; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+      const left = deadline - performance.now();
+      if (!busy || left <= 0) throw error;
+      await delay(Math.min(BUSY_PAUSES_MS[Math.min(tries, BUSY_PAUSES_MS.length - 1)]!, left));
+    }
   }
 }
 

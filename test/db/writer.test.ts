@@ -1,0 +1,68 @@
+/**
+ * SQLite's writing connection waits for another writer without stopping the process: a
+ * server keeps answering while an import in another process holds the write lock.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import SQLite from 'better-sqlite3';
+import { openStore, sqlitePath, type Store } from '../../src/db/index.js';
+
+describe('SQLite writing connection, while another connection writes', () => {
+  let dataDir: string;
+  let store: Store;
+  let other: SQLite.Database;
+
+  before(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-writer-'));
+    store = openStore({ databaseUrl: null, dataDir, dbTimeoutMs: 1500, dbPoolSize: 1 });
+    await store.migrate();
+    other = new SQLite(sqlitePath({ dataDir }));
+  });
+  after(async () => {
+    other.close();
+    await store.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** Runs `write` on the store while `other` holds the write lock for `holdMs`; counts the timer ticks meanwhile. */
+  async function whileLocked(holdMs: number, write: () => Promise<unknown>): Promise<{ result: PromiseSettledResult<unknown>; ticks: number; ms: number }> {
+    other.exec('begin immediate');
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 10);
+    const release = setTimeout(() => other.exec('commit'), holdMs);
+    const started = performance.now();
+    const [result] = await Promise.allSettled([write()]);
+    const ms = performance.now() - started;
+    clearInterval(ticker);
+    clearTimeout(release);
+    if (other.inTransaction) other.exec('commit');
+    return { result: result, ticks, ms };
+  }
+
+  it('waits its turn for a transaction without blocking the event loop', async () => {
+    const { result, ticks, ms } = await whileLocked(300, () =>
+      store.db.transaction().execute((trx) => trx.insertInto('usage_queue').values({ id: 'waited' }).execute()),
+    );
+    assert.equal(result.status, 'fulfilled', String((result as PromiseRejectedResult).reason));
+    assert.ok(ms >= 250, `did not wait: ${ms} ms`);
+    assert.ok(ticks >= 10, `the event loop stood still while waiting (${ticks} ticks in ${ms.toFixed(0)} ms)`);
+  });
+
+  it('waits its turn for a single write statement too', async () => {
+    const { result, ticks } = await whileLocked(300, () => store.db.deleteFrom('usage_queue').where('id', '=', 'waited').execute());
+    assert.equal(result.status, 'fulfilled', String((result as PromiseRejectedResult).reason));
+    assert.ok(ticks >= 10, `the event loop stood still while waiting (${ticks} ticks)`);
+  });
+
+  it('gives up after the store timeout, as the store being busy', async () => {
+    const { result, ticks, ms } = await whileLocked(5000, () => store.db.transaction().execute((trx) => trx.insertInto('usage_queue').values({ id: 'late' }).execute()));
+    assert.equal(result.status, 'rejected');
+    assert.equal(((result).reason as { code?: string }).code, 'SQLITE_BUSY');
+    assert.ok(ms >= 1490 && ms < 4000, `gave up after ${ms} ms`);
+    assert.ok(ticks >= 50, `the event loop stood still while waiting (${ticks} ticks)`);
+    assert.equal((await store.db.selectFrom('usage_queue').select('id').where('id', '=', 'late').execute()).length, 0);
+  });
+});
