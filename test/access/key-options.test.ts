@@ -98,6 +98,10 @@ describe('key options on the request path', () => {
     const outside = await t.request('/api/public/v1/changes?resources=payments', { key: k.key });
     assert.equal(outside.status, 403);
     assert.equal(code(outside), 'insufficient_scope');
+    // Once the parameters are valid: a bad cursor is the 400 it is for any key.
+    const badCursor = await t.request('/api/public/v1/changes?resources=payments&after=nope', { key: k.key });
+    assert.equal(badCursor.status, 400, badCursor.text);
+    assert.equal(code(badCursor), 'invalid_parameter');
     assert.equal((await t.request('/api/public/v1/changes?resources=students', { key: k.key })).status, 200);
     // A key with none of the feed's resources reads an empty feed.
     const f = await keyWith({ scopes: ['finance'] });

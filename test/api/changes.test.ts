@@ -198,6 +198,12 @@ describe('the changes feed', () => {
     for (const limit of ['0', '1001', 'x']) assert.equal((await t.request(`/api/public/v1/changes?limit=${limit}`, { key: w.a.key })).status, 400);
   });
 
+  it('reports a bad resources list and a bad cursor together, as one 400', async () => {
+    const res = await t.request('/api/public/v1/changes?resources=bogus&after=nope', { key: w.a.key });
+    assert.equal(res.status, 400, res.text);
+    assert.deepEqual((res.json() as { invalid_params: { name: string }[] }).invalid_params.map((p) => p.name), ['resources', 'after']);
+  });
+
   it('answers 410 to a cursor older than the deletions it still keeps, and to one from ahead of the school', async () => {
     const saved = (await readAll(w.lone.key)).cursor;
     // An empty first page gives the beginning, which no pruning makes too old.

@@ -1,7 +1,7 @@
 import type { Reader } from '../../db/index.js';
 import { scopeBit, type ScopeSet } from '../../domain/scopes.js';
 import type { Tenant } from '../../domain/tenant.js';
-import { Problem } from '../../problems/index.js';
+import { Problem, type InvalidParam } from '../../problems/index.js';
 import { endpoint } from '../common/route.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
 import { decodeCursor, encodeCursor, START, type Place } from './cursor.js';
@@ -29,33 +29,33 @@ function outsideScopesOf(names: ListTable[]): Problem {
 }
 
 /**
- * The resources a `resources` parameter names (all the key may read when left out); a bad
- * list is a 400, a resource outside the key's scopes a 403.
+ * The resources a `resources` parameter names (undefined when left out), or null when it
+ * is not a list of distinct names of the feed.
  */
-function resourcesOf(text: string | undefined, scopes: ScopeSet): ListTable[] {
-  const inScope = (name: ListTable) => (scopes & scopeBit(name)) !== 0;
-  if (text === undefined) return LIST_TABLES.filter(inScope);
+function namesOf(text: string | undefined): ListTable[] | undefined | null {
+  if (text === undefined) return undefined;
   const names = text.split(',');
   const unknown = names.filter((n) => !(LIST_TABLES as readonly string[]).includes(n));
-  if (unknown.length > 0 || new Set(names).size !== names.length) {
-    throw Problem.invalid([{ name: 'resources', reason: `must be a comma-separated list of distinct names from: ${LIST_TABLES.join(', ')}` }]);
-  }
-  const outside = (names as ListTable[]).filter((n) => !inScope(n));
+  return unknown.length > 0 || new Set(names).size !== names.length ? null : (names as ListTable[]);
+}
+
+/** The resources to read: those named, or all the key may read when none are; a name outside the key's scopes is a 403. */
+function resourcesOf(names: ListTable[] | undefined, scopes: ScopeSet): ListTable[] {
+  const inScope = (name: ListTable) => (scopes & scopeBit(name)) !== 0;
+  if (names === undefined) return LIST_TABLES.filter(inScope);
+  const outside = names.filter((n) => !inScope(n));
   if (outside.length > 0) throw outsideScopesOf(outside);
-  return names as ListTable[];
+  return names;
 }
 
 /**
- * The place `after` names, checked against what the school's feed still holds: a cursor
- * before pruned deletions, ahead of the data, or at a seq whose batch has another stamp
- * (the data was restored from an older copy and imported into since) is expired.
+ * The place a decoded `after` names (the beginning when it is left out), checked against
+ * what the school's feed still holds: a cursor before pruned deletions, ahead of the data,
+ * or at a seq whose batch has another stamp (the data was restored from an older copy and
+ * imported into since) is expired.
  */
-async function placeOf(reads: Reader, after: string | undefined, tenant: Tenant): Promise<Place> {
-  if (after === undefined) return START;
-  const place = decodeCursor(tenant.id, after);
-  if (place === 'malformed' || place === 'other_school') {
-    throw Problem.invalid([{ name: 'after', reason: place === 'malformed' ? 'is not a cursor of this feed' : 'is a cursor of another school\'s feed' }]);
-  }
+async function placeOf(reads: Reader, place: Place | undefined, tenant: Tenant): Promise<Place> {
+  if (place === undefined) return START;
   if (place.seq > tenant.dataVersion) throw CURSOR_EXPIRED;
   const { droppedThrough: through, beforeLastDropped, stamp } = await cursorState(reads, tenant.id, place);
   // The beginning (an empty first page's cursor) misses nothing: a read from it sees what is left.
@@ -84,8 +84,18 @@ export const changeEndpoints = [
     response: ChangeList,
     extraStatuses: [410],
     answer: async ({ reads, tenant, query }) => {
-      const resources = resourcesOf(query.resources, tenant.scopes);
-      const after = await placeOf(reads, query.after, tenant);
+      // Both parameters are checked, and every bad one reported, before the scopes (403)
+      // and the cursor's place (410) are (docs/api/errors.md, "Which error wins").
+      const names = namesOf(query.resources);
+      const cursor = query.after === undefined ? undefined : decodeCursor(tenant.id, query.after);
+      const invalid: InvalidParam[] = [];
+      if (names === null) invalid.push({ name: 'resources', reason: `must be a comma-separated list of distinct names from: ${LIST_TABLES.join(', ')}` });
+      if (cursor === 'malformed' || cursor === 'other_school') {
+        invalid.push({ name: 'after', reason: cursor === 'malformed' ? 'is not a cursor of this feed' : 'is a cursor of another school\'s feed' });
+      }
+      if (names === null || typeof cursor === 'string') throw Problem.invalid(invalid);
+      const resources = resourcesOf(names, tenant.scopes);
+      const after = await placeOf(reads, cursor, tenant);
       // A key whose scopes hold none of the feed's resources (finance only) reads an empty feed.
       const rows = resources.length === 0 ? [] : await changesAfterPlace(reads, tenant.id, resources, after, query.limit + 1);
       const hasMore = rows.length > query.limit;
