@@ -214,8 +214,11 @@ describe('errors and their precedence', () => {
     }
   });
 
-  it('400 before 404: bad parameters on a missing object', async () => {
-    await problem('/api/public/v1/students/nobody?x=1', { key: w.a.key }, 400, 'invalid_parameter');
+  it('400 before 404: bad parameters on a missing object, or on an id that cannot be one', async () => {
+    for (const id of ['nobody', 'bad%20id', 'x'.repeat(65), '%D0%B6', '%00']) {
+      await problem(`/api/public/v1/students/${id}?x=1`, { key: w.a.key }, 400, 'invalid_parameter');
+      await problem(`/api/public/v1/students/${id}`, { key: w.a.key }, 404, 'not_found');
+    }
   });
 
   it('success responses carry the security, request-id and rate-limit headers, and no CORS', async () => {

@@ -97,9 +97,10 @@ export function compileQueryDecoder(schema: TSchema): QueryDecoder {
 }
 
 /**
- * Fastify's validator compiler for the API's routes: query strings by their decoder; a
- * path parameter that does not match its pattern cannot name anything, so it is a missing
- * object (404), not a bad request.
+ * Fastify's validator compiler for the API's routes: query strings by their decoder. Path
+ * parameters pass: Fastify checks them before the query, but one that cannot name anything
+ * is a missing object (404), which comes after a bad query's 400, so the route checks them
+ * (`paramsCheck`).
  */
 export function validatorCompiler({ schema, httpPart }: { schema: TSchema; httpPart?: string }) {
   if (httpPart === 'querystring') {
@@ -112,18 +113,16 @@ export function validatorCompiler({ schema, httpPart }: { schema: TSchema; httpP
       }
     };
   }
-  if (httpPart === 'params') {
-    const props = (schema as { properties?: Record<string, { pattern?: string }> }).properties ?? {};
-    const checks = Object.entries(props).map(([name, p]) => [name, new RegExp(p.pattern ?? '.*', 'u')] as const);
-    return (data: unknown) => {
-      const params = data as Record<string, string>;
-      for (const [name, re] of checks) {
-        if (!re.test(params[name] ?? '')) return { error: NO_SUCH_OBJECT };
-      }
-      return { value: params };
-    };
-  }
+  if (httpPart === 'params') return (data: unknown) => ({ value: data });
   throw new Error(`no validator for ${httpPart}`);
 }
 
-const NO_SUCH_OBJECT = new Problem('not_found', 'No such object.');
+/** Whether path parameters match the patterns of their schema (when not, they name no object). */
+export function paramsCheck(schema: TSchema): (params: unknown) => boolean {
+  const props = (schema as { properties?: Record<string, { pattern?: string }> }).properties ?? {};
+  const checks = Object.entries(props).map(([name, p]) => [name, new RegExp(p.pattern ?? '.*', 'u')] as const);
+  return (data) => {
+    const params = data as Record<string, string>;
+    return checks.every(([name, re]) => re.test(params[name] ?? ''));
+  };
+}

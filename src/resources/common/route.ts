@@ -18,6 +18,7 @@ import { Problem } from '../../problems/index.js';
 import { packageVersion } from '../../version.js';
 import type { ResponseCache } from '../cache.js';
 import { JSON_CONTENT_TYPE, type ListBody } from './list.js';
+import { paramsCheck } from './query.js';
 import { responses } from './responses.js';
 
 /** What the routes of every resource are given. */
@@ -108,7 +109,10 @@ export function routeOf(spec: Endpoint, { reads, cache, send }: ResourceOptions)
     response: responses(spec.response, spec.extraStatuses),
   };
   const missing = new Problem('not_found', spec.missing ?? 'No such object.');
+  const namesSomething = spec.params === undefined ? () => true : paramsCheck(spec.params);
   const handler: RouteHandlerMethod = async function answerRequest(request, reply) {
+    // Checked here, after the query: an id that cannot be one is a missing object.
+    if (!namesSomething(request.params)) throw missing;
     const tenant = request.tenant!;
     const validator = validatorOf(tenant, request.url);
     // The client holds the current answer: no query. (`*` is left to the writer, once the
