@@ -14,6 +14,7 @@ import { performance } from 'node:perf_hooks';
 import FindMyWay from 'find-my-way';
 import type { Tenant } from '../domain/tenant.js';
 import { problemAnswer, type Answer, type Exchange, type WriteAnswer } from '../edge/answer.js';
+import { hostRepeated } from '../edge/checks.js';
 import { API_PREFIX, pathOf } from '../edge/paths.js';
 import { currentTurn } from '../edge/turn-end.js';
 import type { ResponseRecorder } from '../ops/metrics.js';
@@ -129,7 +130,7 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
   return function front(req, res) {
     const url = req.url ?? '';
     const method = req.method;
-    if ((method !== 'GET' && method !== 'HEAD') || !url.startsWith(API_PREFIX) || url.length > maxUrlBytes || url.includes('#') || (req.headers.host === undefined && req.httpVersion === '1.1')) {
+    if ((method !== 'GET' && method !== 'HEAD') || !url.startsWith(API_PREFIX) || url.length > maxUrlBytes || url.includes('#') || (req.headers.host === undefined ? req.httpVersion === '1.1' : hostRepeated(req))) {
       app(req, res);
       return;
     }

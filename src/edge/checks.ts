@@ -2,14 +2,17 @@
  * The edge's first hook, run for every request of the API app before anything else:
  * notes its arrival (answer.ts) and refuses what the HTTP layer must refuse before any
  * key is looked at: a target over SCHOOL_DATA_MAX_URL_BYTES (414), an HTTP/1.1 request
- * without Host (400) and a target with a '#' (400: a fragment is never sent).
+ * without Host or any request with more than one (400, RFC 9112: which would name the
+ * server?) and a target with a '#' (400: a fragment is never sent).
  */
+import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ResponseRecorder } from '../ops/metrics.js';
 import { Problem } from '../problems/index.js';
 import { noteArrival, problemAnswer, type SendAnswer } from './answer.js';
 
 const NO_HOST = new Problem('invalid_parameter', 'An HTTP/1.1 request needs a Host header.');
+const HOSTS = new Problem('invalid_parameter', 'A request may have one Host header, not more.');
 const FRAGMENT = new Problem('invalid_parameter', 'The request target contains "#": a URL\'s fragment is not sent to the server. Leave it out, or write "#" inside a value as %23.');
 
 export function edgeChecks(options: { maxUrlBytes: number; unmatched: ResponseRecorder; send: SendAnswer }) {
@@ -21,9 +24,24 @@ export function edgeChecks(options: { maxUrlBytes: number; unmatched: ResponseRe
     const problem =
       url.length > maxUrlBytes ? uriTooLong
       : request.headers.host === undefined && request.raw.httpVersion === '1.1' ? NO_HOST
+      : hostRepeated(request.raw) ? HOSTS
       : url.includes('#') ? FRAGMENT
       : null;
     if (problem === null) done();
     else send(reply, problemAnswer(problem, request.id));
   };
+}
+
+/**
+ * Whether `req` has more than one Host line (Node keeps only the first in `headers`). Only
+ * worth asking when it has one.
+ */
+export function hostRepeated(req: IncomingMessage): boolean {
+  const raw = req.rawHeaders;
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host' && ++hosts > 1) return true;
+  }
+  return false;
 }

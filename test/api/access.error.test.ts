@@ -214,6 +214,21 @@ describe('errors and their precedence', () => {
     }
   });
 
+  it('400 for an HTTP/1.1 request without Host, and for any request with more than one', async () => {
+    const auth = `Authorization: Bearer ${w.a.key}\r\n`;
+    for (const [version, hosts] of [['1.1', ''], ['1.1', 'Host: localhost\r\nhost: evil.example\r\n'], ['1.0', 'Host: a\r\nHOST: b\r\n'], ['1.1', 'Host: localhost\r\nHost: localhost\r\n']] as const) {
+      for (const target of ['/api/public/v1/students?limit=1', '/api/public/v1/students/%73']) {
+        const outcome = await rawExchange(t.origin, t.ca, `GET ${target} HTTP/${version}\r\n${hosts}${auth}Connection: close\r\n\r\n`);
+        assert.ok(outcome.kind === 'response', hosts);
+        assert.equal(outcome.response.status, 400, `${version} ${JSON.stringify(hosts)} ${target}`);
+        assert.match((JSON.parse(outcome.response.body) as Problem).detail, /Host/);
+      }
+    }
+    const one = await rawExchange(t.origin, t.ca, `GET /api/public/v1/students?limit=1 HTTP/1.0\r\n${auth}\r\n`);
+    assert.ok(one.kind === 'response');
+    assert.equal(one.response.status, 200, 'HTTP/1.0 needs no Host');
+  });
+
   it('400 before 404: bad parameters on a missing object, or on an id that cannot be one', async () => {
     for (const id of ['nobody', 'bad%20id', 'x'.repeat(65), '%D0%B6', '%00']) {
       await problem(`/api/public/v1/students/${id}?x=1`, { key: w.a.key }, 400, 'invalid_parameter');
