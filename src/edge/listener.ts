@@ -37,6 +37,9 @@ export function serverOptions(config: ListenerLimits, tls: TlsMaterial): https.S
     minVersion: 'TLSv1.2',
     ciphers: TLS12_CIPHERS,
     honorCipherOrder: true,
+    // HTTP/1.1 and 1.0 only (no HTTP/2); Node's default offers http/1.1 alone, and refused
+    // the handshake of a client that offers only http/1.0 (curl --http1.0).
+    ALPNProtocols: ['http/1.1', 'http/1.0'],
     handshakeTimeout: config.tlsHandshakeTimeoutMs,
     maxHeaderSize: config.maxHeaderBytes,
     headersTimeout: config.headersTimeoutMs,

@@ -137,6 +137,15 @@ describe('server limits', () => {
         (err: { code?: string }) => err.code ?? 'error',
       );
 
+    it('agrees on HTTP/1.1 or HTTP/1.0 by ALPN (curl --http1.0 offers only the latter), and on nothing else', async () => {
+      for (const [offered, agreed] of [[['http/1.0'], 'http/1.0'], [['h2', 'http/1.1'], 'http/1.1'], [['http/1.1', 'http/1.0'], 'http/1.1']] as const) {
+        const socket = await secure({ ALPNProtocols: [...offered] });
+        assert.equal(socket.alpnProtocol, agreed, offered.join());
+        socket.destroy();
+      }
+      assert.match(await refusal({ ALPNProtocols: ['h2'] }), SERVER_ALERT('NO_APPLICATION_PROTOCOL'));
+    });
+
     it('refuses TLS 1.0 and 1.1 (the server sends the protocol_version alert)', async () => {
       for (const maxVersion of ['TLSv1', 'TLSv1.1'] as const) {
         // The client is willing (security level 0), so the refusal is the server's.
