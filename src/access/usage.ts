@@ -87,9 +87,25 @@ class WaitingRequests {
   }
 }
 
+/** A call to the shared usage (Redis) failed: what waits there stays for the next move. */
+class SharedUsageUnavailable extends Error {
+  override name = 'SharedUsageUnavailable';
+}
+
+/** `call`, its failure marked as the shared usage's. */
+async function onShared<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    throw new SharedUsageUnavailable('the shared usage did not answer', { cause: err });
+  }
+}
+
 export class UsageRecorder {
   /** Whether flushes fail: logged when they start failing and when they succeed again, not at every retry (src/ops/dependency.ts). */
   private readonly flushes: DependencyState;
+  /** Whether moving the shared usage out of Redis fails, likewise (it does not stop the rest of a flush). */
+  private readonly moves: DependencyState;
   private pending = new Map<string, KeyUsage>();
   private requests = new Map<string, WaitingRequests>();
   private timer: NodeJS.Timeout | null;
@@ -113,6 +129,7 @@ export class UsageRecorder {
     readonly shared: SharedUsage | null = null,
   ) {
     this.flushes = new DependencyState(onPostgres(db) ? 'postgres' : 'sqlite', 'data_unavailable', log);
+    this.moves = new DependencyState('redis', 'rate_limit_unavailable', log);
     this.timer = setInterval(() => void this.flush(), flushMs);
     this.timer.unref();
   }
@@ -152,7 +169,7 @@ export class UsageRecorder {
     try {
       // Counts first: a request seen in a key's log is on its counter too.
       await this.writeLocal();
-      if (this.shared) await this.moveShared(this.shared);
+      if (this.shared) await this.moveSharedOrNote(this.shared);
       // The request log at most every REQUEST_LOG_FLUSH_MS: its rows are written and pruned
       // per key, and under load that is 100 rows a key each time, however often it runs.
       if (Date.now() - this.requestsWrittenAt >= REQUEST_LOG_FLUSH_MS || this.closing) {
@@ -217,11 +234,22 @@ export class UsageRecorder {
     }
   }
 
+  /** moveShared; Redis failing is noted on its own state, and the flush goes on. */
+  private async moveSharedOrNote(shared: SharedUsage): Promise<void> {
+    try {
+      await this.moveShared(shared);
+      this.moves.answered();
+    } catch (err) {
+      if (!(err instanceof SharedUsageUnavailable)) throw err;
+      this.moves.failedBeside(err.cause, 'usage move');
+    }
+  }
+
   /** Claims what waits in Redis (and batches left by others) and applies each batch once. */
   private async moveShared(shared: SharedUsage): Promise<void> {
-    const ids = await shared.claim(randomUUID(), BATCH_LEASE_MS);
+    const ids = await onShared(shared.claim(randomUUID(), BATCH_LEASE_MS));
     for (const id of ids) {
-      const usage = await shared.read(id);
+      const usage = await onShared(shared.read(id));
       if (usage.size > 0) {
         await this.db.transaction().execute(async (trx) => {
           const fresh = await trx.insertInto('usage_batches').values({ id, applied_at: formatTimestamp(Date.now()) }).onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
@@ -230,7 +258,7 @@ export class UsageRecorder {
           await applyUsage(trx, usage);
         });
       }
-      await shared.release(id);
+      await onShared(shared.release(id));
     }
   }
 
@@ -253,10 +281,14 @@ export class UsageRecorder {
     await this.flushing;
     for (let attempt = 0; attempt < 5; attempt++) {
       await this.flush();
-      if (this.pending.size === 0 && this.requests.size === 0 && !this.flushes.down) return;
+      if (this.pending.size === 0 && this.requests.size === 0 && !this.flushes.down && !this.moves.down) return;
       await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
     }
-    this.log.error({ keys: this.pending.size }, 'usage counts could not be written before shutdown');
+    if (this.pending.size > 0 || this.requests.size > 0 || this.flushes.down) {
+      this.log.error({ keys: this.pending.size, requestLogs: this.requests.size }, 'usage counts could not be written before shutdown');
+    } else {
+      this.log.warn('usage waiting in Redis was not moved before shutdown: it stays there, and any instance moves it once Redis answers');
+    }
   }
 }
 
