@@ -55,7 +55,9 @@ function fieldErrors(array: ArrayName, properties: Record<string, TSchema>, erro
     return [];
   }
   const field = decodePointer(error.instancePath.split('/')[1] ?? '');
-  const schema = properties[field];
+  // Own properties only: a field named `constructor` or `__proto__` is no field of the
+  // record, not a schema inherited from Object.prototype.
+  const schema = Object.hasOwn(properties, field) ? properties[field] : undefined;
   // An unknown field is also reported at its own path ("schema is false"); the
   // additionalProperties error above already names it.
   return schema ? [[field, `must be ${describe(schema)}`]] : [];

@@ -30,6 +30,9 @@ const CASES: Case[] = [
   { name: 'null instead of an array', input: (f) => ({ ...f, branches: null }), expected: { array: 'branches', index: null, field: null, reason: /must be an array/ } },
   { name: 'a record that is not an object', input: (f) => ({ ...f, groups: [f.groups![0], 'gr-2'] }), expected: { array: 'groups', index: 1, field: null, reason: /must be an object/ } },
   { name: 'an unknown field', input: (f) => (at(f, 'students', 1).nickname = 'Аня', f), expected: { array: 'students', index: 1, field: 'nickname', reason: /not a field of students/ } },
+  // Names of Object.prototype's members are unknown fields too, not fields whose rule is unknown.
+  { name: 'a field named constructor', input: (f) => (at(f, 'branches', 0)['constructor'] = 'x', f), expected: { array: 'branches', index: 0, field: 'constructor', reason: /not a field of branches/ } },
+  { name: 'a field named __proto__', input: (f) => (Object.defineProperty(at(f, 'leads', 0), '__proto__', { value: {}, enumerable: true }), f), expected: { array: 'leads', index: 0, field: '__proto__', reason: /not a field of leads/ } },
   { name: 'a computed contract field', input: (f) => (at(f, 'contracts', 0).paid = '34500.25', f), expected: { array: 'contracts', index: 0, field: 'paid', reason: /computed/ } },
   { name: 'a computed contract debt', input: (f) => (at(f, 'contracts', 1).debt = '0.00', f), expected: { array: 'contracts', index: 1, field: 'debt', reason: /computed/ } },
   { name: 'a computed lesson duration', input: (f) => (at(f, 'lessons', 0).duration_minutes = 90, f), expected: { array: 'lessons', index: 0, field: 'duration_minutes', reason: /computed/ } },
