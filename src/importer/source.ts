@@ -256,12 +256,24 @@ function unexpected(message: string): string {
 
 class JsonSyntaxError extends Error {}
 
+/**
+ * A tokenizer that keeps every U+FEFF inside strings: @streamparser/json's decoder drops one
+ * at the start of each piece of a string it decodes, so `"a\uFEFFb"` was read as `"ab"`
+ * (docs/decisions.md, "Imports at scale and the change log"). The file's own byte order mark it still skips.
+ */
+function newTokenizer(): Tokenizer {
+  const tokenizer = new Tokenizer();
+  const strings = (tokenizer as unknown as { bufferedString: { decoder: unknown } }).bufferedString;
+  strings.decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  return tokenizer;
+}
+
 /** A JSON file read as a stream of records. */
 export function fileSource(file: string, size: number): Source {
   return {
     async feed(intake, onProgress) {
       const lines = new Lines();
-      const tokenizer = new Tokenizer();
+      const tokenizer = newTokenizer();
       const parser = new TokenParser({ paths: ['$.*.*'], keepStack: false });
       const top = new TopLevel(intake);
 

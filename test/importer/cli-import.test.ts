@@ -90,6 +90,24 @@ describe('school-data import (the CLI)', () => {
     assert.equal(fine.code, 0, fine.stderr);
   });
 
+  it('keeps a U+FEFF inside a string, written as it is or escaped, as a file read in memory does', async () => {
+    const school = await addSchool(store.db);
+    // Only the file's own byte order mark, before the object, is not data.
+    const text = '\ufeff{"branches": [{"id": "b1", "name": "\ufeffЦентр"}, {"id": "b2", "name": "a\\uFEFFb"}, {"id": "b3", "name": "c\ufeff"}]}';
+    const r = await cli('import', '--school', school, write('feff.json', text));
+    assert.equal(r.code, 0, r.stderr);
+    const rows = await store.db.selectFrom('branches').select(['id', 'name']).where('school_id', '=', school).orderBy('id').execute();
+    assert.deepEqual(rows, [
+      { id: 'b1', name: '\ufeffЦентр' },
+      { id: 'b2', name: 'a\ufeffb' },
+      { id: 'b3', name: 'c\ufeff' },
+    ]);
+    // So an id or a key with one is what it is: not an id, not an array of the format.
+    const id = await cli('import', '--school', school, '--json', write('feff-id.json', '{"branches": [{"id": "\\ufeffb1", "name": "B"}]}'));
+    assert.equal(id.code, 1, id.stderr);
+    assert.deepEqual((JSON.parse(id.stdout) as { errors: { field: string }[] }).errors.map((e) => e.field), ['id']);
+  });
+
   it('says how many more errors there are, and that there may be others past the 50 it looks for', async () => {
     const school = await addSchool(store.db);
     const leads = (n: number) => JSON.stringify({ leads: Array.from({ length: n }, (_, i) => ({ id: `ld-${i}` })) });
