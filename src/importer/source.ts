@@ -257,6 +257,13 @@ function unexpected(message: string): string {
 class JsonSyntaxError extends Error {}
 
 /**
+ * Levels of objects and arrays a file may open (the format's values use four). The parser
+ * keeps every open level, so without a bound a file of brackets takes memory in
+ * proportion to its size.
+ */
+const MAX_DEPTH = 64;
+
+/**
  * A tokenizer that keeps every U+FEFF inside strings: @streamparser/json's decoder drops one
  * at the start of each piece of a string it decodes, so `"a\uFEFFb"` was read as `"ab"`
  * (docs/decisions.md, "Imports at scale and the change log"). The file's own byte order mark it still skips.
@@ -330,6 +337,12 @@ export function fileSource(file: string, size: number): Source {
           } else if (token !== TokenType.COLON && key !== null) {
             role = top.key(key, token === TokenType.LEFT_BRACKET ? 'array' : token === TokenType.LEFT_BRACE ? 'object' : 'other');
             key = null;
+          }
+        }
+        if (token === TokenType.LEFT_BRACE || token === TokenType.LEFT_BRACKET) {
+          if (depth === MAX_DEPTH) {
+            const { line, column } = lines.at(info.offset);
+            throw new JsonSyntaxError(`the file is not an import file at line ${line}, column ${column}: values are nested deeper than ${MAX_DEPTH} levels, which no value of the format is`);
           }
         }
         parser.write(info);

@@ -66,6 +66,10 @@ describe('school-data import (the CLI)', () => {
       ['{\n "branches": [{"id": "Ыы", "name": tru}]}', /not valid JSON at line 2, column 39: unexpected "}"$/],
       ['[]', /the file must be a JSON object/],
       ['{} {}', /not valid JSON at line 1, column 4/],
+      // Nesting no import value has is refused where it passes 64 levels: the parser keeps
+      // every open level, so a file of brackets would take memory in proportion to its size.
+      [`{"branches": [{"id": "b1", "name": ${'['.repeat(62)}${']'.repeat(62)}}]}`, /line 1, column 97: values are nested deeper than 64 levels/],
+      [`{"leads": ${'['.repeat(3_000_000)}`, /line 1, column 74: values are nested deeper than 64 levels/],
     ];
     for (const [text, expected] of cases) {
       const r = await cli('import', '--school', school, write('bad.json', text));
