@@ -339,14 +339,13 @@ export function fileSource(file: string, size: number): Source {
             key = null;
           }
         }
-        if (token === TokenType.LEFT_BRACE || token === TokenType.LEFT_BRACKET) {
-          if (depth === MAX_DEPTH) {
-            const { line, column } = lines.at(info.offset);
-            throw new JsonSyntaxError(`the file is not an import file at line ${line}, column ${column}: values are nested deeper than ${MAX_DEPTH} levels, which no value of the format is`);
-          }
+        const opens = token === TokenType.LEFT_BRACE || token === TokenType.LEFT_BRACKET;
+        if (opens && depth === MAX_DEPTH) {
+          const { line, column } = lines.at(info.offset);
+          throw new JsonSyntaxError(`the file is not an import file at line ${line}, column ${column}: values are nested deeper than ${MAX_DEPTH} levels, which no value of the format is`);
         }
         parser.write(info);
-        if (token === TokenType.LEFT_BRACE || token === TokenType.LEFT_BRACKET) depth += 1;
+        if (opens) depth += 1;
         else if (token === TokenType.RIGHT_BRACE || token === TokenType.RIGHT_BRACKET) depth -= 1;
         else return;
         if (depth === 1) {
