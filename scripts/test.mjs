@@ -12,7 +12,9 @@
  * suites overlap. The files that took longest last time start first (durations kept in
  * the temporary directory, as Jest does). Each file runs as its own process, not under
  * `node --test` (nodejs/node#62693 hung CI), is printed whole when it ends, and is
- * killed and counted as failed when it has not ended in FILE_TIMEOUT_MS.
+ * killed and counted as failed when it has not ended in FILE_TIMEOUT_MS. A file still
+ * running EXIT_GRACE_MS after node:test printed its summary is hung in Node.js's own exit
+ * (nodejs/node#54918): it is killed, judged by its summary, and named in the run's summary.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -21,6 +23,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 
 const FILE_TIMEOUT_MS = 6 * 60_000;
+const EXIT_GRACE_MS = 20_000;
+/** The last line node:test prints, once every test and hook of the file has ended. */
+const SUMMARY_END = /^ℹ duration_ms [\d.]+$/m;
 const TIMES_FILE = path.join(os.tmpdir(), 'school-data-test-times.json');
 
 const { values: opts, positionals: filters } = parseArgs({
@@ -107,31 +112,50 @@ function runFile(task) {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const chunks = [];
-    child.stdout.on('data', (chunk) => chunks.push(chunk));
-    child.stderr.on('data', (chunk) => chunks.push(chunk));
     let timedOut = false;
+    let hungAtExit = false;
+    let exitTimer;
+    let tail = '';
+    child.stdout.on('data', (chunk) => {
+      chunks.push(chunk);
+      tail = (tail + chunk.toString('utf8')).slice(-200);
+      if (exitTimer === undefined && SUMMARY_END.test(tail)) {
+        exitTimer = setTimeout(() => {
+          hungAtExit = true;
+          child.kill('SIGKILL');
+        }, EXIT_GRACE_MS);
+      }
+    });
+    child.stderr.on('data', (chunk) => chunks.push(chunk));
     const timer = setTimeout(() => {
       timedOut = true;
       child.kill('SIGKILL');
     }, FILE_TIMEOUT_MS);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      clearTimeout(exitTimer);
       const text = Buffer.concat(chunks).toString('utf8');
       const count = (name) => {
         const m = new RegExp(`^ℹ ${name} (\\d+)$`, 'm').exec(text);
         return m ? Number(m[1]) : 0;
       };
       let fail = count('fail') + count('cancelled');
-      const ok = code === 0 && !timedOut;
+      const ok = (code === 0 || (hungAtExit && fail === 0)) && !timedOut;
       // A file that dies before its summary (a crash, a kill) is one failure at least.
       if (!ok && fail === 0) fail = 1;
       // node:test's own count leaves out skipped suites; the spec reporter marks every
       // skipped suite and test with "﹣ name (time) # reason".
       const skipped = [...text.matchAll(/^\s*﹣ .* # (.*)$/gm)].map((m) => m[1]);
       const ms = Date.now() - started;
-      const why = timedOut ? ` (killed: no end after ${FILE_TIMEOUT_MS / 60_000} min)` : !ok ? ` (exit ${code ?? signal})` : '';
+      const why = timedOut
+        ? ` (killed: no end after ${FILE_TIMEOUT_MS / 60_000} min)`
+        : hungAtExit
+          ? ` (killed ${EXIT_GRACE_MS / 1000} s after its summary: hung in Node.js's exit)`
+          : !ok
+            ? ` (exit ${code ?? signal})`
+            : '';
       process.stdout.write(`\n--- ${ok ? 'ok  ' : 'FAIL'} [${s.tag}] ${file} (${(ms / 1000).toFixed(1)} s)${why}\n${text}`);
-      resolve({ ...task, ok, ms, pass: count('pass'), fail, skipped, why: ok ? [] : failureLines(text) });
+      resolve({ ...task, ok, hungAtExit, ms, pass: count('pass'), fail, skipped, why: ok ? [] : failureLines(text) });
     });
   });
 }
@@ -164,7 +188,7 @@ const seconds = Math.round((Date.now() - started) / 1000);
 
 // Only whole passing files teach the order: a killed or failed one says little of its length.
 const learned = readTimes();
-for (const r of results) if (r.ok) learned[timeKey(r)] = r.ms;
+for (const r of results) if (r.ok && !r.hungAtExit) learned[timeKey(r)] = r.ms;
 try {
   fs.writeFileSync(TIMES_FILE, JSON.stringify(learned));
 } catch {
@@ -184,6 +208,9 @@ for (const s of suites) {
   for (const r of mine.filter((x) => !x.ok)) {
     console.log(`     failed: ${r.file}`);
     for (const line of r.why) console.log(`       | ${line}`);
+  }
+  for (const r of mine.filter((x) => x.hungAtExit)) {
+    console.log(`     hung in Node.js's exit after its summary, killed and judged by it (nodejs/node#54918): ${r.file}`);
   }
 }
 if (!external) {
