@@ -159,6 +159,34 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.match(list.text, /Idle”<\/a> will be revoked as unused/);
   });
 
+  it('says why a roll has no place for the new key: the 10 active keys, or the plan', async () => {
+    const { b, schoolId } = await signedIn();
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const made = await createKey(store.db, schoolId, `Key ${i}`);
+      assert.ok(made.ok);
+      ids.push(made.value.id);
+    }
+    const path = `/settings/api/keys/${ids[0]}`;
+    const full = await b.submit(path, `${path}/roll`, { overlap: 'now' });
+    assert.equal(full.status, 409);
+    assert.match(full.text, /10 active keys/);
+    assert.match(full.text, /Revoke a key that is no longer used/);
+    assert.doesNotMatch(full.text, /in the meantime/);
+
+    await store.db.updateTable('schools').set({ plan: 'Standart' }).where('id', '=', schoolId).execute();
+    const plan = await b.submit(path, `${path}/roll`, { overlap: '1h' });
+    assert.equal(plan.status, 409);
+    assert.match(plan.text, /plan, Standart, does not include API access/);
+    assert.doesNotMatch(plan.text, /in the meantime/);
+
+    const ru = await b.submit(`${path}?lang=ru`, `${path}/roll`, { overlap: '1h' });
+    assert.equal(ru.status, 409);
+    assert.match(ru.text, /Standart/);
+    assert.doesNotMatch(ru.text, /тем временем/);
+    assert.equal((await b.get('/settings/api?lang=en')).status, 200);
+  });
+
   it('answers 404 for another school\'s key page and forms', async () => {
     const { b } = await signedIn();
     const other = await signedIn();

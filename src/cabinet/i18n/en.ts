@@ -114,6 +114,8 @@ export const en = {
     overlaps: { now: 'no longer: end it now', '1h': '1 more hour', '24h': '24 more hours', '7d': '7 more days' } satisfies Record<Overlap, string>,
     rollButton: 'Roll key',
     notRolled: 'The key was not rolled: it was revoked or rolled in the meantime.',
+    notRolledPlan: (plan: string) => `The key was not rolled: your school's plan, ${plan}, does not include API access, so no new key can be made.`,
+    notRolledLimit: (max: number) => `The key was not rolled: your school has ${max} active keys, the most it can have, and the new key needs a place of its own until this one ends. Revoke a key that is no longer used, then roll this one.`,
     perDay: 'Requests per day',
     lastRequests: 'Last requests',
     events: 'Events',

@@ -12,7 +12,7 @@ import { isOneLine } from '../../domain/text.js';
 import { formatTimestamp, nextDay, parseDate, startOfLocalDay } from '../../domain/time.js';
 import { changeOwnPassword, checkPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, passwordLength } from '../../management/directors.js';
 import { keyDays, keyRequests } from '../../management/key-activity.js';
-import { createKey, findKey, isOverlap, KEY_NAME_MAX, keyEvents, keyNameLength, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
+import { createKey, findKey, isOverlap, KEY_NAME_MAX, keyEvents, MAX_ACTIVE_KEYS, keyNameLength, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
 import type { CabinetContext } from '../context.js';
 import { CabinetError, notFound, sendPage } from '../errors.js';
 import { formField } from '../form.js';
@@ -118,6 +118,18 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
   async function showKeys(reply: FastifyReply, view: SignedView, status: number, extra: Partial<KeysModel> = {}): Promise<FastifyReply> {
     const keys = await listKeys(db, view.viewer.school.id, keyPolicy);
     return sendPage(reply, status, keysPage(view, { keys, limitPerMinute: planLimit(config, view.viewer.school.plan), nonce: randomToken(), ...extra }));
+  }
+
+  /**
+   * Why a roll was refused, in the page's words: the key ended or was rolled in the meantime,
+   * or there is no place for the new key (the school's plan, or its 10 active keys).
+   */
+  async function whyNotRolled(view: SignedView, keyId: string): Promise<string> {
+    const t = view.locale.t.key;
+    const now = await ownKey(view, keyId);
+    if (now.status !== 'active' || now.retires_at !== null) return t.notRolled;
+    const { plan } = view.viewer.school;
+    return planLimit(config, plan) === null ? t.notRolledPlan(plan) : t.notRolledLimit(MAX_ACTIVE_KEYS);
   }
 
   app.get('/', (_request, reply) => reply.redirect('/settings/api', 303));
@@ -227,7 +239,7 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     if (!isOverlap(overlap) || nonce === null || !TOKEN_FORMAT.test(nonce)) throw incomplete();
     if (!(await claimFormNonce(db, view.viewer.sessionId, nonce))) throw alreadySubmitted();
     const outcome = await rollKey(db, key.id, overlap, view.viewer.director.email, keyPolicy, view.viewer.school.id);
-    if (!outcome.ok) return showKey(reply, view, 409, key.id, { notice: { kind: 'error', text: view.locale.t.key.notRolled } });
+    if (!outcome.ok) return showKey(reply, view, 409, key.id, { notice: { kind: 'error', text: await whyNotRolled(view, key.id) } });
     request.log.info({ event: 'cabinet_key_rolled', keyId: key.id, newKeyId: outcome.value.created.id }, 'key rolled');
     return sendPage(reply, 200, newKeyPage(view, outcome.value.created));
   });
