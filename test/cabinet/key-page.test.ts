@@ -159,6 +159,24 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.match(list.text, /Idle”<\/a> will be revoked as unused/);
   });
 
+  it('warns of the soonest end when a key has several within 7 days', async () => {
+    const { b, schoolId } = await signedIn();
+    const day = 86_400_000;
+    // Expires in 6 days, but unused for 85 of the 90 days: revoked as unused in 5 days.
+    const idle = await createKey(store.db, schoolId, 'Idle expiring', { expiresAt: formatTimestamp(Date.now() + 6 * day) });
+    assert.ok(idle.ok);
+    await store.db.updateTable('api_keys').set({ created_at: formatTimestamp(Date.now() - 85 * day) }).where('id', '=', idle.value.id).execute();
+    // Rolled with 7 days of overlap, but it expires in 2 days.
+    const rolled = await createKey(store.db, schoolId, 'Rolled expiring', { expiresAt: formatTimestamp(Date.now() + 2 * day) });
+    assert.ok(rolled.ok);
+    await store.db.updateTable('api_keys').set({ retires_at: formatTimestamp(Date.now() + 7 * day) }).where('id', '=', rolled.value.id).execute();
+    const list = await b.get('/settings/api');
+    assert.match(list.text, /Idle expiring”<\/a> will be revoked as unused/);
+    assert.match(list.text, /Rolled expiring”<\/a> expires/);
+    assert.match((await b.get(`/settings/api/keys/${idle.value.id}`)).text, /id="key-warning"><p><strong>This key will be revoked as unused/);
+    assert.match((await b.get(`/settings/api/keys/${rolled.value.id}`)).text, /id="key-warning"><p><strong>This key expires/);
+  });
+
   it('says why a roll has no place for the new key: the 10 active keys, or the plan', async () => {
     const { b, schoolId } = await signedIn();
     const ids: string[] = [];

@@ -20,14 +20,23 @@ export const keyPath = (key: { id: string }) => `/settings/api/keys/${encodeURIC
 
 const WARN_DAYS_MS = 7 * 86_400_000;
 
-/** Why a key needs the director's attention soon (it ends, expires, or will be revoked as unused), and when; or null. */
+/**
+ * Why a key needs the director's attention soon (it ends, expires, or will be revoked as
+ * unused), and when; or null. Of several within the week, the soonest: that is when it stops.
+ */
 export function keyWarning(key: KeyCard, nowMs = Date.now()): { kind: WarningKind; at: string } | null {
   if (key.status !== 'active') return null;
-  const soon = (at: string | null): at is string => at !== null && Date.parse(at) - nowMs <= WARN_DAYS_MS;
-  if (soon(key.retires_at)) return { kind: 'retires', at: key.retires_at };
-  if (soon(key.expires_at)) return { kind: 'expires', at: key.expires_at };
-  if (soon(key.unused_revoke_at)) return { kind: 'unused', at: key.unused_revoke_at };
-  return null;
+  const ends: { kind: WarningKind; at: string | null }[] = [
+    { kind: 'retires', at: key.retires_at },
+    { kind: 'expires', at: key.expires_at },
+    { kind: 'unused', at: key.unused_revoke_at },
+  ];
+  let soonest: { kind: WarningKind; at: string } | null = null;
+  for (const { kind, at } of ends) {
+    if (at === null || Date.parse(at) - nowMs > WARN_DAYS_MS) continue;
+    if (soonest === null || Date.parse(at) < Date.parse(soonest.at)) soonest = { kind, at };
+  }
+  return soonest;
 }
 
 export function scopesText(locale: Locale, key: KeyCard): string {
