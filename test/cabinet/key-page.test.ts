@@ -205,6 +205,23 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.equal((await b.get('/settings/api?lang=en')).status, 200);
   });
 
+  it('leads a form\'s address opened as a page (the address bar after its answer) to the form\'s page', async () => {
+    const { b, schoolId } = await signedIn();
+    const made = await createKey(store.db, schoolId, 'Website');
+    assert.ok(made.ok);
+    const path = `/settings/api/keys/${made.value.id}`;
+    for (const [address, to] of [['/settings/api/keys', '/settings/api'], [`${path}/allow`, path], [`${path}/roll`, path]] as const) {
+      const res = await b.get(address);
+      assert.equal(res.status, 303, address);
+      assert.equal(res.location, to, address);
+    }
+    const other = await signedIn();
+    const theirs = await createKey(store.db, other.schoolId, 'Theirs');
+    assert.ok(theirs.ok);
+    assert.equal((await b.get(`/settings/api/keys/${theirs.value.id}/roll`)).status, 404, 'another school\'s key: as for its page');
+    assert.equal((await b.get('/settings/api/keys/nonsense/allow')).status, 404);
+  });
+
   it('answers 404 for another school\'s key page and forms', async () => {
     const { b } = await signedIn();
     const other = await signedIn();

@@ -23,6 +23,7 @@ import { randomToken, TOKEN_FORMAT } from '../security.js';
 import { claimFormNonce } from '../session.js';
 import { admitPasswordAttempt } from '../throttle.js';
 import { keyPage, type KeyPageModel } from '../views/key.js';
+import { keyPath } from '../views/parts.js';
 import type { SignedView } from '../views/layout.js';
 import { keysPage, newKeyPage, passwordPage, revokePage, type KeysModel } from '../views/pages.js';
 
@@ -168,6 +169,16 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     // or a step back cannot bring it back, it is never in a URL, a cookie or a log line.
     return sendPage(reply, 200, newKeyPage(view, outcome.value));
   });
+
+  // A form's own address opened as a page (the address bar after the form's answer, a new key's
+  // or a refused form's; a bookmark) leads to the page the form is on, not to a 404.
+  app.get('/settings/api/keys', (_request, reply) => reply.redirect('/settings/api', 303));
+  for (const form of ['allow', 'roll']) {
+    app.get<{ Params: { id: string } }>(`/settings/api/keys/:id/${form}`, async (request, reply) => {
+      const key = await ownKey(signedView(request), request.params.id);
+      return reply.redirect(keyPath(key), 303);
+    });
+  }
 
   app.get<{ Params: { id: string } }>('/settings/api/keys/:id/revoke', async (request, reply) => {
     const view = signedView(request);
