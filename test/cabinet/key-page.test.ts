@@ -205,6 +205,25 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.equal((await b.get('/settings/api?lang=en')).status, 200);
   });
 
+  it('saves no addresses for a key that ended while its page was open (expired, overlap over)', async () => {
+    const { b, schoolId } = await signedIn();
+    for (const ended of [{ expires_at: formatTimestamp(Date.now() - 1000) }, { retires_at: formatTimestamp(Date.now() - 1000) }]) {
+      const made = await createKey(store.db, schoolId, 'Ending');
+      assert.ok(made.ok);
+      const path = `/settings/api/keys/${made.value.id}`;
+      const form = formFields((await b.get(path)).text, `${path}/allow`);
+      // It ends with the page open; no sweep has marked it yet.
+      await store.db.updateTable('api_keys').set(ended).where('id', '=', made.value.id).execute();
+      const res = await b.post(`${path}/allow`, { ...form, allow: '10.0.0.1' });
+      assert.equal(res.status, 409, JSON.stringify(ended));
+      assert.match(res.text, /addresses were not saved/);
+      const row = await store.db.selectFrom('api_keys').select('allow').where('id', '=', made.value.id).executeTakeFirstOrThrow();
+      assert.equal(row.allow, null);
+      const events = await keyEvents(store.db, schoolId, { keyId: made.value.id });
+      assert.ok(!events.some((e) => e.event === 'options_changed'), 'no options_changed event on an ended key');
+    }
+  });
+
   it('leads a form\'s address opened as a page (the address bar after its answer) to the form\'s page', async () => {
     const { b, schoolId } = await signedIn();
     const made = await createKey(store.db, schoolId, 'Website');

@@ -107,7 +107,7 @@ export const en = {
     allowHint: 'Comma-separated IPv4/IPv6 addresses and CIDR ranges, such as 203.0.113.7, 10.0.0.0/8. Empty: any address. Requests from elsewhere are refused (403).',
     allowSave: 'Save addresses',
     allowSaved: 'The addresses are saved: the next request with this key is checked against them.',
-    allowNotSaved: 'The addresses were not saved: the key was revoked in the meantime.',
+    allowNotSaved: 'The addresses were not saved: the key ended in the meantime (it was revoked, it expired, or its roll\'s overlap is over).',
     roll: 'Roll the key',
     rollHint: 'Makes a new key with the same name, resources and addresses (shown once), and ends this one after the overlap you choose, so the integration can switch without downtime.',
     overlap: 'This key keeps working',

@@ -233,11 +233,14 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
   app.post<{ Params: { id: string } }>('/settings/api/keys/:id/allow', async (request, reply) => {
     const view = signedView(request);
     const key = await ownKey(view, request.params.id);
+    const notSaved = () => showKey(reply, view, 409, key.id, { notice: { kind: 'error', text: view.locale.t.key.allowNotSaved } });
+    // Ended while its page was open (revoked, expired, its roll's overlap over), maybe not yet marked so.
+    if (key.status !== 'active') return notSaved();
     const text = (formField(request.body, 'allow') ?? '').trim();
     const typed = typedAllowlist(view.locale.t.form, text);
     if (!typed.ok) return showKey(reply, view, 400, key.id, { allow: text, allowError: typed.error });
     const outcome = await setAllowlist(db, key.id, typed.allow, view.viewer.director.email, keyPolicy, view.viewer.school.id);
-    if (!outcome.ok) return showKey(reply, view, 409, key.id, { notice: { kind: 'error', text: view.locale.t.key.allowNotSaved } });
+    if (!outcome.ok) return notSaved();
     request.log.info({ event: 'cabinet_key_allowlist_changed', keyId: key.id }, 'key allowlist changed');
     return reply.redirect(`/settings/api/keys/${encodeURIComponent(key.id)}?saved=1`, 303);
   });
