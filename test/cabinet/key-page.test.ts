@@ -64,6 +64,21 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.equal(events[0]!.actor, email);
   });
 
+  it('counts a scope checkbox sent twice as ticked, never as no choice (all resources)', async () => {
+    const { b, schoolId } = await signedIn();
+    const form = formFields((await b.get('/settings/api')).text, '/settings/api/keys');
+    const body = new URLSearchParams({ ...form, name: 'Twice' });
+    for (const name of Object.keys(form)) if (name.startsWith('scope_')) body.delete(name);
+    body.append('scope_students', '1');
+    body.append('scope_students', '1');
+    const created = await b.post('/settings/api/keys', {}, { body: body.toString() });
+    assert.equal(created.status, 200, created.text);
+    const key = created.text.match(KEY)![0];
+    const row = await store.db.selectFrom('api_keys').select('scopes').where('school_id', '=', schoolId).executeTakeFirstOrThrow();
+    assert.equal(row.scopes, 'students');
+    assert.equal((await api.request('/api/public/v1/payments', { key })).status, 403);
+  });
+
   it('shows the key\'s page, changes its allowlist (the API sees it at once) and rolls it', async () => {
     const { b, schoolId, email } = await signedIn();
     const made = await createKey(store.db, schoolId, 'Accounting', { allow: ['127.0.0.1', '::1'] });

@@ -15,7 +15,7 @@ import { keyDays, keyRequests } from '../../management/key-activity.js';
 import { createKey, findKey, isOverlap, KEY_NAME_MAX, keyEvents, MAX_ACTIVE_KEYS, keyNameLength, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
 import type { CabinetContext } from '../context.js';
 import { CabinetError, notFound, sendPage } from '../errors.js';
-import { formField } from '../form.js';
+import { formField, formTicked } from '../form.js';
 import { signedView } from '../view.js';
 import { signedIn } from '../guard.js';
 import type { Messages } from '../i18n/index.js';
@@ -53,7 +53,7 @@ const alreadySubmitted = () => new CabinetError(409, { page: 'alreadySent' });
 
 /** The scopes ticked in the create form (one checkbox `scope_<name>` each; none ticked: all). */
 function tickedScopes(body: unknown): KeyScope[] {
-  return KEY_SCOPES.filter((s) => formField(body, `scope_${s}`) !== null);
+  return KEY_SCOPES.filter((s) => formTicked(body, `scope_${s}`));
 }
 
 /** An allowlist as typed (empty: any address, null), or why it is refused, naming the first bad entry. */
