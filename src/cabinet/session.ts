@@ -40,7 +40,25 @@ const sessionId = (token: string): string => createHash('sha256').update(token).
 
 /** Starts a session and returns the token for the cookie (the only place it exists). */
 export async function startSession(db: Kysely<Database>, directorId: string, policy: SessionPolicy): Promise<string> {
+  return (await insertSession(db, directorId, policy)).token;
+}
+
+/**
+ * Replaces a signed-in session with a new one of the same director (new cookie token, new
+ * form token), as a password change asks: a copy of the old cookie no longer signs in.
+ */
+export async function renewSession(db: Kysely<Database>, current: SignedIn, policy: SessionPolicy): Promise<{ token: string; session: SignedIn }> {
+  const made = await db.transaction().execute(async (trx) => {
+    await endSession(trx, current.sessionId);
+    return insertSession(trx, current.director.id, policy);
+  });
+  return { token: made.token, session: { ...current, sessionId: made.id, csrf: made.csrf } };
+}
+
+async function insertSession(db: Kysely<Database>, directorId: string, policy: SessionPolicy): Promise<{ token: string; id: string; csrf: string }> {
   const token = randomToken();
+  const id = sessionId(token);
+  const csrf = randomToken();
   const now = Date.now();
   const created = formatTimestamp(now);
   // Ended sessions are cleared here, a sign-in being rare enough to pay for it.
@@ -48,15 +66,15 @@ export async function startSession(db: Kysely<Database>, directorId: string, pol
   await db
     .insertInto('cabinet_sessions')
     .values({
-      id: sessionId(token),
+      id,
       director_id: directorId,
-      csrf_token: randomToken(),
+      csrf_token: csrf,
       created_at: created,
       idle_expires_at: formatTimestamp(Math.min(now + policy.idleMs, now + policy.maxMs)),
       expires_at: formatTimestamp(now + policy.maxMs),
     })
     .execute();
-  return token;
+  return { token, id, csrf };
 }
 
 /**

@@ -295,14 +295,23 @@ describe('the director changes their own password', () => {
     const emoji = await here.submit('/settings/password', '/settings/password', { current: d.password, next: '🔑🔐🗝🔒🔓🛡' });
     assert.equal(emoji.status, 400);
     assert.match(emoji.text, /at least 12 characters/);
+    const before = here.cookies.get('__Host-sd_session');
     const changed = await here.submit('/settings/password', '/settings/password', { current: d.password, next: 'a brand new password 1' });
     assert.equal(changed.status, 200);
     assert.match(changed.text, /is changed/);
-    assert.equal((await here.get('/settings/api')).status, 200, 'this session stays');
+    const renewed = here.cookies.get('__Host-sd_session');
+    assert.ok(before !== undefined && renewed !== undefined && renewed !== before, 'this browser is given a new session');
+    const copy = t.browser();
+    copy.cookies.set('__Host-sd_session', before);
+    assert.notEqual((await copy.get('/settings/api')).status, 200, 'a copy of the old cookie no longer signs in');
+    assert.equal((await here.get('/settings/api')).status, 200, 'this browser stays signed in');
     assert.notEqual((await elsewhere.get('/settings/api')).status, 200, 'the other session ended');
     assert.notEqual((await t.browser().login(d.email, d.password)).status, 303, 'the old password no longer signs in');
     // That was the account's fifth password attempt of the minute (sign-ins and changes count
     // alike): the new password is checked without a sixth.
     assert.ok(await verifyDirector(store.db, d.email, 'a brand new password 1'));
+    // The page that said so carries the new session's form token.
+    assert.equal((await here.post('/logout', formFields(changed.text, '/logout'))).status, 303);
+    assert.notEqual((await here.get('/settings/api')).status, 200, 'signed out');
   });
 });

@@ -20,7 +20,7 @@ import { signedView } from '../view.js';
 import { signedIn } from '../guard.js';
 import type { Messages } from '../i18n/index.js';
 import { randomToken, TOKEN_FORMAT } from '../security.js';
-import { claimFormNonce } from '../session.js';
+import { claimFormNonce, COOKIE_OPTIONS, renewSession, SESSION_COOKIE } from '../session.js';
 import { admitPasswordAttempt } from '../throttle.js';
 import { keyPage, type KeyPageModel } from '../views/key.js';
 import { keyPath } from '../views/parts.js';
@@ -221,7 +221,10 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
       return refused(t.wrongCurrent);
     }
     request.log.info({ event: 'cabinet_password_changed', directorId: view.viewer.director.id }, 'password changed');
-    return sendPage(reply, 200, passwordPage(view, { kind: 'success', text: t.changed }));
+    // This browser goes on signed in, under a new session: a copy of the old cookie is worthless.
+    const renewed = await renewSession(db, view.viewer, policy);
+    reply.setCookie(SESSION_COOKIE, renewed.token, { ...COOKIE_OPTIONS, maxAge: Math.floor(policy.maxMs / 1000) });
+    return sendPage(reply, 200, passwordPage({ ...view, viewer: renewed.session }, { kind: 'success', text: t.changed }));
   });
 
   app.get<{ Params: { id: string } }>('/settings/api/keys/:id', async (request, reply) => {
