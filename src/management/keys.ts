@@ -319,6 +319,8 @@ async function loadCard(db: Kysely<Database>, keyId: string, policy: KeyPolicy):
 export async function revokeKey(db: Kysely<Database>, keyId: string, schoolId?: string, actor: Actor = OPERATOR, policy: KeyPolicy = { unusedDays: 0 }): Promise<Outcome<KeyCard>> {
   const now = formatTimestamp(Date.now());
   await db.transaction().execute(async (trx) => {
+    // A key that has already ended (expired, overlap over, unused) keeps that reason and event.
+    if ((await sweepKeyIn(trx, keyId, now, policy, schoolId)) === undefined) return;
     let update = trx.updateTable('api_keys').set({ revoked_at: now, revoke_reason: 'revoked' }).where('id', '=', keyId).where('revoked_at', 'is', null);
     if (schoolId !== undefined) update = update.where('school_id', '=', schoolId);
     const result = await update.returning('school_id').executeTakeFirst();
@@ -374,11 +376,13 @@ export async function setAllowlist(db: Kysely<Database>, keyId: string, allow: s
   const now = formatTimestamp(Date.now());
   const stored = allow === null || allow.length === 0 ? null : allow.join(',');
   const outcome = await db.transaction().execute(async (trx): Promise<Outcome<null>> => {
-    let query = trx.selectFrom('api_keys').select(['school_id', 'allow', 'revoked_at']).where('id', '=', keyId);
-    if (schoolId !== undefined) query = query.where('school_id', '=', schoolId);
-    const before = await query.executeTakeFirst();
-    if (!before) return { ok: false, reason: `no key with id "${keyId}"` };
-    if (before.revoked_at !== null) return { ok: false, reason: `key "${keyId}" is revoked; its options can no longer change` };
+    // A key that has ended but is not yet marked so (expired, overlap over, unused) is marked first.
+    if ((await sweepKeyIn(trx, keyId, now, policy, schoolId)) === undefined) return { ok: false, reason: `no key with id "${keyId}"` };
+    const before = await trx.selectFrom('api_keys').select(['school_id', 'allow', 'revoked_at', 'revoke_reason']).where('id', '=', keyId).executeTakeFirstOrThrow();
+    if (before.revoked_at !== null) {
+      const ended = before.revoke_reason === 'revoked' || before.revoke_reason === null ? 'is revoked' : `has ended (${before.revoke_reason})`;
+      return { ok: false, reason: `key "${keyId}" ${ended}; its options can no longer change` };
+    }
     if (before.allow === stored) return { ok: true, value: null };
     await trx.updateTable('api_keys').set({ allow: stored }).where('id', '=', keyId).execute();
     await recordEvent(trx, {
@@ -426,6 +430,15 @@ async function sweepIn(trx: Kysely<Database> | Transaction<Database>, now: strin
     count += 1;
   }
   return count;
+}
+
+/** Sweeps the school of one key (of `schoolId`'s only, when given); undefined when there is no such key. */
+async function sweepKeyIn(trx: Transaction<Database>, keyId: string, now: string, policy: KeyPolicy, schoolId?: string): Promise<string | undefined> {
+  let query = trx.selectFrom('api_keys').select('school_id').where('id', '=', keyId);
+  if (schoolId !== undefined) query = query.where('school_id', '=', schoolId);
+  const key = await query.executeTakeFirst();
+  if (key) await sweepIn(trx, now, policy, key.school_id);
+  return key?.school_id;
 }
 
 /**

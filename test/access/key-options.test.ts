@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { formatTimestamp } from '../../src/domain/time.js';
 import { createSchool } from '../../src/management/schools.js';
-import { createKey, keyEvents, listKeys, rollKey, setAllowlist, sweepKeys, type KeyOptions } from '../../src/management/keys.js';
+import { createKey, keyEvents, listKeys, revokeKey, rollKey, setAllowlist, sweepKeys, type KeyOptions } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
@@ -124,6 +124,27 @@ describe('key options on the request path', () => {
     await sweepKeys(t.store.db, { unusedDays: 90 });
     const events = (await keyEvents(t.store.db, school, { keyId: k.id })).map((e) => e.event);
     assert.deepEqual(events, ['expired', 'created']);
+  });
+
+  it('an ended key not yet marked so: a revoke keeps its end, its allowlist cannot change', async () => {
+    const school = await freshSchool();
+    const expired = await keyWith({ expiresAt: formatTimestamp(Date.now() + DAY) }, school);
+    const other = await keyWith({ expiresAt: formatTimestamp(Date.now() + DAY) }, school);
+    // Time passes, and no sweep, key list or cabinet page has marked the keys yet.
+    await t.store.db.updateTable('api_keys').set({ expires_at: formatTimestamp(Date.now() - 1000) }).where('id', 'in', [expired.id, other.id]).execute();
+    const revoked = await revokeKey(t.store.db, expired.id, school, 'director@example.test', { unusedDays: 90 });
+    assert.ok(revoked.ok);
+    assert.equal(revoked.value.status, 'expired');
+    assert.equal(revoked.value.revoke_reason, 'expired');
+    const allowed = await setAllowlist(t.store.db, other.id, ['10.0.0.0/8'], 'director@example.test', { unusedDays: 90 }, school);
+    assert.ok(!allowed.ok);
+    assert.match(allowed.reason, /has ended \(expired\); its options can no longer change/);
+    const row = await t.store.db.selectFrom('api_keys').select(['allow', 'revoke_reason']).where('id', '=', other.id).executeTakeFirstOrThrow();
+    assert.deepEqual(row, { allow: null, revoke_reason: 'expired' });
+    for (const k of [expired, other]) {
+      const events = (await keyEvents(t.store.db, school, { keyId: k.id })).map((e) => [e.event, e.actor]);
+      assert.deepEqual(events, [['expired', 'operator'], ['created', 'operator']], k.id);
+    }
   });
 
   it('unused keys: refused after SCHOOL_DATA_KEY_UNUSED_DAYS from the last use or creation; revoked once as unused', async () => {

@@ -4,6 +4,8 @@ import { CliError, withStore, type CommandContext } from '../../context.js';
 export async function keyRevoke(ctx: CommandContext, opts: { key: string }): Promise<number> {
   const outcome = await withStore(ctx.config, (store) => revokeKey(store.db, opts.key, undefined, 'operator', { unusedDays: ctx.config.keyUnusedDays }));
   if (!outcome.ok) throw new CliError(outcome.reason);
-  ctx.out.result(outcome.value, `Key ${outcome.value.id} "${outcome.value.name}" is revoked (since ${outcome.value.revoked_at}); requests with it get 401`);
+  const card = outcome.value;
+  const state = card.status === 'expired' ? 'expired' : card.revoke_reason === 'revoked' ? 'is revoked' : `was revoked (${card.revoke_reason})`;
+  ctx.out.result(card, `Key ${card.id} "${card.name}" ${state} (since ${card.revoked_at}); requests with it get 401`);
   return 0;
 }
