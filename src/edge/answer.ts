@@ -218,7 +218,7 @@ export function answerWriter(deps: WriterDeps): Writer {
   function write(request: Exchange, res: ServerResponse, status: number, headers: string[], bytes: Buffer | string): void {
     const caller = request.caller ?? null;
     // Read before the answer is written: once the connection is gone, Node detaches its socket.
-    const address = caller !== null && keyRequests !== undefined ? clientAddress(request) : '';
+    const address = clientAddress(request);
     res.writeHead(status, headers);
     // A HEAD request gets the headers only: Node leaves the body out by itself.
     res.end(bytes);
@@ -226,7 +226,7 @@ export function answerWriter(deps: WriterDeps): Writer {
     (request.recordAnswer ?? unmatched)(status, responseTime);
     const raw = request.raw;
     accessLog.write({
-      requestId: request.id, method: raw.method ?? '', url: raw.url ?? '', remoteAddress: raw.socket.remoteAddress, remotePort: raw.socket.remotePort,
+      requestId: request.id, method: raw.method ?? '', url: raw.url ?? '', remoteAddress: address === '' ? undefined : address, remotePort: raw.socket.remotePort,
       status, responseTime, caller,
     });
     if (caller !== null && keyRequests !== undefined) {

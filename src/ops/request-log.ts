@@ -58,6 +58,7 @@ export interface AccessRecord {
   method: string;
   /** The request target as received; keys in it are masked here. */
   url: string;
+  /** The client's address (Fastify's request.ip: the forwarded one behind a trusted proxy). */
   remoteAddress: string | undefined;
   remotePort: number | undefined;
   status: number;
