@@ -6,8 +6,9 @@
  *   SCHOOL_DATA_CA   a PEM file to trust (default data/tls/cert.pem, the demo's self-signed certificate;
  *                    set it empty for a service whose certificate the system already trusts)
  *
- * In your own project, install the package (`npm install /path/to/school-data/client`)
- * and import from '@school-data/client' instead of the relative path below.
+ * In your own project, install the package (`cd client && npm pack`, then `npm install
+ * /path/to/school-data-client-0.1.0.tgz`) and import from '@school-data/client' instead of
+ * the relative path below.
  */
 import fs from 'node:fs';
 import { SchoolDataClient, SchoolDataConnectionError, SchoolDataError } from '../client/dist/index.js';
