@@ -5,12 +5,13 @@
  * `serve` starting the cabinet beside the API and closing both on SIGTERM.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import https from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import { loadTls } from '../../src/tls.js';
 import { formFields, startTestCabinet, type TestCabinet } from '../helpers/cabinet.js';
-import { runCli, startServe, type CliResult } from '../helpers/processes.js';
+import { BIN, runCli, startServe, type CliResult } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
@@ -70,6 +71,35 @@ describe('school-data director add', () => {
     assert.match(human.stdout, /password: [A-Za-z0-9_-]{24}\n/);
     assert.match(human.stdout, /shown only this once/);
     assert.match(human.stdout, /sign in at https:\/\/127\.0\.0\.1:8444\/login/);
+  });
+
+  it('reads only the first line of a stdin that is never closed (`yes |`), and refuses a line too long without reading on', async () => {
+    // stdin stays open and the writer never stops: the command must end by itself.
+    const endless = (mail: string, chunk: string) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [BIN, 'director', 'add', '--school', school, '--email', mail, '--json'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+        child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+        child.stdin.on('error', () => undefined);
+        const feed = setInterval(() => child.stdin.write(chunk), 5);
+        const guard = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        child.on('close', (code) => {
+          clearInterval(feed);
+          clearTimeout(guard);
+          resolve({ code, stdout, stderr });
+        });
+      });
+    const mail = email();
+    const r = await endless(mail, 'a long passphrase, again\n');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal((JSON.parse(r.stdout) as { email: string }).email, mail.toLowerCase());
+    assert.ok(await signsIn(mail, 'a long passphrase, again'));
+    const count = await directors();
+    const long = await endless(email(), 'x'.repeat(4096));
+    fails({ code: long.code ?? -1, stdout: long.stdout, stderr: long.stderr }, /password must be 12-256 characters/);
+    assert.equal(await directors(), count);
   });
 
   it('refuses a taken email (in any case), an unknown school, a bad email or password: one line, nothing added', async () => {

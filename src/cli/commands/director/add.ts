@@ -1,15 +1,25 @@
-import { addDirector, generatePassword } from '../../../management/directors.js';
+import { addDirector, generatePassword, PASSWORD_MAX_LENGTH } from '../../../management/directors.js';
 import { CliError, withStore, type CommandContext } from '../../context.js';
+
+/** More than the longest password allowed can take in UTF-8 with its line end. */
+const STDIN_MAX_BYTES = PASSWORD_MAX_LENGTH * 4 + 2;
 
 /**
  * The new director's password: the first line of stdin when something is piped in, or
  * a generated one when stdin is a terminal or empty (`< /dev/null`). An empty first
  * line is refused rather than replaced: it is most likely an unset variable.
+ * Reading stops at the first line end (or once the line is too long to be a password),
+ * so a writer that never ends (`yes |`, a pipe left open) does not hold the command.
  */
 export async function passwordFromStdin(stdin: NodeJS.ReadStream): Promise<{ password: string; generated: boolean }> {
   if (stdin.isTTY) return { password: generatePassword(), generated: true };
   const chunks: Buffer[] = [];
-  for await (const chunk of stdin) chunks.push(chunk as Buffer);
+  let size = 0;
+  for await (const chunk of stdin) {
+    chunks.push(chunk as Buffer);
+    size += (chunk as Buffer).length;
+    if ((chunk as Buffer).includes(0x0a) || size > STDIN_MAX_BYTES) break;
+  }
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.length === 0) return { password: generatePassword(), generated: true };
   const line = text.split(/\r?\n/, 1)[0] ?? '';
