@@ -115,3 +115,25 @@ describe('school-data demo', () => {
     assert.ok(await signsIn(email, generated));
   });
 });
+
+describe('school-data demo with a certificate it cannot read', () => {
+  let store: TestStore;
+  before(async () => {
+    store = await createTestStore();
+  });
+  after(async () => {
+    await store.close();
+  });
+
+  it('stops in one line before writing anything, rather than after making keys and passwords it never shows', async () => {
+    const missing = `${store.dataDir}/no-such-cert.pem`;
+    const env = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, DATABASE_URL: store.url ?? '', SCHOOL_DATA_TLS_CERT: missing, SCHOOL_DATA_TLS_KEY: missing };
+    const r = await runCli(['demo', '--json'], env);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /^school-data: .*no-such-cert\.pem.*\n$/);
+    assert.deepEqual(await store.db.selectFrom('schools').select('id').execute(), []);
+    assert.deepEqual(await store.db.selectFrom('api_keys').select('id').execute(), []);
+    assert.deepEqual(await store.db.selectFrom('directors').select('id').execute(), []);
+  });
+});

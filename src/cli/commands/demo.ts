@@ -88,6 +88,9 @@ export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean
       const any = await store.db.selectFrom('schools').select('id').limit(1).executeTakeFirst();
       if (any) return { skipped: await skippedHint(store.db) };
     }
+    // The certificate the curl line trusts, before anything is written: a configured file
+    // that cannot be read would otherwise stop the run after keys and passwords were made.
+    const tls = await loadTls(config);
     const places = await demoPlaces(store.db);
     const loaded: DemoSchoolResult[] = [];
     for (const spec of DEMO_SCHOOLS) {
@@ -108,34 +111,34 @@ export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean
       const director = await demoDirector(store.db, spec.id);
       loaded.push({ id: spec.id, name: spec.name, plan: existing?.plan ?? spec.plan, timezone: spec.timezone, students: spec.students, key: key?.key ?? null, key_id: key?.id ?? null, director });
     }
-    return loaded;
+    return { loaded, tls };
   });
 
-  if (!Array.isArray(results)) {
+  if ('skipped' in results) {
     out.result({ skipped: true, reason: 'the database already has schools' }, `Demo skipped: the database already has schools.\n${results.skipped}`);
     return 0;
   }
 
   // The curl line must work as printed: it trusts the certificate the server will use.
-  const tls = await loadTls(config);
+  const { loaded: schools, tls } = results;
   const cert = path.relative(process.cwd(), tls.certPath) || tls.certPath;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const base = `https://${host}:${config.port}/api/public/v1/`;
-  const demoKey = results.find((r) => r.key)?.key ?? '';
+  const demoKey = schools.find((r) => r.key)?.key ?? '';
   const curl = `curl --cacert ${cert} -H "Authorization: Bearer ${demoKey}" "${base}students?limit=2"`;
   const cabinet = `https://${host}:${config.cabinetPort}/`;
-  out.result({ base_url: base, cabinet_url: cabinet, cert: tls.certPath, schools: results, curl }, () =>
+  out.result({ base_url: base, cabinet_url: cabinet, cert: tls.certPath, schools, curl }, () =>
     [
       'Demo data loaded:',
       table(
         ['SCHOOL', 'PLAN', 'TIME ZONE', 'STUDENTS', 'KEY (shown once)'],
-        results.map((r) => [r.id, r.plan, r.timezone, r.students, r.key ?? '(no API access on this plan)']),
+        schools.map((r) => [r.id, r.plan, r.timezone, r.students, r.key ?? '(no API access on this plan)']),
       ),
       '',
       `Director's cabinet: ${cabinet} (sign in as a school's director to see its keys and make more)`,
       table(
         ['SCHOOL', 'EMAIL', 'PASSWORD (shown once)'],
-        results.map((r) => [r.id, r.director.email, r.director.password]),
+        schools.map((r) => [r.id, r.director.email, r.director.password]),
       ),
       '',
       `Base URL: ${base}`,
