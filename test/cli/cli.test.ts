@@ -145,6 +145,9 @@ describe('school-data CLI', () => {
   it('refuses bad school input with one line and writes nothing', async () => {
     fails(await cli('school', 'create', '--name', 'X', '--plan', 'Gold'), /plan/);
     fails(await cli('school', 'create', '--name', 'X', '--plan', 'VIP', '--timezone', 'Mars/Base'), /time zone/);
+    for (const offset of ['+03:00', '-0500', '+03']) {
+      fails(await cli('school', 'create', '--name', 'X', '--plan', 'VIP', '--timezone', offset), /unknown time zone .*use an IANA name/);
+    }
     // A time zone is kept as its IANA name, whatever the case it was typed in.
     const typed = await json('school', 'create', '--name', 'Typed zone', '--plan', 'VIP', '--timezone', 'europe/MOSCOW');
     assert.equal(typed.timezone, 'Europe/Moscow');
