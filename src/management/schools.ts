@@ -29,7 +29,9 @@ function checkPlan(plan: string): plan is Plan {
 
 export async function createSchool(db: Kysely<Database>, input: NewSchool): Promise<Outcome<School>> {
   const name = input.name.trim();
-  if (name.length < 1 || name.length > 200) return fail('school name must be 1-200 characters');
+  // Characters, as a reader counts them: an emoji is one, not two UTF-16 units.
+  const length = [...name].length;
+  if (length < 1 || length > 200) return fail('school name must be 1-200 characters');
   if (!isOneLine(name)) return fail('school name must not contain control characters');
   if (!checkPlan(input.plan)) return fail(`plan must be one of ${PLANS.join(', ')}`);
   const typed = input.timezone ?? 'Europe/Moscow';

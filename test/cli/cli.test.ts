@@ -157,9 +157,14 @@ describe('school-data CLI', () => {
     for (const name of ['Two\nlines', 'Next\u0085line', 'Line\u2028separator', 'Right\u202eto left']) {
       fails(await cli('school', 'create', '--name', name, '--plan', 'VIP'), /school name must not contain control characters/);
     }
+    // 1-200 characters, an emoji being one.
+    const emoji = await json('school', 'create', '--name', '🚗'.repeat(200), '--plan', 'Free');
+    assert.equal(emoji.name, '🚗'.repeat(200));
+    fails(await cli('school', 'create', '--name', 'X'.repeat(201), '--plan', 'VIP'), /school name must be 1-200 characters/);
+    fails(await cli('school', 'create', '--name', '🚗'.repeat(201), '--plan', 'VIP'), /school name must be 1-200 characters/);
     fails(await cli('school', 'set-plan', '--school', 'nope', '--plan', 'VIP'), /no school/);
     const listed = (await json('school', 'list')) as unknown as { name: string }[];
-    assert.equal(listed.filter((s) => s.name === 'X' || s.name === 'Again').length, 0);
+    assert.equal(listed.filter((s) => s.name === 'X' || s.name === 'Again' || s.name.startsWith('X'.repeat(201)) || s.name === '🚗'.repeat(201)).length, 0);
   });
 
   it('creates a key shown once, lists it with its usage, and revokes it', async () => {
