@@ -2,7 +2,7 @@
  * What every command needs: the configuration, an output that is either human text
  * or one JSON value, and a store opened (and migrated) only when the command uses it.
  */
-import { loadConfig, type Config, type ConfigOverrides } from '../config/index.js';
+import { loadConfig, settings, type Config, type ConfigOverrides } from '../config/index.js';
 import { openStore, type Store } from '../db/index.js';
 
 /**
@@ -47,7 +47,15 @@ export interface CommandContext {
   out: Output;
 }
 
+/**
+ * `overrides` are command-line flags: one given empty (a script's unset variable) is refused,
+ * never read as "not given", which would quietly fall back to the variable or the default.
+ */
 export function contextFor(options: { json?: boolean }, overrides: ConfigOverrides = {}): CommandContext {
+  for (const [key, value] of Object.entries(overrides)) {
+    const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+    if (typeof value === 'string' && value.trim() === '') throw new CliError(`${flag} is empty: leave the option out to use ${settings[key as keyof typeof settings].env} or its default`);
+  }
   return { config: loadConfig(process.env, overrides), out: createOutput(Boolean(options.json)) };
 }
 

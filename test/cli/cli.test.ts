@@ -257,6 +257,12 @@ describe('school-data CLI', () => {
     fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: 'mysql://x' }), /DATABASE_URL/);
     // A data directory that cannot be made is named at once (Node's own recursive mkdir spins there).
     fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: '', SCHOOL_DATA_DIR: '/proc/school-data-nope' }), /SCHOOL_DATA_DIR: cannot create the directory \/proc\/school-data-nope/);
+    // A serve flag given empty (a script's unset variable) is refused, not replaced by the variable or the default.
+    // (The certificate that cannot be read stops a serve that would start anyway, before it writes.)
+    const noCert = { ...env, SCHOOL_DATA_TLS_CERT: '/nonexistent/cert.pem', SCHOOL_DATA_TLS_KEY: '/nonexistent/key.pem' };
+    for (const [flag, variable] of [['--data-dir', 'SCHOOL_DATA_DIR'], ['--port', 'PORT'], ['--host', 'HOST'], ['--cabinet-port', 'SCHOOL_DATA_CABINET_PORT']]) {
+      fails(await runCli(['serve', flag!, ''], noCert), new RegExp(`^school-data: ${flag} is empty: leave the option out to use ${variable} or its default\n$`));
+    }
     fails(await cli('frobnicate'), /unknown command/);
     fails(await cli('key', 'create', '--school', 'x'), /--name/);
   });
