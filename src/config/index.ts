@@ -103,6 +103,8 @@ export function ensureDirectory(dir: string, setting: string): void {
     if (code === 'EEXIST') return ensureDirectory(dir, setting);
     throw new ConfigError(`${setting}: cannot create the directory ${dir} (${code ?? (err as Error).message})`);
   }
+  // A file in its place would otherwise surface later as "unable to open database file".
+  if (!fs.statSync(dir).isDirectory()) throw new ConfigError(`${setting}: ${dir} is not a directory`);
 }
 
 /** Turns the raw text of a variable into the shape its schema expects. */

@@ -263,6 +263,9 @@ describe('school-data CLI', () => {
     for (const [flag, variable] of [['--data-dir', 'SCHOOL_DATA_DIR'], ['--port', 'PORT'], ['--host', 'HOST'], ['--cabinet-port', 'SCHOOL_DATA_CABINET_PORT']]) {
       fails(await runCli(['serve', flag!, ''], noCert), new RegExp(`^school-data: ${flag} is empty: leave the option out to use ${variable} or its default\n$`));
     }
+    const file = path.join(store.dataDir, 'a-file');
+    fs.writeFileSync(file, '');
+    fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: '', SCHOOL_DATA_DIR: file }), /^school-data: SCHOOL_DATA_DIR: .*a-file is not a directory\n$/);
     fails(await cli('frobnicate'), /unknown command/);
     fails(await cli('key', 'create', '--school', 'x'), /--name/);
   });
