@@ -132,9 +132,11 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
 
 /**
  * A time zone's IANA name as the runtime's time zone data spells it (`europe/moscow` is
- * Europe/Moscow, a link such as `US/Eastern` its zone), or null when it names none.
+ * Europe/Moscow, a link such as `US/Eastern` its zone), or null when it names none. Intl
+ * also takes UTC offsets (`+03:00`, `-0500`): they are no IANA name and no place's rules.
  */
 export function canonicalTimeZone(name: string): string | null {
+  if (/^[+-]/.test(name)) return null;
   try {
     return formatter(name).resolvedOptions().timeZone;
   } catch {

@@ -35,8 +35,7 @@ export async function createSchool(db: Kysely<Database>, input: NewSchool): Prom
   if (!isOneLine(name)) return fail('school name must not contain control characters');
   if (!checkPlan(input.plan)) return fail(`plan must be one of ${PLANS.join(', ')}`);
   const typed = input.timezone ?? 'Europe/Moscow';
-  // Intl also takes UTC offsets (+03:00, -0500): not IANA names, and no place's rules.
-  const timezone = /^[+-]/.test(typed) ? null : canonicalTimeZone(typed);
+  const timezone = canonicalTimeZone(typed);
   if (timezone === null) return fail(`unknown time zone "${typed}" (use an IANA name such as Europe/Moscow)`);
   const currency = input.currency ?? 'RUB';
   if (!CURRENCY.test(currency)) return fail('currency must be an ISO 4217 code such as RUB');
