@@ -2,6 +2,7 @@
  * What every command needs: the configuration, an output that is either human text
  * or one JSON value, and a store opened (and migrated) only when the command uses it.
  */
+import os from 'node:os';
 import { loadConfig, settings, type Config, type ConfigOverrides } from '../config/index.js';
 import { openStore, type Store } from '../db/index.js';
 
@@ -82,6 +83,36 @@ export async function withStore<T>(config: Config, fn: (store: Store) => Promise
 }
 
 /** Formats rows as an aligned text table. */
+/**
+ * Holds SIGINT and SIGTERM until `release`, for a command that must not stop halfway; the
+ * first says on stderr what it waits for, a second stops the process at once. `release`
+ * gives the exit code of a signal held (130 for SIGINT, 143 for SIGTERM), or null.
+ */
+export function holdSignals(waiting: string): { release: () => number | null } {
+  let received: NodeJS.Signals | null = null;
+  const hold = (signal: NodeJS.Signals) => {
+    if (received === null) {
+      received = signal;
+      process.stderr.write(`${signal}: ${waiting} (again to stop now)\n`);
+      return;
+    }
+    stop();
+    process.kill(process.pid, signal);
+  };
+  const stop = () => {
+    process.off('SIGINT', hold);
+    process.off('SIGTERM', hold);
+  };
+  process.on('SIGINT', hold);
+  process.on('SIGTERM', hold);
+  return {
+    release() {
+      stop();
+      return received === null ? null : 128 + os.constants.signals[received];
+    },
+  };
+}
+
 export function table(headers: string[], rows: (string | number | null)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : String(c))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));

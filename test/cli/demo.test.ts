@@ -5,11 +5,12 @@
  * how to get a key and a sign-in with commands that run as printed.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startTestCabinet, type TestCabinet } from '../helpers/cabinet.js';
 import { createKey } from '../../src/management/keys.js';
-import { runCli } from '../helpers/processes.js';
+import { BIN, runCli } from '../helpers/processes.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 interface DemoSchool {
@@ -135,5 +136,43 @@ describe('school-data demo with a certificate it cannot read', () => {
     assert.deepEqual(await store.db.selectFrom('schools').select('id').execute(), []);
     assert.deepEqual(await store.db.selectFrom('api_keys').select('id').execute(), []);
     assert.deepEqual(await store.db.selectFrom('directors').select('id').execute(), []);
+  });
+});
+
+describe('school-data demo stopped with Ctrl-C', () => {
+  let store: TestStore;
+  before(async () => {
+    store = await createTestStore();
+  });
+  after(async () => {
+    await store.close();
+  });
+
+  it('acts on it once the keys and passwords it made are shown, never between', async () => {
+    const env = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, DATABASE_URL: store.url ?? '', SCHOOL_DATA_LOG_LEVEL: 'warn' };
+    const child = spawn(process.execPath, [BIN, 'demo', '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    // The first school is made once the demo is under way, before its data and keys.
+    const deadline = Date.now() + 30_000;
+    while (!(await store.db.selectFrom('schools').select('id').where('id', '=', 'demo-vip').executeTakeFirst())) {
+      assert.ok(Date.now() < deadline, `the demo never started: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    child.kill('SIGINT');
+    assert.equal(await exited, 130, stderr);
+    assert.match(stderr, /^SIGINT: the demo stops once its keys and passwords are shown \(again to stop now\)\n$/);
+    const shown = (JSON.parse(stdout) as { schools: DemoSchool[] }).schools;
+    const keys = await store.db.selectFrom('api_keys').select(['school_id', 'hint']).where('revoked_at', 'is', null).orderBy('school_id').execute();
+    const hint = (key: string) => `${key.slice(0, 15)}...${key.slice(-4)}`;
+    assert.deepEqual(
+      keys,
+      shown.filter((s) => s.key !== null).map((s) => ({ school_id: s.id, hint: hint(s.key!) })).sort((a, b) => a.school_id.localeCompare(b.school_id)),
+      'every key made was shown',
+    );
+    assert.equal(shown.length, 3);
   });
 });

@@ -14,7 +14,7 @@ import { addDirector, generatePassword, listDirectors, setDirectorPassword } fro
 import { createKey, keyRoom } from '../../management/keys.js';
 import { createSchool, findSchool } from '../../management/schools.js';
 import { loadTls } from '../../tls.js';
-import { CliError, RUN, table, withStore, type CommandContext } from '../context.js';
+import { CliError, holdSignals, RUN, table, withStore, type CommandContext } from '../context.js';
 
 export const DEMO_SCHOOLS = [
   { id: 'demo-vip', name: 'Автошкола «Магистраль»', plan: 'VIP', timezone: 'Europe/Moscow', students: 320, seed: 1 },
@@ -80,7 +80,22 @@ async function skippedHint(db: Kysely<Database>): Promise<string> {
   return `Create a key with: ${RUN} key create --school ${id} --name try\nSign in to the cabinet with a new password: ${director}`;
 }
 
+/**
+ * A Ctrl-C (or SIGTERM) while the demo runs stops it once its keys and passwords are written
+ * and shown, never between: one made and never shown would hold one of the 10 places, or lock
+ * the director out. A second one stops it at once (each school's data is one transaction).
+ */
 export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean }): Promise<number> {
+  const held = holdSignals('the demo stops once its keys and passwords are shown');
+  try {
+    const code = await loadDemo(ctx, opts);
+    return held.release() ?? code;
+  } finally {
+    held.release();
+  }
+}
+
+async function loadDemo(ctx: CommandContext, opts: { ifEmpty?: boolean }): Promise<number> {
   const { config, out } = ctx;
   const now = new Date();
   const results = await withStore(config, async (store) => {
