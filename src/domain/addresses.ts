@@ -5,23 +5,34 @@
  * matched as the IPv4 address it is.
  */
 import net from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 /** Entries per list, at most: a list is for a few servers and networks, not a firewall. */
 export const MAX_ALLOW_ENTRIES = 50;
 
 export type AllowParse = { ok: true; entries: string[] } | { ok: false; reason: string };
 
-function entryOf(raw: string): string | null {
+/** One entry in its stored form (lower case, the prefix without leading zeros), or why it is refused. */
+function entryOf(raw: string): { entry: string } | { reason: string } {
+  const shown = raw.slice(0, 60);
+  const bad = { reason: `allow entries must be IPv4/IPv6 addresses or CIDR ranges (got "${shown}")` };
   const text = raw.trim().toLowerCase();
   const slash = text.indexOf('/');
   const address = slash === -1 ? text : text.slice(0, slash);
   const family = net.isIP(address);
-  if (family === 0) return null;
-  if (slash === -1) return address;
+  if (family === 0) return bad;
+  if (slash === -1) return { entry: address };
   const prefix = text.slice(slash + 1);
   const max = family === 4 ? 32 : 128;
-  if (!/^[0-9]{1,3}$/.test(prefix) || Number(prefix) > max) return null;
-  return `${address}/${Number(prefix)}`;
+  if (!/^[0-9]{1,3}$/.test(prefix) || Number(prefix) > max) return bad;
+  const entry = `${address}/${Number(prefix)}`;
+  // A range names its first address: 10.0.0.1/8 is a slip for 10.0.0.1 or for 10.0.0.0/8, and
+  // the wider reading would let 16 million addresses in.
+  const first = (family === 4 ? ipaddr.IPv4 : ipaddr.IPv6).networkAddressFromCIDR(entry).toString();
+  if (first !== ipaddr.parse(address).toString()) {
+    return { reason: `allow entry "${shown}" has address bits past its /${Number(prefix)}: write ${first}/${Number(prefix)} for the range, or ${address} alone for the one address` };
+  }
+  return { entry };
 }
 
 /**
@@ -35,8 +46,8 @@ export function parseAllowlist(text: string): AllowParse {
   const entries: string[] = [];
   for (const entry of raw) {
     const parsed = entryOf(entry);
-    if (parsed === null) return { ok: false, reason: `allow entries must be IPv4/IPv6 addresses or CIDR ranges (got "${entry.slice(0, 60)}")` };
-    if (!entries.includes(parsed)) entries.push(parsed);
+    if ('reason' in parsed) return { ok: false, reason: parsed.reason };
+    if (!entries.includes(parsed.entry)) entries.push(parsed.entry);
   }
   return { ok: true, entries };
 }

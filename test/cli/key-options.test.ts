@@ -62,6 +62,9 @@ describe('school-data key options (CLI)', () => {
     fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--expires', '2099-02-30T00:00:00Z'), /RFC 3339/);
     fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--allow', '10.0.0.0/33'), /allow/);
     fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--allow', 'example.com'), /allow/);
+    // Address bits past the prefix: a slip for one address or for the range, never read as the range.
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--allow', '203.0.113.7, 10.0.0.1/8'), /"10\.0\.0\.1\/8" has address bits past its \/8: write 10\.0\.0\.0\/8 for the range, or 10\.0\.0\.1 alone/);
+    fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--allow', '2001:db8::1/32'), /write 2001:db8::\/32 for the range/);
     fails(await cli('key', 'roll', '--key', 'key_nope', '--overlap', '1h'), /no key/);
     fails(await cli('key', 'roll', '--key', 'key_nope', '--overlap', '2h'), /overlap/);
     fails(await cli('key', 'roll', '--key', 'key_nope'), /overlap/);

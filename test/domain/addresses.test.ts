@@ -1,0 +1,31 @@
+/**
+ * Address allowlists as typed (src/domain/addresses.ts): addresses and CIDR ranges of both
+ * families in their stored form, and a range whose address has bits past its prefix refused
+ * with both readings, on every input (keys and SCHOOL_DATA_TRUSTED_PROXIES alike).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { loadConfig } from '../../src/config/index.js';
+import { parseAllowlist } from '../../src/domain/addresses.js';
+
+describe('address allowlists as typed', () => {
+  it('keeps addresses and ranges whose address is the range\'s first, in their stored form', () => {
+    assert.deepEqual(parseAllowlist('203.0.113.7, 10.0.0.0/8, 2001:DB8::/32, 1.2.3.4/32, 0.0.0.0/0, ::/0, 10.1.0.0/016'), {
+      ok: true,
+      entries: ['203.0.113.7', '10.0.0.0/8', '2001:db8::/32', '1.2.3.4/32', '0.0.0.0/0', '::/0', '10.1.0.0/16'],
+    });
+  });
+
+  it('refuses a range with address bits past its prefix, naming both readings', () => {
+    for (const [typed, range] of [['10.0.0.1/8', '10.0.0.0/8'], ['192.168.1.77/24', '192.168.1.0/24'], ['2001:db8::1/32', '2001:db8::/32'], ['1.2.3.4/0', '0.0.0.0/0']] as const) {
+      const parsed = parseAllowlist(`127.0.0.1, ${typed}`);
+      assert.ok(!parsed.ok, typed);
+      const address = typed.slice(0, typed.indexOf('/'));
+      assert.equal(parsed.reason, `allow entry "${typed}" has address bits past its /${typed.slice(typed.indexOf('/') + 1)}: write ${range} for the range, or ${address} alone for the one address`);
+    }
+  });
+
+  it('holds SCHOOL_DATA_TRUSTED_PROXIES to the same rule', () => {
+    assert.throws(() => loadConfig({ SCHOOL_DATA_TRUSTED_PROXIES: '10.0.0.1/8' }), /^ConfigError: SCHOOL_DATA_TRUSTED_PROXIES entry "10\.0\.0\.1\/8" has address bits past its \/8: write 10\.0\.0\.0\/8/);
+  });
+});
