@@ -10,10 +10,17 @@ import ipaddr from 'ipaddr.js';
 /** Entries per list, at most: a list is for a few servers and networks, not a firewall. */
 export const MAX_ALLOW_ENTRIES = 50;
 
-export type AllowParse = { ok: true; entries: string[] } | { ok: false; reason: string };
+/** A range written with address bits past its prefix: the entry, and its two likely meanings. */
+export interface PastPrefix {
+  entry: string;
+  range: string;
+  address: string;
+}
+
+export type AllowParse = { ok: true; entries: string[] } | { ok: false; reason: string; pastPrefix?: PastPrefix };
 
 /** One entry in its stored form (lower case, the prefix without leading zeros), or why it is refused. */
-function entryOf(raw: string): { entry: string } | { reason: string } {
+function entryOf(raw: string): { entry: string } | { reason: string; pastPrefix?: PastPrefix } {
   const shown = raw.slice(0, 60);
   const bad = { reason: `allow entries must be IPv4/IPv6 addresses or CIDR ranges (got "${shown}")` };
   const text = raw.trim().toLowerCase();
@@ -30,7 +37,8 @@ function entryOf(raw: string): { entry: string } | { reason: string } {
   // the wider reading would let 16 million addresses in.
   const first = (family === 4 ? ipaddr.IPv4 : ipaddr.IPv6).networkAddressFromCIDR(entry).toString();
   if (first !== ipaddr.parse(address).toString()) {
-    return { reason: `allow entry "${shown}" has address bits past its /${Number(prefix)}: write ${first}/${Number(prefix)} for the range, or ${address} alone for the one address` };
+    const pastPrefix = { entry: shown, range: `${first}/${Number(prefix)}`, address };
+    return { reason: `allow entry "${shown}" has address bits past its /${Number(prefix)}: write ${pastPrefix.range} for the range, or ${address} alone for the one address`, pastPrefix };
   }
   return { entry };
 }
@@ -46,7 +54,7 @@ export function parseAllowlist(text: string): AllowParse {
   const entries: string[] = [];
   for (const entry of raw) {
     const parsed = entryOf(entry);
-    if ('reason' in parsed) return { ok: false, reason: parsed.reason };
+    if ('reason' in parsed) return { ok: false, ...parsed };
     if (!entries.includes(parsed.entry)) entries.push(parsed.entry);
   }
   return { ok: true, entries };

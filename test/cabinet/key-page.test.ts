@@ -94,6 +94,9 @@ describe('a key\'s page and options in the cabinet', () => {
     const refused = await b.submit(path, `${path}/allow`, { allow: 'not an address' });
     assert.equal(refused.status, 400);
     assert.match(refused.text, /id="allow-error"/);
+    const pastPrefix = await b.submit(path, `${path}/allow`, { allow: '127.0.0.1, 10.0.0.1/8' });
+    assert.equal(pastPrefix.status, 400);
+    assert.match(unescapeHtml(pastPrefix.text), /“10\.0\.0\.1\/8” has address bits past its prefix: write 10\.0\.0\.0\/8 for the whole range, or 10\.0\.0\.1 for the one address\./);
     const saved = await b.submit(path, `${path}/allow`, { allow: '203.0.113.0/24' });
     assert.equal(saved.status, 303);
     assert.equal((await api.request(STUDENTS, { key: made.value.key })).status, 403);

@@ -3,6 +3,7 @@
  * the catalogue's type (Messages): the Russian one (ru.ts) must have every entry, with the
  * same arguments, or the build fails. Markup is made with `html`, so arguments stay text.
  */
+import type { PastPrefix } from '../../domain/addresses.js';
 import type { KeyScope } from '../../domain/scopes.js';
 import type { KeyEvent, Overlap } from '../../management/keys.js';
 import { html, type SafeHtml } from '../html.js';
@@ -185,6 +186,7 @@ export const en = {
     allowEmpty: 'Name at least one address or CIDR range, or leave the field empty for any address.',
     allowTooMany: (max: number) => `At most ${max} addresses and ranges can be listed.`,
     allowBad: (entry: string) => `“${entry}” is not an IPv4/IPv6 address or a CIDR range.`,
+    allowPastPrefix: (p: PastPrefix) => `“${p.entry}” has address bits past its prefix: write ${p.range} for the whole range, or ${p.address} for the one address.`,
   },
   errors: {
     back: 'Back to the cabinet',

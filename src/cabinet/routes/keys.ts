@@ -61,6 +61,7 @@ function typedAllowlist(t: FormText, text: string): { ok: true; allow: string[] 
   if (text === '') return { ok: true, allow: null };
   const parsed = parseAllowlist(text);
   if (parsed.ok) return { ok: true, allow: parsed.entries };
+  if (parsed.pastPrefix) return { ok: false, error: t.allowPastPrefix(parsed.pastPrefix) };
   const entries = text.split(',').map((e) => e.trim()).filter((e) => e !== '');
   if (entries.length === 0) return { ok: false, error: t.allowEmpty };
   if (entries.length > MAX_ALLOW_ENTRIES) return { ok: false, error: t.allowTooMany(MAX_ALLOW_ENTRIES) };
