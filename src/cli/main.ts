@@ -158,20 +158,26 @@ function describe(err: unknown): string {
   return 'unexpected error';
 }
 
+/** `help key create` is `key create --help`: commander's own help command looks one level down only. */
+function helpAsOption(args: string[]): string[] {
+  return args[0] === 'help' && args.length > 1 ? [...args.slice(1), '--help'] : args;
+}
+
 /** Runs the command line; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
   let code = 0;
   const program = buildProgram((c) => {
     code = c;
   });
+  const args = helpAsOption(argv.slice(2));
   try {
-    await program.parseAsync(argv);
+    await program.parseAsync([...argv.slice(0, 2), ...args]);
     return code;
   } catch (err) {
     if (err instanceof CommanderError) {
       // --help and --version end here too, with exit code 0.
       if (err.exitCode === 0) return 0;
-      process.stderr.write(`school-data: ${usageError(program, argv.slice(2), err)}\n`);
+      process.stderr.write(`school-data: ${usageError(program, args, err)}\n`);
       return 2;
     }
     process.stderr.write(`school-data: ${describe(err).split('\n')[0]}\n`);

@@ -287,6 +287,13 @@ describe('school-data CLI', () => {
     const help = await cli('--help');
     assert.equal(help.code, 0);
     assert.match(help.stdout, /-V, --version/);
+    // `help` names a command at any depth, as its --help does.
+    for (const args of [['key', 'create'], ['director', 'set-password'], ['key']]) {
+      const viaHelp = await cli('help', ...args);
+      assert.equal(viaHelp.code, 0, viaHelp.stderr);
+      assert.equal(viaHelp.stdout, (await cli(...args, '--help')).stdout);
+      assert.match(viaHelp.stdout, new RegExp(`^Usage: school-data ${args.join(' ')} `));
+    }
   });
 
   it('says in one line that it is not built yet, rather than a module-not-found stack', async () => {
