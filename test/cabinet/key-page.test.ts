@@ -58,6 +58,8 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.equal(row.scopes, 'students,lessons');
     assert.equal(row.allow, '127.0.0.1,::1');
     assert.equal(row.expires_at, '2099-01-31T21:00:00Z', 'the end of 31 January in Moscow');
+    // Shown as the end of the day chosen, not as the first minute of the next.
+    assert.match((await b.get('/settings/api')).text, /until 2099-01-31 24:00/);
     assert.equal((await api.request(STUDENTS, { key })).status, 200);
     assert.equal((await api.request('/api/public/v1/payments', { key })).status, 403);
     const events = await keyEvents(store.db, schoolId);

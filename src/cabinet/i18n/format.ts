@@ -28,6 +28,18 @@ export function formatTime(lang: Lang, timestamp: string, timeZone: string): str
   return Number.isNaN(ms) ? timestamp : dateTime(lang, timeZone).format(ms);
 }
 
+/**
+ * The moment something ends, as formatTime writes it, except that a local midnight is the
+ * end of the day before (2026-12-01 24:00): a key chosen to work through 1 December does not
+ * read as ending on the 2nd.
+ */
+export function formatEnd(lang: Lang, timestamp: string, timeZone: string): string {
+  const ms = Date.parse(timestamp);
+  const text = formatTime(lang, timestamp, timeZone);
+  if (Number.isNaN(ms) || ms % 60_000 !== 0 || !text.endsWith(' 00:00')) return text;
+  return `${dateTime(lang, timeZone).format(ms - 60_000).slice(0, -' 23:59'.length)} 24:00`;
+}
+
 /** A calendar day (`YYYY-MM-DD`) as the language writes it: as it is, or 12.03.2026. */
 export function formatDay(lang: Lang, day: string): string {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(day);

@@ -7,7 +7,7 @@
 import negotiate from '@fastify/accept-negotiator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { en, type Messages } from './en.js';
-import { formatCount, formatDay, formatTime, LANGS, type Lang } from './format.js';
+import { formatCount, formatDay, formatEnd, formatTime, LANGS, type Lang } from './format.js';
 import { ru } from './ru.js';
 
 export { LANGS, type Lang } from './format.js';
@@ -26,6 +26,8 @@ export interface Locale {
   t: Messages;
   /** A stored UTC timestamp in the school's time zone; `fallback` (default "never") when there is none. */
   when(timestamp: string | null, timeZone: string, fallback?: string): string;
+  /** As `when`, for the moment a key ends: a local midnight is 24:00 of the day before. */
+  ends(timestamp: string | null, timeZone: string, fallback?: string): string;
   count(n: number): string;
   day(day: string): string;
 }
@@ -35,6 +37,7 @@ function localeOf(lang: Lang, t: Messages): Locale {
     lang,
     t,
     when: (timestamp, timeZone, fallback = t.key.never) => (timestamp === null ? fallback : formatTime(lang, timestamp, timeZone)),
+    ends: (timestamp, timeZone, fallback = t.key.never) => (timestamp === null ? fallback : formatEnd(lang, timestamp, timeZone)),
     count: (n) => formatCount(lang, n),
     day: (day) => formatDay(lang, day),
   };

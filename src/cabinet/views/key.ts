@@ -95,7 +95,7 @@ export function keyPage(view: SignedView, model: KeyPageModel): SafeHtml {
     html`<div class="crumbs"><a href="/settings/api">${locale.t.keys.crumbs}</a> › ${t.crumb}</div>
     <h1>${t.heading(key.name)} ${statusBadge(locale, key)}</h1>
     ${notice(model.notice)}
-    ${warning ? html`<div class="notice warning" id="key-warning"><p><strong>${t.warningOwn(warning.kind, locale.when(warning.at, tz))}</strong></p></div>` : ''}
+    ${warning ? html`<div class="notice warning" id="key-warning"><p><strong>${t.warningOwn(warning.kind, locale.ends(warning.at, tz))}</strong></p></div>` : ''}
     <section class="card" id="key-options">
       <dl class="facts">
         <dt>${f.key}</dt><dd><code>${key.hint}</code></dd>
@@ -103,11 +103,11 @@ export function keyPage(view: SignedView, model: KeyPageModel): SafeHtml {
         <dt>${f.lastUsed}</dt><dd id="key-last-used">${locale.when(key.last_used_at, tz)}</dd>
         <dt>${f.requests}</dt><dd id="key-count">${locale.count(key.request_count)}</dd>
         <dt>${f.scopes}</dt><dd id="key-scopes">${scopesText(locale, key)}</dd>
-        <dt>${f.expires}</dt><dd id="key-expires">${locale.when(key.expires_at, tz, t.noExpiry)}</dd>
+        <dt>${f.expires}</dt><dd id="key-expires">${locale.ends(key.expires_at, tz, t.noExpiry)}</dd>
         <dt>${f.allow}</dt><dd id="key-allow">${key.allow === null ? t.anyAddress : key.allow.join(', ')}</dd>
-        ${key.unused_revoke_at ? html`<dt>${f.unused}</dt><dd id="key-unused">${locale.when(key.unused_revoke_at, tz)}</dd>` : ''}
-        ${key.retires_at ? html`<dt>${f.retires}</dt><dd>${locale.when(key.retires_at, tz)}</dd>` : ''}
-        ${key.revoked_at ? html`<dt>${f.ended}</dt><dd>${locale.when(key.revoked_at, tz)}</dd>` : ''}
+        ${key.unused_revoke_at ? html`<dt>${f.unused}</dt><dd id="key-unused">${locale.ends(key.unused_revoke_at, tz)}</dd>` : ''}
+        ${key.retires_at ? html`<dt>${f.retires}</dt><dd>${locale.ends(key.retires_at, tz)}</dd>` : ''}
+        ${key.revoked_at ? html`<dt>${f.ended}</dt><dd>${locale.ends(key.revoked_at, tz)}</dd>` : ''}
       </dl>
     </section>
     ${active ? html`<form method="post" action="${path}/allow" class="card" id="change-allow">

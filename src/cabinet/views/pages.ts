@@ -111,14 +111,14 @@ function keyRow(view: SignedView, key: KeyCard): SafeHtml {
   const t = locale.t.keys;
   const tz = view.viewer.school.timezone;
   const revoked = key.status !== 'active';
-  const limits = [scopesText(locale, key), key.allow === null ? '' : t.limitedAddresses, key.expires_at === null ? '' : t.until(locale.when(key.expires_at, tz))];
+  const limits = [scopesText(locale, key), key.allow === null ? '' : t.limitedAddresses, key.expires_at === null ? '' : t.until(locale.ends(key.expires_at, tz))];
   return html`<tr class="${revoked ? 'revoked' : 'active'}" data-key-id="${key.id}">
         <td><a href="${keyPath(key)}">${key.name}</a></td>
         <td class="nowrap"><code>${key.hint}</code></td>
         <td class="nowrap">${locale.when(key.created_at, tz)}</td>
         <td class="nowrap">${locale.when(key.last_used_at, tz)}</td>
         <td class="num">${locale.count(key.request_count)}</td>
-        <td class="nowrap">${statusBadge(locale, key)}<div class="muted small">${revoked ? locale.when(key.revoked_at, tz) : limits.filter((l) => l !== '').join(' · ')}</div></td>
+        <td class="nowrap">${statusBadge(locale, key)}<div class="muted small">${revoked ? locale.ends(key.revoked_at, tz) : limits.filter((l) => l !== '').join(' · ')}</div></td>
         <td class="nowrap">${revoked ? '' : html`<a class="button danger small" href="${keyPath(key)}/revoke">${t.revoke}</a>`}</td>
       </tr>`;
 }
@@ -144,7 +144,7 @@ export function keysPage(view: SignedView, model: KeysModel): SafeHtml {
     const w = keyWarning(k);
     if (w === null) return [];
     const name = html`<a href="${keyPath(k)}">${locale.t.key.quoted(k.name)}</a>`;
-    return [html`<li>${locale.t.key.warningListed(w.kind, name, locale.when(w.at, viewer.school.timezone))}</li>`];
+    return [html`<li>${locale.t.key.warningListed(w.kind, name, locale.ends(w.at, viewer.school.timezone))}</li>`];
   });
   return layout(
     { title: t.title, view, here: '/settings/api' },
