@@ -151,10 +151,16 @@ function usageError(program: Command, args: string[], err: CommanderError): stri
   return `${err.message.replace(/^error: /, '')} (see ${help})`;
 }
 
+const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+/** Control characters and line separators (an id typed with a line break) escaped, so the message stays whole on one line. */
+const printable = (text: string) =>
+  text.replace(/[\p{Cc}\u2028\u2029]/gu, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+const firstLine = (text: string) => text.split('\n')[0]!;
+
 function describe(err: unknown): string {
-  if (err instanceof CliError || err instanceof ConfigError) return err.message;
-  if (isStoreUnavailable(err)) return `the data store is unavailable: ${(err as Error).message}`;
-  if (err instanceof Error) return `unexpected error: ${err.message}`;
+  if (err instanceof CliError || err instanceof ConfigError) return printable(err.message);
+  if (isStoreUnavailable(err)) return `the data store is unavailable: ${firstLine((err as Error).message)}`;
+  if (err instanceof Error) return `unexpected error: ${firstLine(err.message)}`;
   return 'unexpected error';
 }
 
@@ -180,7 +186,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`school-data: ${usageError(program, args, err)}\n`);
       return 2;
     }
-    process.stderr.write(`school-data: ${describe(err).split('\n')[0]}\n`);
+    process.stderr.write(`school-data: ${describe(err)}\n`);
     return err instanceof CliError ? err.exitCode : 1;
   }
 }

@@ -268,6 +268,9 @@ describe('school-data CLI', () => {
     fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: '', SCHOOL_DATA_DIR: file }), /^school-data: SCHOOL_DATA_DIR: .*a-file is not a directory\n$/);
     fails(await cli('frobnicate'), /unknown command/);
     fails(await cli('key', 'create', '--school', 'x'), /--name/);
+    // An id typed with a line break or a tab is named whole, on the one line.
+    fails(await cli('key', 'revoke', '--key', 'key_a\nb'), /^school-data: no key with id "key_a\\nb"\n$/);
+    fails(await cli('school', 'set-plan', '--school', 'x\ty\u2028', '--plan', 'VIP'), /^school-data: no school with id "x\\ty\\u2028"\n$/);
   });
 
   it('prints its version, and points every usage error to the --help that lists what it takes', async () => {
