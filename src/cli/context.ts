@@ -82,7 +82,6 @@ export async function withStore<T>(config: Config, fn: (store: Store) => Promise
   }
 }
 
-/** Formats rows as an aligned text table. */
 /**
  * Holds SIGINT and SIGTERM until `release`, for a command that must not stop halfway; the
  * first says on stderr what it waits for, a second stops the process at once. `release`
@@ -113,6 +112,7 @@ export function holdSignals(waiting: string): { release: () => number | null } {
   };
 }
 
+/** Formats rows as an aligned text table. */
 export function table(headers: string[], rows: (string | number | null)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : String(c))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));

@@ -40,6 +40,14 @@ describe('a key\'s page and options in the cabinet', () => {
     return { b, schoolId: d.schoolId, email: d.email.toLowerCase() };
   }
 
+  /** Sends the create form with `fields` and exactly the scope checkboxes named, in order (repeats kept). */
+  function createWithScopes(b: CabinetBrowser, fields: Record<string, string>, scopes: string[]) {
+    const body = new URLSearchParams(fields);
+    for (const name of Object.keys(fields)) if (name.startsWith('scope_')) body.delete(name);
+    for (const scope of scopes) body.append(`scope_${scope}`, '1');
+    return b.post('/settings/api/keys', {}, { body: body.toString() });
+  }
+
   it('creates a key with scopes, an expiry day and an allowlist, and refuses bad options keeping what was typed', async () => {
     const { b, schoolId, email } = await signedIn();
     const form = formFields((await b.get('/settings/api')).text, '/settings/api/keys');
@@ -47,11 +55,7 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.equal(bad.status, 400);
     assert.match(bad.text, /id="options-error"/);
     assert.match(bad.text, /value="10.0.0.0\/40"/);
-    const body = new URLSearchParams({ ...form, name: 'Site', expires: '2099-01-31', allow: '127.0.0.1, ::1' });
-    for (const name of Object.keys(form)) if (name.startsWith('scope_')) body.delete(name);
-    body.append('scope_students', '1');
-    body.append('scope_lessons', '1');
-    const created = await b.post('/settings/api/keys', {}, { body: body.toString() });
+    const created = await createWithScopes(b, { ...form, name: 'Site', expires: '2099-01-31', allow: '127.0.0.1, ::1' }, ['students', 'lessons']);
     assert.equal(created.status, 200, created.text);
     const key = created.text.match(KEY)![0];
     const row = await store.db.selectFrom('api_keys').selectAll().where('school_id', '=', schoolId).executeTakeFirstOrThrow();
@@ -69,11 +73,7 @@ describe('a key\'s page and options in the cabinet', () => {
   it('counts a scope checkbox sent twice as ticked, never as no choice (all resources)', async () => {
     const { b, schoolId } = await signedIn();
     const form = formFields((await b.get('/settings/api')).text, '/settings/api/keys');
-    const body = new URLSearchParams({ ...form, name: 'Twice' });
-    for (const name of Object.keys(form)) if (name.startsWith('scope_')) body.delete(name);
-    body.append('scope_students', '1');
-    body.append('scope_students', '1');
-    const created = await b.post('/settings/api/keys', {}, { body: body.toString() });
+    const created = await createWithScopes(b, { ...form, name: 'Twice' }, ['students', 'students']);
     assert.equal(created.status, 200, created.text);
     const key = created.text.match(KEY)![0];
     const row = await store.db.selectFrom('api_keys').select('scopes').where('school_id', '=', schoolId).executeTakeFirstOrThrow();

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startTestCabinet, type TestCabinet } from '../helpers/cabinet.js';
 import { createKey } from '../../src/management/keys.js';
@@ -117,16 +117,16 @@ describe('school-data demo', () => {
   });
 });
 
-describe('school-data demo with a certificate it cannot read', () => {
+describe('school-data demo on a new store, stopped midway', () => {
   let store: TestStore;
-  before(async () => {
+  beforeEach(async () => {
     store = await createTestStore();
   });
-  after(async () => {
+  afterEach(async () => {
     await store.close();
   });
 
-  it('stops in one line before writing anything, rather than after making keys and passwords it never shows', async () => {
+  it('with a certificate it cannot read, stops in one line before writing anything, rather than after making keys and passwords it never shows', async () => {
     const missing = `${store.dataDir}/no-such-cert.pem`;
     const env = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, DATABASE_URL: store.url ?? '', SCHOOL_DATA_TLS_CERT: missing, SCHOOL_DATA_TLS_KEY: missing };
     const r = await runCli(['demo', '--json'], env);
@@ -137,18 +137,8 @@ describe('school-data demo with a certificate it cannot read', () => {
     assert.deepEqual(await store.db.selectFrom('api_keys').select('id').execute(), []);
     assert.deepEqual(await store.db.selectFrom('directors').select('id').execute(), []);
   });
-});
 
-describe('school-data demo stopped with Ctrl-C', () => {
-  let store: TestStore;
-  before(async () => {
-    store = await createTestStore();
-  });
-  after(async () => {
-    await store.close();
-  });
-
-  it('acts on it once the keys and passwords it made are shown, never between', async () => {
+  it('by a Ctrl-C, acts on it once the keys and passwords it made are shown, never between', async () => {
     const env = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, DATABASE_URL: store.url ?? '', SCHOOL_DATA_LOG_LEVEL: 'warn' };
     const child = spawn(process.execPath, [BIN, 'demo', '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
