@@ -6,12 +6,14 @@
  *   prepared and planned once (its parameters hidden from the planner: opaqueParameters);
  *   the reads of one turn of the event loop share one read transaction.
  * - PostgreSQL: the store's pool, each query text a named prepared statement, planned
- *   once per connection (its generic plan: src/db/index.ts).
+ *   once per connection (its generic plan: src/db/index.ts); the reads of one turn that
+ *   run the same statement go out together as one (PgReader).
  */
 import SQLite from 'better-sqlite3';
 import type { Kysely, SqliteStatement } from 'kysely';
 import type pg from 'pg';
 import type { Database } from './schema.js';
+import { isStoreUnavailable } from './unavailable.js';
 
 export interface Reader {
   /** Builds and compiles the queries; they never run through it. */
@@ -221,17 +223,139 @@ export class SqliteReader implements Reader {
   }
 }
 
+/** A read waiting for the end of the turn, with what its caller awaits. */
+interface WaitingRead {
+  parameters: readonly unknown[];
+  resolve(rows: unknown[]): void;
+  reject(error: unknown): void;
+}
+
+/** Reads of one statement text merged into one batch at most; more go out in further batches at once. */
+const MAX_BATCH = 100;
+
+/** The column a batch adds to every row: which read of the batch the row answers (1-based). */
+const BATCH_INDEX = '__school_data_read';
+
+/**
+ * PostgreSQL's type for an array of a parameter's values, by the JavaScript value; null when
+ * the statement cannot be batched with it (an array, for one: the key lookup's `any($1)`).
+ */
+function arrayType(value: unknown): string | null {
+  if (typeof value === 'string') return 'text[]';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'int8[]' : 'float8[]';
+  if (typeof value === 'boolean') return 'bool[]';
+  return null;
+}
+
+/**
+ * The statement that answers many reads of `text` at once: one row of parameters per read,
+ * each run through the statement as a lateral subquery, its rows tagged with the read's place.
+ * Parameters `$n` become the columns `p<n>`; quoted text and names are left as they are.
+ */
+export function batchedText(text: string, types: readonly string[]): string {
+  let inner = '';
+  let from = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === "'" || c === '"') {
+      const end = text.indexOf(c, i + 1);
+      i = end === -1 ? text.length : end;
+    } else if (c === '$' && /[0-9]/.test(text[i + 1] ?? '')) {
+      let j = i + 1;
+      while (j < text.length && /[0-9]/.test(text[j]!)) j++;
+      inner += `${text.slice(from, i)}"batch"."p${text.slice(i + 1, j)}"`;
+      from = j;
+      i = j - 1;
+    }
+  }
+  inner += text.slice(from);
+  const arrays = types.map((type, i) => `$${i + 1}::${type}`).join(', ');
+  const columns = types.map((_, i) => `"p${i + 1}"`).join(', ');
+  return `select "batch"."${BATCH_INDEX}", "read".* from unnest(${arrays}) with ordinality as "batch"(${columns}, "${BATCH_INDEX}") cross join lateral (${inner}) as "read"`;
+}
+
+/**
+ * On PostgreSQL the reads of one turn of the event loop that run the same statement go out
+ * as one statement (`batchedText`), as the key lookups of a turn do: a round trip, and
+ * PostgreSQL's work per statement, for all of them, where a statement per read cost
+ * PostgreSQL twice the CPU of the reads themselves (docs/performance.md, "Reads of a turn in
+ * one statement"). Each read gets its own rows back, in the statement's order. A turn with
+ * one read of a statement sends it as it is.
+ */
 export class PgReader implements Reader {
   readonly dialect = 'postgres';
   /** Query text -> statement name. Names are per process, like the pool's connections. */
   private readonly names = new Map<string, string>();
+  private waiting = new Map<string, WaitingRead[]>();
+  private scheduled = false;
 
   constructor(
     readonly db: Kysely<Database>,
     private readonly pool: pg.Pool,
   ) {}
 
-  async run<R>(sql: string, parameters: readonly unknown[]): Promise<R[]> {
+  run<R>(sql: string, parameters: readonly unknown[]): Promise<R[]> {
+    if (parameters.length === 0 || !parameters.every((p) => arrayType(p) !== null)) return this.query(sql, parameters) as Promise<R[]>;
+    return new Promise((resolve, reject) => {
+      const read = { parameters, resolve: resolve as (rows: unknown[]) => void, reject };
+      const same = this.waiting.get(sql);
+      if (same === undefined) this.waiting.set(sql, [read]);
+      else same.push(read);
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.flush);
+      }
+    });
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const all = this.waiting;
+    this.waiting = new Map();
+    for (const [sql, reads] of all) {
+      if (reads.length === 1) {
+        const [read] = reads;
+        this.query(sql, read!.parameters).then(read!.resolve, read!.reject);
+        continue;
+      }
+      // Reads whose values have other types (a number where another read has text) go in a batch of their own.
+      const byTypes = new Map<string, WaitingRead[]>();
+      for (const read of reads) {
+        const types = read.parameters.map(arrayType).join(',');
+        const group = byTypes.get(types);
+        if (group === undefined) byTypes.set(types, [read]);
+        else group.push(read);
+      }
+      for (const [types, group] of byTypes) {
+        for (let i = 0; i < group.length; i += MAX_BATCH) void this.batch(sql, types.split(','), group.slice(i, i + MAX_BATCH));
+      }
+    }
+  };
+
+  private async batch(sql: string, types: string[], reads: WaitingRead[]): Promise<void> {
+    if (reads.length === 1) {
+      this.query(sql, reads[0]!.parameters).then(reads[0]!.resolve, reads[0]!.reject);
+      return;
+    }
+    const columns = types.map((_, i) => reads.map((r) => r.parameters[i]));
+    let rows: Record<string, unknown>[];
+    try {
+      rows = await this.query(batchedText(sql, types), columns);
+    } catch (error) {
+      if (isStoreUnavailable(error)) for (const read of reads) read.reject(error);
+      // A read that fails by itself (a value PostgreSQL refuses) fails only itself: each goes again alone.
+      else for (const read of reads) this.query(sql, read.parameters).then(read.resolve, read.reject);
+      return;
+    }
+    const answers: unknown[][] = reads.map(() => []);
+    for (const row of rows) {
+      const { [BATCH_INDEX]: index, ...fields } = row;
+      answers[(index as number) - 1]!.push(fields);
+    }
+    reads.forEach((read, i) => read.resolve(answers[i]!));
+  }
+
+  private async query(sql: string, parameters: readonly unknown[]): Promise<Record<string, unknown>[]> {
     let name = this.names.get(sql);
     if (name === undefined) {
       name = `school_data_${this.names.size + 1}`;
@@ -243,7 +367,7 @@ export class PgReader implements Reader {
     // A promoted array keeps the rows put into it alive, and promotes them too, until the
     // next full collection, so the rows are moved out of it (docs/performance.md,
     // "PostgreSQL's rows kept by pg's promoted results").
-    return result.rows.splice(0) as R[];
+    return result.rows.splice(0) as Record<string, unknown>[];
   }
 
   /** The pool belongs to the store, which closes it. */

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import SQLite from 'better-sqlite3';
 import { sqlitePath } from '../../src/db/index.js';
-import { opaqueParameters } from '../../src/db/reader.js';
+import { batchedText, opaqueParameters } from '../../src/db/reader.js';
 import { createSchool } from '../../src/management/schools.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
@@ -89,5 +89,50 @@ describe('parameters SQLite plans without their values', () => {
     } finally {
       db.close();
     }
+  });
+});
+
+describe('the reads of one turn on PostgreSQL', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only' }, () => {
+  let store: TestStore;
+  before(async () => {
+    store = await createTestStore();
+  });
+  after(() => store.close());
+
+  const read = (text: string, values: readonly unknown[]) => store.reads.run<Record<string, unknown>>(text, values);
+
+  it('go out as one statement when they run the same one, each read getting its own rows in order', async () => {
+    const text = "select statement_timestamp()::text as at, g as n, $1::text as word from generate_series(1, $2::int) as g order by g desc";
+    const values = Array.from({ length: 12 }, (_, i) => [`w${i}`, i % 4] as const);
+    const answers = await Promise.all(values.map((v) => read(text, v)));
+    answers.forEach((rows, i) => {
+      const [word, n] = values[i]!;
+      assert.deepEqual(rows.map((r) => [r.n, r.word]), Array.from({ length: n }, (_, j) => [n - j, word]), `read ${i}`);
+    });
+    // One statement: PostgreSQL's statement time is the same in every row of every read.
+    assert.equal(new Set(answers.flat().map((r) => r.at)).size, 1);
+  });
+
+  it('keep reads whose values differ in type apart, and take text, integers, fractions and booleans', async () => {
+    const text = "select ($1::text) || '!' as v";
+    const values = ['a', 'b', 7, 8, 2.5, true, false];
+    const answers = await Promise.all(values.map((v) => read(text, [v])));
+    assert.deepEqual(answers.map((rows) => rows[0]?.v), ['a!', 'b!', '7!', '8!', '2.5!', 'true!', 'false!']);
+  });
+
+  it('fail only the read PostgreSQL refuses, not the others of its turn', async () => {
+    const text = 'select cast($1::text as integer) as n';
+    const answers = await Promise.allSettled([read(text, ['1']), read(text, ['not a number']), read(text, ['3'])]);
+    assert.deepEqual(answers.map((a) => a.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.deepEqual(answers.map((a) => (a.status === 'fulfilled' ? a.value[0]?.n : null)), [1, null, 3]);
+  });
+});
+
+describe('the statement that answers many reads', () => {
+  it('reads each parameter from its column, leaving quoted text and names as they are', () => {
+    assert.equal(
+      batchedText(`select '$1', "$2" from t where a = $1 and b < $2 + $10`, ['text[]', 'int8[]']),
+      `select "batch"."__school_data_read", "read".* from unnest($1::text[], $2::int8[]) with ordinality as "batch"("p1", "p2", "__school_data_read") cross join lateral (select '$1', "$2" from t where a = "batch"."p1" and b < "batch"."p2" + "batch"."p10") as "read"`,
+    );
   });
 });
