@@ -6,7 +6,6 @@
  * first, so they reach the database before it goes).
  */
 import http from 'node:http';
-import querystring from 'node:querystring';
 import Fastify, { type FastifyError, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { accessCheck } from './access/decide.js';
@@ -18,7 +17,7 @@ import type { Config } from './config/index.js';
 import type { Store } from './db/index.js';
 import { answerWriter, dataAnswer, noteArrival, SECURITY_HEADERS, type Answer } from './edge/answer.js';
 import { edgeChecks } from './edge/checks.js';
-import { errorHandler, notFoundHandler } from './edge/errors.js';
+import { errorAnswer, errorHandler, notFoundHandler } from './edge/errors.js';
 import { COMPRESS_FROM_BYTES } from './edge/encoding.js';
 import { API_PREFIX, underPrefix } from './edge/paths.js';
 import { clientErrorHandler } from './edge/raw.js';
@@ -28,8 +27,8 @@ import { ApiMetrics, UNMATCHED_ROUTE } from './ops/metrics.js';
 import { AccessLog } from './ops/request-log.js';
 import { OPENAPI_PATH, registerOpenApi } from './openapi/index.js';
 import { ResponseCache } from './resources/cache.js';
-import { validatorCompiler } from './resources/common/query.js';
-import { ENDPOINTS, publicApi } from './resources/index.js';
+import { parseQuery, validatorCompiler } from './resources/common/query.js';
+import { ENDPOINTS, publicApi, servedEndpoints } from './resources/index.js';
 import { scopeSetOf, type ScopeSet } from './domain/scopes.js';
 import type { Tenant } from './domain/tenant.js';
 
@@ -61,7 +60,9 @@ export async function buildApp(deps: AppDeps) {
   const accessLog = new AccessLog(lineWriter(logger), logger.isLevelEnabled('info'));
   const writer = answerWriter({ accessLog, unmatched, closing: () => !app.server.listening, keyRequests: (r) => usage.logRequest(r) });
   const send = writer.send;
-  const onError = errorHandler(logger, send, database);
+  const answerError = errorAnswer(logger, database);
+  const onError = errorHandler(answerError, send);
+  const served = servedEndpoints({ reads: store.reads, cache });
   const scopes = routeScopes();
   const check = accessCheck({ config, reads: store.reads, limiter, usage, database, rateLimiter, routeScopes: scopes });
   const checkEdge = edgeChecks({ maxUrlBytes: config.maxUrlBytes, unmatched, send });
@@ -71,7 +72,7 @@ export async function buildApp(deps: AppDeps) {
   const frontRoutes = new RouteTable(config.maxUrlBytes);
   const serverFactory: FastifyServerFactory =
     config.trustedProxies !== '' ? deps.serverFactory
-    : (handler, options) => deps.serverFactory(frontOf({ check, write: writer.write, routes: frontRoutes, maxUrlBytes: config.maxUrlBytes, stored: storedAnswer(cache) }, handler), options);
+    : (handler, options) => deps.serverFactory(frontOf({ check, write: writer.write, routes: frontRoutes, maxUrlBytes: config.maxUrlBytes, stored: storedAnswer(cache), answerError }, handler), options);
   const app = Fastify({
     serverFactory,
     // request.ip is the TCP peer, or the address a trusted proxy reports (X-Forwarded-For)
@@ -83,10 +84,9 @@ export async function buildApp(deps: AppDeps) {
     requestIdHeader: false,
     bodyLimit: 1024,
     // A path parameter can be as long as the URL limit allows: a longer one is a URL over
-    // the limit (414), caught by the router before any hook runs.
-    // Every parameter is read (Node's default stops at 1,000, ignoring the rest silently):
-    // SCHOOL_DATA_MAX_URL_BYTES bounds how many there can be.
-    routerOptions: { maxParamLength: config.maxUrlBytes, querystringParser: (s: string) => querystring.parse(s, '&', '=', { maxKeys: 0 }) },
+    // the limit (414), caught by the router before any hook runs. Query strings are read as
+    // the front reads them (parseQuery).
+    routerOptions: { maxParamLength: config.maxUrlBytes, querystringParser: parseQuery },
     // Errors the router raises before any hook (an undecodable path, an over-long
     // parameter) are answered like every other error. An undecodable path under the
     // prefix is an unknown path: its 404 comes after the edge's and the access checks.
@@ -120,7 +120,8 @@ export async function buildApp(deps: AppDeps) {
   app.addHook('onRoute', (route) => {
     const recordAnswer = metrics.recorderFor(route.url);
     route.config = { ...route.config, recordAnswer };
-    if ([route.method].flat().includes('GET')) frontRoutes.add(route.url, scopes.has(route.url) ? { url: route.url, recordAnswer } : null);
+    const endpoint = served.get(route.url);
+    if ([route.method].flat().includes('GET')) frontRoutes.add(route.url, endpoint === undefined ? null : { url: route.url, recordAnswer, answer: (request) => endpoint.answerTarget(request) });
   });
   app.addHook('onRequest', checkEdge);
   app.addHook('onRequest', checkAccess);
@@ -129,7 +130,7 @@ export async function buildApp(deps: AppDeps) {
 
   // Before the API routes: the OpenAPI generator collects them as they are added.
   await registerOpenApi(app, send);
-  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: store.reads, cache, send });
+  await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: store.reads, cache, send, served });
 
   app.addHook('onClose', async () => {
     accessLog.reportUnlogged();
@@ -141,10 +142,10 @@ export async function buildApp(deps: AppDeps) {
   return app;
 }
 
-/** The stored answer to a request allowed by the front, as the route's hook would send it. */
+/** The stored answer to a request allowed by the front, as the route's hook would send it (a hit or a miss counted). */
 function storedAnswer(cache: ResponseCache) {
   return (tenant: Tenant, target: string): Answer | undefined => {
-    const stored = cache.hit(tenant, target);
+    const stored = cache.get(tenant, target);
     return stored === undefined ? undefined : dataAnswer(stored, stored.contentType, stored.validator);
   };
 }

@@ -1,32 +1,48 @@
 /**
  * The API's first step, in the listener before Fastify: a request that surely reaches an
  * API route (GET or HEAD under the prefix, a plain path that one route matches, none of
- * the edge checks' cases) is decided here by the access hook's own check. A refusal, and
- * an allowed request's stored answer, are written here by the app's one writer with an
- * exchange of this request; everything else goes to Fastify, an allowed request with its
- * decision (the access hook applies it: nothing is checked or counted twice). What this
- * step is not sure of, Fastify decides the same way. Why: docs/performance.md, "One
- * request path".
+ * the edge checks' cases) is answered here whole: its access decided by the access hook's
+ * own check, then a refusal, its stored answer, or its endpoint's answer (the endpoint as
+ * Fastify's route runs it, src/resources/common/route.ts), each written by the app's one
+ * writer with an exchange of this request. Everything else goes to Fastify, which decides
+ * and answers it the same way (a request whose check failed, with the failure: nothing is
+ * checked or counted twice). Why: docs/performance.md, "One request path".
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import FindMyWay from 'find-my-way';
 import type { Tenant } from '../domain/tenant.js';
 import { problemAnswer, type Answer, type Exchange, type WriteAnswer } from '../edge/answer.js';
 import { hostRepeated } from '../edge/checks.js';
 import { API_PREFIX, pathOf } from '../edge/paths.js';
-import { currentTurn } from '../edge/turn-end.js';
+import type { ErrorAnswer } from '../edge/errors.js';
+import { currentTurn, flushHeldAnswers } from '../edge/turn-end.js';
 import type { ResponseRecorder } from '../ops/metrics.js';
 import type { Caller } from '../ops/request-log.js';
 import type { Access, AccessCheck } from './decide.js';
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** An API route as the front knows it: its pattern and its metrics. */
+/** An API route as the front knows it: its pattern, its metrics and its endpoint's answer. */
 export interface FrontRoute {
   url: string;
   recordAnswer: ResponseRecorder;
+  /**
+   * The endpoint's answer to an allowed request that has no stored answer (its query
+   * decoded from the target), or a failure for the error answer (src/edge/errors.ts).
+   */
+  answer(request: RouteRequest): Promise<Answer>;
+}
+
+/** An allowed request to a route, as its endpoint reads it. */
+export interface RouteRequest {
+  tenant: Tenant;
+  /** The request target as received (the query is in it). */
+  target: string;
+  method: string;
+  headers: IncomingHttpHeaders;
+  params: Record<string, string | undefined>;
 }
 
 /**
@@ -48,8 +64,11 @@ export class RouteTable {
     this.router.on('GET', url, unused, route);
   }
 
-  find(path: string): FrontRoute | undefined {
-    return (this.router.find('GET', path)?.store as FrontRoute | null | undefined) ?? undefined;
+  /** The API route a path reaches and its path parameters, or undefined (another route, or none). */
+  find(path: string): { route: FrontRoute; params: Record<string, string | undefined> } | undefined {
+    const found = this.router.find('GET', path);
+    const route = found?.store as FrontRoute | null | undefined;
+    return route ? { route, params: found!.params } : undefined;
   }
 }
 
@@ -91,6 +110,14 @@ class FrontExchange implements Exchange {
     return this.raw.headers;
   }
 
+  get method(): string {
+    return this.raw.method!;
+  }
+
+  get url(): string {
+    return this.raw.url!;
+  }
+
   /** No proxy is trusted when the front runs: the client is the TCP peer. */
   get ip(): string {
     return this.raw.socket.remoteAddress ?? '';
@@ -102,29 +129,40 @@ export interface FrontDeps {
   write: WriteAnswer;
   routes: RouteTable;
   maxUrlBytes: number;
-  /** The stored answer to an allowed request, when there is one (counted as a hit; a miss is counted by the route's lookup). */
+  /** The stored answer to an allowed request, when there is one (counted as a hit or a miss). */
   stored: (tenant: Tenant, target: string) => Answer | undefined;
+  /** The answer to a request whose endpoint failed (src/edge/errors.ts). */
+  answerError: ErrorAnswer;
 }
 
 /** The API's listener: the front, then Fastify's (`app`). Only for a listener that trusts no proxy. */
 export function frontOf(deps: FrontDeps, app: Listener): Listener {
-  const { check, write, routes, maxUrlBytes, stored } = deps;
+  const { check, write, routes, maxUrlBytes, stored, answerError } = deps;
 
   function handOn(exchange: FrontExchange, res: ServerResponse, outcome: { decided: Access } | { failure: unknown }): void {
     handedOn.set(exchange.raw, { id: exchange.id, startedAt: exchange.startedAt, arrivedInTurn: exchange.arrivedInTurn, ...outcome });
     app(exchange.raw, res);
   }
 
-  function answer(exchange: FrontExchange, res: ServerResponse, decided: Access): void {
+  function answer(exchange: FrontExchange, res: ServerResponse, decided: Access, route: FrontRoute, params: RouteRequest['params']): void {
     exchange.caller = decided.caller;
     exchange.rateLimitHeaders = decided.rateLimit;
     if (!decided.allowed) {
       write(exchange, res, problemAnswer(decided.problem, exchange.id));
       return;
     }
-    const found = decided.tenant === null ? undefined : stored(decided.tenant, exchange.raw.url!);
-    if (found === undefined) handOn(exchange, res, { decided });
-    else write(exchange, res, found);
+    const tenant = decided.tenant!;
+    const found = stored(tenant, exchange.url);
+    if (found !== undefined) {
+      write(exchange, res, found);
+      return;
+    }
+    // The answers held to the turn's end leave before the query starts (turn-end.ts).
+    flushHeldAnswers();
+    route.answer({ tenant, target: exchange.url, method: exchange.method, headers: exchange.headers, params }).then(
+      (made) => write(exchange, res, made),
+      (failure: unknown) => write(exchange, res, answerError(failure, exchange)),
+    );
   }
 
   return function front(req, res) {
@@ -135,11 +173,12 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
       return;
     }
     const path = pathOf(url);
-    const route = path.includes('%') || path.includes(';') ? undefined : routes.find(path);
-    if (route === undefined) {
+    const found = path.includes('%') || path.includes(';') ? undefined : routes.find(path);
+    if (found === undefined) {
       app(req, res);
       return;
     }
+    const { route, params } = found;
     const exchange = new FrontExchange(req, randomUUID(), performance.now(), currentTurn(), route.recordAnswer);
     let decided: Access | Promise<Access>;
     try {
@@ -150,9 +189,9 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
     }
     if (decided instanceof Promise) {
       decided.then(
-        (d) => answer(exchange, res, d),
+        (d) => answer(exchange, res, d, route, params),
         (failure: unknown) => handOn(exchange, res, { failure }),
       );
-    } else answer(exchange, res, decided);
+    } else answer(exchange, res, decided, route, params);
   };
 }

@@ -226,8 +226,8 @@ export class SqliteReader implements Reader {
 /** A read waiting for the end of the turn, with what its caller awaits. */
 interface WaitingRead {
   parameters: readonly unknown[];
-  resolve(rows: unknown[]): void;
-  reject(error: unknown): void;
+  resolve: (rows: unknown[]) => void;
+  reject: (error: unknown) => void;
 }
 
 /** Reads of one statement text merged into one batch at most; more go out in further batches at once. */

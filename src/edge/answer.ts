@@ -99,9 +99,9 @@ export function ifNoneMatch(header: string | undefined, tag: string, star: boole
 }
 
 /** Whether a request's If-None-Match names the current tag of the answer with this validator (not `*`). */
-export function unchanged(request: FastifyRequest, validator: string): boolean {
-  const header = request.headers['if-none-match'];
-  return header !== undefined && ifNoneMatch(header, entityTag(validator, chosenEncoding(request.raw.method, request.headers)), false);
+export function unchanged(method: string | undefined, headers: IncomingHttpHeaders, validator: string): boolean {
+  const header = headers['if-none-match'];
+  return header !== undefined && ifNoneMatch(header, entityTag(validator, chosenEncoding(method, headers)), false);
 }
 
 /** A character beyond Latin-1: V8 then holds the whole string in two bytes a character. */

@@ -9,17 +9,25 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { isStoreUnavailable } from '../db/index.js';
 import type { DependencyState } from '../ops/dependency.js';
-import { callerFields } from '../ops/request-log.js';
+import { callerFields, type Caller } from '../ops/request-log.js';
 import { methodNotAllowed, Problem } from '../problems/index.js';
-import { problemAnswer, type SendAnswer } from './answer.js';
+import { problemAnswer, type Answer, type SendAnswer } from './answer.js';
 import { underPrefix } from './paths.js';
 
 export const NOT_FOUND = new Problem('not_found', 'No resource at this path.');
 const DATA_UNAVAILABLE = new Problem('data_unavailable', 'The data store is unavailable; try again shortly.', { headers: { 'Retry-After': '5' } });
 const INTERNAL = new Problem('internal_error', 'An internal error occurred; the request id identifies it in our logs.');
 
+/** What an error's answer reads of its request: Fastify's request has it, and so has the front's exchange. */
+export interface FailedRequest {
+  readonly id: string;
+  readonly caller: Caller | null;
+  readonly method: string;
+  readonly url: string;
+}
+
 /** Framework errors that are the client's fault, by Fastify error code. */
-function clientProblem(error: FastifyError, request: FastifyRequest): Problem | null {
+function clientProblem(error: FastifyError, request: FailedRequest): Problem | null {
   const status = error.statusCode ?? 500;
   if (status >= 500) return null;
   // A method no router knows (PRI, the start of HTTP/2's preface) skips every hook: under
@@ -33,7 +41,7 @@ function clientProblem(error: FastifyError, request: FastifyRequest): Problem | 
 }
 
 /** The problem that answers `error`, logging what an operator must see. */
-function problemFor(error: FastifyError, request: FastifyRequest, logger: Logger, database: DependencyState): Problem {
+function problemFor(error: FastifyError, request: FailedRequest, logger: Logger, database: DependencyState): Problem {
   const fields = () => ({ requestId: request.id, ...callerFields(request.caller) });
   if (error instanceof Problem) {
     if (error.status >= 500) logger.warn({ code: error.code, ...fields() }, error.detail);
@@ -50,10 +58,18 @@ function problemFor(error: FastifyError, request: FastifyRequest, logger: Logger
   return INTERNAL;
 }
 
+/** The answer to a request that failed with `error`. */
+export type ErrorAnswer = (error: unknown, request: FailedRequest) => Answer;
+
 /** `database`: the data store's state, which logs and counts its outages (src/ops/dependency.ts). */
-export function errorHandler(logger: Logger, send: SendAnswer, database: DependencyState) {
+export function errorAnswer(logger: Logger, database: DependencyState): ErrorAnswer {
+  return (error, request) => problemAnswer(problemFor(error as FastifyError, request, logger, database), request.id);
+}
+
+/** The app's error handler: every error of a request Fastify runs is answered by `answerError`. */
+export function errorHandler(answerError: ErrorAnswer, send: SendAnswer) {
   return function onError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-    send(reply, problemAnswer(problemFor(error, request, logger, database), request.id));
+    send(reply, answerError(error, request));
   };
 }
 

@@ -4,7 +4,8 @@
  * endpoint's call when there is one (common/route.ts).
  */
 import type { FastifyPluginCallback } from 'fastify';
-import { routeOf, storedAnswers, type Endpoint, type ResourceOptions } from './common/route.js';
+import { routeOf, serve, storedAnswers, type Endpoint, type ResourceOptions, type Served } from './common/route.js';
+import { API_PREFIX } from '../edge/paths.js';
 import { changeEndpoints } from './changes/routes.js';
 import { contractEndpoints } from './contracts/routes.js';
 import { financeEndpoints } from './finance/routes.js';
@@ -40,11 +41,20 @@ export const ENDPOINTS: readonly Endpoint[] = [
   ...changeEndpoints,
 ];
 
-export const publicApi: FastifyPluginCallback<ResourceOptions> = (app, options, done) => {
+/** Every endpoint made ready to answer, by its route's full URL (the prefix included). */
+export function servedEndpoints(options: Pick<ResourceOptions, 'reads' | 'cache'>): Map<string, Served> {
+  return new Map(ENDPOINTS.map((spec) => [`${API_PREFIX.slice(0, -1)}${spec.url}`, serve(spec, options)]));
+}
+
+/**
+ * The API's routes in Fastify, registered under the prefix: each answered by its endpoint as
+ * served (`served`, the app's, which its front answers with too; made here when not given).
+ */
+export const publicApi: FastifyPluginCallback<ResourceOptions & { served?: ReadonlyMap<string, Served> }> = (app, options, done) => {
   app.addHook('onRequest', storedAnswers(options));
-  for (const spec of ENDPOINTS) {
-    const { schema, handler } = routeOf(spec, options);
-    app.get(spec.url, { schema }, handler);
+  for (const served of (options.served ?? servedEndpoints(options)).values()) {
+    const { schema, handler } = routeOf(served, options.send);
+    app.get(served.spec.url, { schema }, handler);
   }
   done();
 };

@@ -99,7 +99,7 @@ describe('the reads of one turn on PostgreSQL', { skip: process.env.DATABASE_URL
   });
   after(() => store.close());
 
-  const read = (text: string, values: readonly unknown[]) => store.reads.run<Record<string, unknown>>(text, values);
+  const read = (text: string, values: readonly unknown[]) => Promise.resolve(store.reads.run<Record<string, unknown>>(text, values));
 
   it('go out as one statement when they run the same one, each read getting its own rows in order', async () => {
     const text = "select statement_timestamp()::text as at, g as n, $1::text as word from generate_series(1, $2::int) as g order by g desc";

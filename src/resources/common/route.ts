@@ -7,18 +7,20 @@
  * writer (src/edge/answer.ts).
  */
 import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import fastJson from 'fast-json-stringify';
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { Reader } from '../../db/index.js';
 import { ALL_SCOPES, type KeyScope } from '../../domain/scopes.js';
 import type { Tenant } from '../../domain/tenant.js';
-import { dataAnswer, plain, unchanged, utf8, type SendAnswer } from '../../edge/answer.js';
+import { dataAnswer, plain, unchanged, utf8, type Answer, type SendAnswer } from '../../edge/answer.js';
 import { flushHeldAnswers } from '../../edge/turn-end.js';
 import { Problem } from '../../problems/index.js';
 import { packageVersion } from '../../version.js';
 import type { ResponseCache } from '../cache.js';
 import { JSON_CONTENT_TYPE, type ListBody } from './list.js';
-import { paramsCheck } from './query.js';
+import { compileQueryDecoder, paramsCheck, parseQuery, type QueryDecoder } from './query.js';
 import { responses } from './responses.js';
 
 /** What the routes of every resource are given. */
@@ -80,6 +82,64 @@ export function validatorOf(tenant: Tenant, target: string): string {
 
 const NO_BODY = plain(Buffer.alloc(0));
 
+/** What an endpoint's answer reads of its request, whichever step of the path runs it. */
+export interface Asked {
+  tenant: Tenant;
+  /** The request target as received: it keys the stored answer and the entity tag. */
+  target: string;
+  method: string | undefined;
+  headers: IncomingHttpHeaders;
+  /** The decoded query (`Served.decode`). */
+  query: unknown;
+  params: Record<string, string | undefined>;
+}
+
+/** An endpoint made ready to answer: its query decoder, and its answer to a request with access. */
+export interface Served {
+  spec: Endpoint;
+  /** The query string's parameters decoded, or a Problem thrown (400) naming every bad one. */
+  decode: QueryDecoder;
+  /**
+   * The answer: 304 when If-None-Match names the current tag (no query), the 200 (stored for
+   * the next request), or a Problem thrown (404 for an id that names nothing, the endpoint's own
+   * 400, 403, 410). A store's failure is thrown as it is.
+   */
+  answer(asked: Asked): Promise<Answer>;
+  /** The same, its query decoded from the target first (a bad query is thrown, 400). */
+  answerTarget(asked: Omit<Asked, 'query'>): Promise<Answer>;
+}
+
+/** Makes an endpoint ready to answer (once, when the app is built). */
+export function serve(spec: Endpoint, { reads, cache }: Pick<ResourceOptions, 'reads' | 'cache'>): Served {
+  const missing = new Problem('not_found', spec.missing ?? 'No such object.');
+  const namesSomething = spec.params === undefined ? () => true : paramsCheck(spec.params);
+  // The 200 schema's serializer, as Fastify compiles it for a route (fast-json-stringify, no options).
+  const serialize = fastJson(spec.response as Parameters<typeof fastJson>[0]) as (made: object) => string;
+  const decode = compileQueryDecoder(spec.querystring);
+  const served: Served = {
+    spec,
+    decode,
+    async answerTarget(asked) {
+      const at = asked.target.indexOf('?');
+      return served.answer({ ...asked, query: decode(at === -1 ? {} : parseQuery(asked.target.slice(at + 1))) });
+    },
+    async answer({ tenant, target, method, headers, query, params }) {
+      // Checked here, after the query: an id that cannot be one is a missing object.
+      if (!namesSomething(params)) throw missing;
+      const validator = validatorOf(tenant, target);
+      // The client holds the current answer: no query. (`*` is left to the writer, once the
+      // call has shown the object exists.)
+      if (unchanged(method, headers, validator)) return dataAnswer(NO_BODY, JSON_CONTENT_TYPE, validator);
+      const made = await spec.answer({ query, params, tenant, reads });
+      if (made === null) throw missing;
+      const bytes = Buffer.isBuffer(made) ? made : utf8(typeof made === 'string' ? made : serialize(made));
+      cache.set(tenant, target, bytes, JSON_CONTENT_TYPE, validator);
+      return dataAnswer(plain(bytes), JSON_CONTENT_TYPE, validator);
+    },
+  };
+  return served;
+}
+
 /**
  * The onRequest hook of the API's routes, after access: sends the stored answer to this
  * request when there is one; otherwise the answers held to the turn's end leave before
@@ -97,8 +157,13 @@ export function storedAnswers({ cache, send }: ResourceOptions) {
   };
 }
 
-/** The route options and handler Fastify takes for an endpoint. */
-export function routeOf(spec: Endpoint, { reads, cache, send }: ResourceOptions) {
+/**
+ * The route options and handler Fastify takes for an endpoint, for the requests that reach
+ * it through Fastify (src/access/front.ts says which): Fastify has decoded the query with the
+ * endpoint's decoder (common/query.ts), and the answer is the endpoint's own.
+ */
+export function routeOf(served: Served, send: SendAnswer) {
+  const { spec } = served;
   const schema = {
     operationId: spec.operationId,
     summary: spec.summary,
@@ -108,24 +173,9 @@ export function routeOf(spec: Endpoint, { reads, cache, send }: ResourceOptions)
     ...(spec.params === undefined ? {} : { params: spec.params }),
     response: responses(spec.response, spec.extraStatuses),
   };
-  const missing = new Problem('not_found', spec.missing ?? 'No such object.');
-  const namesSomething = spec.params === undefined ? () => true : paramsCheck(spec.params);
   const handler: RouteHandlerMethod = async function answerRequest(request, reply) {
-    // Checked here, after the query: an id that cannot be one is a missing object.
-    if (!namesSomething(request.params)) throw missing;
-    const tenant = request.tenant!;
-    const validator = validatorOf(tenant, request.url);
-    // The client holds the current answer: no query. (`*` is left to the writer, once the
-    // call has shown the object exists.)
-    if (unchanged(request, validator)) {
-      send(reply, dataAnswer(NO_BODY, JSON_CONTENT_TYPE, validator));
-      return;
-    }
-    const made = await spec.answer({ query: request.query, params: request.params, tenant, reads });
-    if (made === null) throw missing;
-    const bytes = Buffer.isBuffer(made) ? made : utf8(typeof made === 'string' ? made : (reply.serializeInput(made as Record<string, unknown>, '200', 'application/json') as string));
-    cache.set(tenant, request.url, bytes, JSON_CONTENT_TYPE, validator);
-    send(reply, dataAnswer(plain(bytes), JSON_CONTENT_TYPE, validator));
+    const { tenant, url, method, headers, query, params } = request;
+    send(reply, await served.answer({ tenant: tenant!, target: url, method, headers, query, params: params as Asked['params'] }));
   };
   return { schema, handler };
 }
