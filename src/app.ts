@@ -22,7 +22,7 @@ import { COMPRESS_FROM_BYTES } from './edge/encoding.js';
 import { API_PREFIX, underPrefix } from './edge/paths.js';
 import { clientErrorHandler } from './edge/raw.js';
 import { lineWriter } from './logger.js';
-import { DependencyState } from './ops/dependency.js';
+import { causeOf, DependencyState } from './ops/dependency.js';
 import { ApiMetrics, UNMATCHED_ROUTE } from './ops/metrics.js';
 import { AccessLog } from './ops/request-log.js';
 import { OPENAPI_PATH, registerOpenApi } from './openapi/index.js';
@@ -64,7 +64,13 @@ export async function buildApp(deps: AppDeps) {
   const onError = errorHandler(answerError, send);
   const served = servedEndpoints({ reads: store.reads, cache });
   const scopes = routeScopes();
-  const check = accessCheck({ config, reads: store.reads, limiter, usage, database, rateLimiter, routeScopes: scopes });
+  // On PostgreSQL the keys looked up are kept while the store's watch says nothing changed
+  // (src/db/watch.ts); it is started before the first request and stopped with the app.
+  const keyWatch = store.watchKeys({
+    onState: (listening, err) => (listening ? logger.info('key watch listening: keys looked up are kept') : logger.warn({ cause: causeOf(err) }, 'key watch lost: every request looks its key up until it is back')),
+  });
+  await keyWatch?.start();
+  const check = accessCheck({ config, reads: store.reads, keyWatch, limiter, usage, database, rateLimiter, routeScopes: scopes });
   const checkEdge = edgeChecks({ maxUrlBytes: config.maxUrlBytes, unmatched, send });
   const checkAccess = accessHook({ check, publicPaths: new Set([OPENAPI_PATH]), send });
   // The front (src/access/front.ts) answers refusals and stored answers before Fastify; with
@@ -134,6 +140,7 @@ export async function buildApp(deps: AppDeps) {
 
   app.addHook('onClose', async () => {
     accessLog.reportUnlogged();
+    await keyWatch?.close();
     await usage.close();
     await limiter.close();
     await store.close();

@@ -6,7 +6,7 @@
  * acts on it. Usage is counted for every request with an active key, whatever the answer.
  */
 import type { Config } from '../config/index.js';
-import type { Reader } from '../db/index.js';
+import type { KeyWatch, Reader } from '../db/index.js';
 import type { BlockList } from 'node:net';
 import { addressAllowed, blockListOf } from '../domain/addresses.js';
 import { scopeSetOfStored, scopesIn, type ScopeSet } from '../domain/scopes.js';
@@ -26,6 +26,8 @@ export interface AccessDeps {
   /** The scopes each API route needs (all of them), by route URL; a route not listed needs none. */
   routeScopes: ReadonlyMap<string, ScopeSet>;
   reads: Reader;
+  /** PostgreSQL's key watch, started: with it, keys found are kept across turns (lookup.ts). */
+  keyWatch?: KeyWatch | null;
   limiter: RateLimiter;
   usage: UsageRecorder;
   /** The states of the data store and the rate-limit service: their outages are logged by them, once. */
@@ -156,7 +158,7 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
   const { limiter, usage, config, database, rateLimiter, routeScopes } = deps;
   // Usage goes to Redis with the check only when the recorder moves it from there.
   const shared = usage.shared;
-  const keys = new KeyFinder(deps.reads);
+  const keys = new KeyFinder(deps.reads, deps.keyWatch ?? null);
   const clock = new KeyClock(config.keyUnusedDays);
 
   function unavailable(error: unknown, caller: Caller): Access {

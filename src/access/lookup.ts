@@ -1,16 +1,18 @@
 /**
  * The one indexed lookup every API request makes: a key's hash to the key's state and
  * options and its school's plan, time zone, currency and data version and stamp. A key revoked or a
- * plan changed is seen by the next turn's requests on every instance:
+ * plan changed is seen by the next request on every instance:
  * - SQLite: a key found is kept while the file's data version is unchanged (no connection
  *   of any process has committed since it was read), checked once per turn; a hash that
  *   is no key is kept for the turn only;
- * - PostgreSQL: nothing outlives the turn; its lookups go out together as one statement
- *   (`key_hash = any($1)`) and each request gets its own row back (docs/performance.md,
- *   "Where the time goes").
+ * - PostgreSQL: a key found is kept while the store's key watch trusts what it keeps and its
+ *   generation is the one the key was read in (src/db/watch.ts), for KEPT_MS at most (its
+ *   last use moves on); without the watch nothing outlives the turn. Lookups go out together
+ *   as one statement (`key_hash = any($1)`), each request getting its own row back
+ *   (docs/performance.md, "Where the time goes").
  */
 import { sql } from 'kysely';
-import { prepared, type Reader } from '../db/index.js';
+import { prepared, type KeyWatch, type Reader } from '../db/index.js';
 import { SqliteReader } from '../db/reader.js';
 
 export interface KeyRow {
@@ -86,8 +88,22 @@ const findMany = prepared((db, p: { hashes: string[] }) =>
     .where('api_keys.key_hash', '=', sql<string>`any(${p.hashes})`),
 );
 
-/** Keys kept at most on SQLite (all are dropped when more are found): a key is a few hundred bytes. */
+/** Keys kept at most (all are dropped when more are found): a key is a few hundred bytes. */
 const MAX_KEPT = 10_000;
+
+/**
+ * How long a key is kept on PostgreSQL: a kept row's last use is as old as the row, and
+ * the unused-key rule reads it; the usage counts themselves reach the store only every
+ * SCHOOL_DATA_USAGE_FLUSH_MS, so a few seconds more change nothing.
+ */
+const KEPT_MS = 5000;
+
+/** A key row kept on PostgreSQL: the watch's generation it was read in, and until when it may answer. */
+interface KeptRow {
+  row: KeyRow;
+  generation: number;
+  until: number;
+}
 
 /** Lookups per statement at most; more waiting go out in further statements at once. */
 const MAX_BATCH = 500;
@@ -101,7 +117,14 @@ export class KeyFinder {
   private waiting = new Map<string, Waiting[]>();
   private scheduled = false;
 
-  constructor(private readonly reads: Reader) {}
+  /** On PostgreSQL, the keys found while the watch's generation was the one each was read in. */
+  private readonly keptPg = new Map<string, KeptRow>();
+
+  /** `watch`: PostgreSQL's key watch, started (null: nothing is kept beyond a turn there). */
+  constructor(
+    private readonly reads: Reader,
+    private readonly watch: KeyWatch | null = null,
+  ) {}
 
   /**
    * On SQLite: the keys found while the file's data version was `version`, by hash, and
@@ -113,6 +136,11 @@ export class KeyFinder {
   /** The key with this hash and its school: at once on SQLite, with a promise on PostgreSQL. */
   find(hash: string): KeyRow | undefined | Promise<KeyRow | undefined> {
     if (this.reads instanceof SqliteReader) return this.findKept(this.reads, hash);
+    const watch = this.watch;
+    if (watch !== null && watch.trusted) {
+      const kept = this.keptPg.get(hash);
+      if (kept !== undefined && kept.generation === watch.generation && performance.now() < kept.until) return kept.row;
+    }
     return new Promise((resolve, reject) => {
       const same = this.waiting.get(hash);
       if (same) same.push({ resolve, reject });
@@ -166,6 +194,9 @@ export class KeyFinder {
   };
 
   private async lookUp(all: Map<string, Waiting[]>, hashes: string[]): Promise<void> {
+    // Read before the statement is sent: an announcement heard while it runs may be of a
+    // change its rows do not show yet, so they are then used for these requests only.
+    const generation = this.watch?.generation;
     let rows: KeyRow[];
     try {
       rows = await findMany(this.reads, { hashes });
@@ -173,10 +204,19 @@ export class KeyFinder {
       for (const hash of hashes) for (const w of all.get(hash)!) w.reject(err);
       return;
     }
+    const watch = this.watch;
+    if (watch !== null && watch.trusted && watch.generation === generation) this.keep(rows, generation);
     const byHash = new Map(rows.map((row) => [row.keyHash, row]));
     for (const hash of hashes) {
       const row = byHash.get(hash);
       for (const w of all.get(hash)!) w.resolve(row);
     }
+  }
+
+  private keep(rows: KeyRow[], generation: number): void {
+    const kept = this.keptPg;
+    if (kept.size + rows.length > MAX_KEPT) kept.clear();
+    const until = performance.now() + KEPT_MS;
+    for (const row of rows) kept.set(row.keyHash, { row, generation, until });
   }
 }

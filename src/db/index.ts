@@ -22,12 +22,15 @@ import * as m0010 from './migrations/0010_request_log_ring.js';
 import * as m0011 from './migrations/0011_data_stamps.js';
 import * as m0012 from './migrations/0012_form_nonces.js';
 import * as m0013 from './migrations/0013_tombstone_place.js';
+import * as m0014 from './migrations/0014_key_watchers.js';
 import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
 import type { Database } from './schema.js';
+import { DEFAULT_LEASE_MS, KeyWatch, type KeyWatchOptions } from './watch.js';
 
 export type { Reader } from './reader.js';
+export { announceKeyChanges, KeyWatch } from './watch.js';
 export { isStoreUnavailable } from './unavailable.js';
 export { openBulkConnection, type BulkConnection, type RowLoader } from './bulk.js';
 
@@ -47,6 +50,11 @@ export interface Store {
    * its own, without the per-query timeout (postgres-migrations.ts).
    */
   migrate(to?: string): Promise<string[]>;
+  /**
+   * On PostgreSQL, a watch of the changes key lookups read (watch.ts), not yet started, for
+   * a server that keeps the keys it looked up; null on SQLite.
+   */
+  watchKeys(options?: Omit<KeyWatchOptions, 'client'>): KeyWatch | null;
   close(): Promise<void>;
 }
 
@@ -64,6 +72,7 @@ const migrations: Record<string, Migration> = {
   '0011_data_stamps': m0011,
   '0012_form_nonces': m0012,
   '0013_tombstone_place': m0013,
+  '0014_key_watchers': m0014,
 };
 
 export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
@@ -130,7 +139,11 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
       // and stay alive, until the pool's idle timeout.
       if (!pool.ending) await pool.end();
     };
-    return { db, reads, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, migrate, close };
+    // The watch's own connection: a query that does not answer within half a lease ends it,
+    // and the watch starts again on a new one (a blackholed database is seen as lost).
+    const watchKeys = (options: Omit<KeyWatchOptions, 'client'> = {}) =>
+      new KeyWatch({ ...options, client: (name) => new driver.Client({ ...connection, application_name: name, keepAlive: true, query_timeout: (options.leaseMs ?? DEFAULT_LEASE_MS) / 2 }) });
+    return { db, reads, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, migrate, watchKeys, close };
   }
   ensureDirectory(config.dataDir, 'SCHOOL_DATA_DIR');
   const file = sqlitePath(config);
@@ -152,6 +165,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     dialect: 'sqlite',
     location: file,
     migrate: (to) => runMigrations(db, to),
+    watchKeys: () => null,
     close: async () => {
       await reads.close();
       await db.destroy();

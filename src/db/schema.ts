@@ -294,6 +294,19 @@ export interface UsageQueueTable {
   id: string;
 }
 
+/** A PostgreSQL server that keeps the keys it looked up, and until when it may (src/db/watch.ts). */
+export interface KeyWatchersTable {
+  id: string;
+  /** Epoch milliseconds, PostgreSQL's clock. */
+  lease_until: number;
+}
+
+/** A barrier a watcher has seen: the writer that sent it waits for every live watcher's row. */
+export interface KeyAcksTable {
+  watcher: string;
+  barrier: string;
+}
+
 /** A batch of usage counts moved from Redis, by its id: applied once (src/access/usage.ts). */
 export interface UsageBatchesTable {
   id: string;
@@ -357,6 +370,8 @@ export interface Database {
   key_requests: KeyRequestsTable;
   key_request_next: KeyRequestNextTable;
   list_blocks: ListBlocksTable;
+  key_watchers: KeyWatchersTable;
+  key_acks: KeyAcksTable;
 }
 
 /** A school as the CLI and the cabinet show it (the data version is the API's own bookkeeping). */

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import { CompiledQuery, type Kysely } from 'kysely';
-import { openBulkConnection, refreshStatistics, type BulkConnection } from '../db/index.js';
+import { announceKeyChanges, openBulkConnection, refreshStatistics, type BulkConnection } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { FINANCE_SIDES } from '../resources/finance/sides.js';
 import { ErrorList, type ImportError } from './errors.js';
@@ -111,7 +111,10 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
       options.onProgress?.({ ...progress, phase: 'merge', step: name, written });
       written += records;
     };
-    return await merge(conn, schoolId, intake, stage, errors, options, step);
+    const result = await merge(conn, schoolId, intake, stage, errors, options, step);
+    // The school's data version moved: every PostgreSQL server drops the key rows it kept with the old one.
+    if (result.ok && result.seq !== null) await announceKeyChanges(db);
+    return result;
   } finally {
     await conn.close();
   }

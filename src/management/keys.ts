@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { generateKey } from '../access/keys.js';
-import { onPostgres } from '../db/index.js';
+import { announceKeyChanges, onPostgres } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { parseAllowlist } from '../domain/addresses.js';
 import { API_PLANS, type Plan } from '../domain/enums.js';
@@ -313,7 +313,8 @@ async function loadCard(db: Kysely<Database>, keyId: string, policy: KeyPolicy):
 
 /**
  * Revokes a key. Immediate: every API request that starts after this returns is
- * refused, because each request reads the key's state from the database.
+ * refused, on every server (a PostgreSQL server that kept the key has dropped it:
+ * src/db/watch.ts).
  * With `schoolId`, only that school's key can be revoked (the cabinet's case).
  */
 export async function revokeKey(db: Kysely<Database>, keyId: string, schoolId?: string, actor: Actor = OPERATOR, policy: KeyPolicy = { unusedDays: 0 }): Promise<Outcome<KeyCard>> {
@@ -326,6 +327,7 @@ export async function revokeKey(db: Kysely<Database>, keyId: string, schoolId?: 
     const result = await update.returning('school_id').executeTakeFirst();
     if (result) await recordEvent(trx, { schoolId: result.school_id, keyId, event: 'revoked', actor, at: now, detail: { reason: 'revoked' } });
   });
+  await announceKeyChanges(db);
   if (!(await findKey(db, keyId, policy, schoolId))) return { ok: false, reason: `no key with id "${keyId}"` };
   return { ok: true, value: await loadCard(db, keyId, policy) };
 }
@@ -368,6 +370,7 @@ export async function rollKey(db: Kysely<Database>, keyId: string, overlap: Over
     return { ok: true, value: created };
   });
   if (!outcome.ok) return outcome;
+  await announceKeyChanges(db);
   return { ok: true, value: { created: outcome.value, old: await loadCard(db, keyId, policy) } };
 }
 
@@ -392,6 +395,7 @@ export async function setAllowlist(db: Kysely<Database>, keyId: string, allow: s
     return { ok: true, value: null };
   });
   if (!outcome.ok) return outcome;
+  await announceKeyChanges(db);
   return { ok: true, value: await loadCard(db, keyId, policy) };
 }
 

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { announceKeyChanges } from '../db/index.js';
 import { SCHOOL_COLUMNS, type Database, type School } from '../db/schema.js';
 import { isPlan, PLANS, type Plan } from '../domain/enums.js';
 import { ID } from '../domain/ids.js';
@@ -52,6 +53,7 @@ export async function setPlan(db: Kysely<Database>, schoolId: string, plan: stri
   if (!checkPlan(plan)) return fail(`plan must be one of ${PLANS.join(', ')}`);
   const result = await db.updateTable('schools').set({ plan }).where('id', '=', schoolId).executeTakeFirst();
   if (Number(result.numUpdatedRows) === 0) return fail(`no school with id "${schoolId}"`);
+  await announceKeyChanges(db);
   const school = await db.selectFrom('schools').select(SCHOOL_COLUMNS).where('id', '=', schoolId).executeTakeFirstOrThrow();
   return { ok: true, value: school };
 }

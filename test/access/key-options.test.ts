@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { announceKeyChanges } from '../../src/db/index.js';
 import { formatTimestamp } from '../../src/domain/time.js';
 import { createSchool } from '../../src/management/schools.js';
 import { createKey, keyEvents, listKeys, revokeKey, rollKey, setAllowlist, sweepKeys, type KeyOptions } from '../../src/management/keys.js';
@@ -116,6 +117,8 @@ describe('key options on the request path', () => {
     assert.equal((await t.request('/api/public/v1/students', { key: k.key })).status, 200);
     // Time passes: the moment is moved back rather than waited for.
     await t.store.db.updateTable('api_keys').set({ expires_at: formatTimestamp(Date.now() - 1000) }).where('id', '=', k.id).execute();
+    // As a tool writing the table would: wait until every server has heard of it (src/db/watch.ts).
+    await announceKeyChanges(t.store.db);
     const res = await t.request('/api/public/v1/students', { key: k.key });
     assert.equal(res.status, 401);
     assert.equal(res.headers['www-authenticate'], 'Bearer realm="school-data"');
@@ -210,6 +213,7 @@ describe('key options on the request path', () => {
     assert.equal((await t.request('/api/public/v1/payments', { key: fresh.key })).status, 403);
     assert.equal((await rollKey(t.store.db, k.id, '1h')).ok, false, 'rolled twice');
     await t.store.db.updateTable('api_keys').set({ retires_at: formatTimestamp(Date.now() - 1000) }).where('id', '=', k.id).execute();
+    await announceKeyChanges(t.store.db);
     assert.equal((await t.request('/api/public/v1/students', { key: k.key })).status, 401);
     assert.equal((await t.request('/api/public/v1/students', { key: fresh.key })).status, 200);
     await sweepKeys(t.store.db, { unusedDays: 90 });

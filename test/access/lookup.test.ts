@@ -2,17 +2,21 @@
  * The key lookup (src/access/lookup.ts). On SQLite a key found is read again only once
  * something has committed to the file, and a hash that is no key is read once per turn:
  * a key revoked by another connection, of this process or another, is seen revoked from
- * the next turn on. On PostgreSQL a lookup never joins a statement sent before it.
+ * the next turn on. On PostgreSQL a lookup never joins a statement sent before it, and a key
+ * found is kept while the store's key watch (src/db/watch.ts) trusts it: a change announced,
+ * the watch's connection lost or a revoke's barrier each end that, and a revoke returns only
+ * once every watch has dropped what it kept (or its lease has run out).
  */
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
+import { sql } from 'kysely';
 import { hashKey } from '../../src/access/keys.js';
 import { KeyFinder, type KeyRow } from '../../src/access/lookup.js';
-import { sqlitePath } from '../../src/db/index.js';
+import { announceKeyChanges, sqlitePath, type KeyWatch } from '../../src/db/index.js';
 import type { SqliteReader } from '../../src/db/reader.js';
-import { revokeKey } from '../../src/management/keys.js';
+import { createKey, revokeKey } from '../../src/management/keys.js';
 import { runCli } from '../helpers/processes.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 import { seedWorld, type World } from '../helpers/world.js';
@@ -146,5 +150,107 @@ describe('the key lookup on PostgreSQL', { skip: process.env.DATABASE_URL ? fals
     release();
     assert.equal((await earlier)?.revokedAt, null, 'the request that started before the revocation');
     assert.notEqual((await later)?.revokedAt, null, 'a request that started after it is refused');
+  });
+
+  describe('with the key watch', () => {
+    let watch: KeyWatch;
+    let reads = 0;
+    const counted = <T>(run: () => T): { value: T; reads: number } => {
+      const before = reads;
+      const value = run();
+      return { value, reads: reads - before };
+    };
+    /** A new key of school A, its hash and id. */
+    const newKey = async () => {
+      const made = await createKey(store.db, w.a.id, 'watched');
+      assert.ok(made.ok);
+      return { hash: hashKey(made.value.key), id: made.value.id };
+    };
+    const until = async (what: string, done: () => boolean) => {
+      for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(done(), what);
+    };
+
+    before(async () => {
+      watch = store.watchKeys({ leaseMs: 4000 })!;
+      await watch.start();
+      assert.ok(watch.trusted, 'the watch listens and holds a lease');
+      const run = store.reads.run.bind(store.reads);
+      store.reads.run = <R>(text: string, parameters: readonly unknown[]) => {
+        reads += 1;
+        return run<R>(text, parameters);
+      };
+    });
+    after(() => watch.close());
+
+    it('keeps a key it looked up, and looks it up again once a revoke returns', async () => {
+      const keys = new KeyFinder(store.reads, watch);
+      const { hash, id } = await newKey();
+      const first = counted(() => keys.find(hash));
+      assert.ok(first.value instanceof Promise);
+      assert.equal((await first.value)?.keyId, id);
+      await nextTurn();
+      const kept = counted(() => keys.find(hash));
+      assert.equal(kept.reads, 0, 'answered from what the finder kept');
+      assert.equal((kept.value as KeyRow).keyId, id);
+      await revokeKey(store.db, id);
+      const after = keys.find(hash);
+      assert.ok(after instanceof Promise, 'looked up again');
+      assert.notEqual((await after)?.revokedAt, null);
+    });
+
+    it('does not keep what a lookup read while a change was announced', async () => {
+      const keys = new KeyFinder(store.reads, watch);
+      const { hash, id } = await newKey();
+      const { release, came } = holdRows();
+      const earlier = keys.find(hash);
+      await nextTurn();
+      holding = null;
+      await came;
+      // Revoked, and announced, while the lookup's rows are held back.
+      await revokeKey(store.db, id);
+      release();
+      assert.equal((await earlier)?.revokedAt, null, 'the request that started before the revocation');
+      const later = keys.find(hash);
+      assert.ok(later instanceof Promise, 'its rows were not kept');
+      assert.notEqual((await later)?.revokedAt, null);
+    });
+
+    it('hears a change made with SQL, whoever made it', async () => {
+      const { id } = await newKey();
+      const generation = watch.generation;
+      await store.db.updateTable('api_keys').set({ scopes: 'students' }).where('id', '=', id).execute();
+      await until('the trigger announced it', () => watch.generation > generation);
+      await announceKeyChanges(store.db);
+    });
+
+    it('keeps nothing once its connection is lost, and keeps again once it listens again', async () => {
+      const keys = new KeyFinder(store.reads, watch);
+      const { hash } = await newKey();
+      await keys.find(hash);
+      await nextTurn();
+      assert.ok(!(keys.find(hash) instanceof Promise));
+      const name = watch.name;
+      await sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${name}`.execute(store.db);
+      await until('the watch saw its connection go', () => !watch.trusted);
+      assert.ok(keys.find(hash) instanceof Promise, 'looked up again');
+      await until('the watch listens again', () => watch.trusted);
+      await keys.find(hash);
+      await nextTurn();
+      assert.ok(!(keys.find(hash) instanceof Promise), 'kept again');
+    });
+
+    it('makes a revoke wait for a server that holds a lease and does not answer, no longer than its lease', async () => {
+      const { id } = await newKey();
+      // A server that took a lease of 1.5 s and died without giving it up.
+      const dead = `dead-${id}`;
+      await sql`insert into key_watchers (id, lease_until) values (${dead}, (extract(epoch from clock_timestamp()) * 1000)::bigint + 1500)`.execute(store.db);
+      const started = performance.now();
+      await revokeKey(store.db, id);
+      const took = performance.now() - started;
+      assert.ok(took >= 1400 && took < 4000, `waited ${Math.round(took)} ms`);
+      const left = await store.db.selectFrom('key_watchers').select('id').where('id', '=', dead).where('lease_until', '>', sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`).execute();
+      assert.deepEqual(left, []);
+    });
   });
 });

@@ -1,0 +1,204 @@
+/**
+ * Keys kept on PostgreSQL (docs/decisions.md, "Keys kept on PostgreSQL"). A server may
+ * keep the key rows it looked up while it knows that nothing they hold has changed:
+ * - triggers announce every change of what a key's lookup reads on the channel
+ *   `school_data_keys` (payload: the schema; migration 0014), whoever made it; every
+ *   announcement for the server's schema starts a new generation of what it keeps;
+ * - the server holds a lease in `key_watchers`, renewed every quarter of it, and keeps
+ *   nothing while it is not listening or past its lease by its own clock (less a fifth);
+ * - a writer whose change the next request must see on every server (a revoke, a plan
+ *   change, an import) sends a barrier once it has committed and waits until every server
+ *   that held a lease has acknowledged it, or has been evicted and its lease has run out
+ *   (`announceKeyChanges`). A server acknowledges a barrier after it has started a new
+ *   generation, and announcements arrive in commit order, so what it keeps then was read
+ *   after the change.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import type pg from 'pg';
+import type { Database } from './schema.js';
+
+export const KEY_CHANNEL = 'school_data_keys';
+
+/** PostgreSQL's clock in epoch milliseconds: leases are judged by the database's clock alone. */
+const NOW = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+const NOW_MS = sql.raw<number>(NOW);
+
+/** A lease's length by default; a lost server delays a writer by at most this. */
+export const DEFAULT_LEASE_MS = 10_000;
+
+/** Pauses after a lost connection before listening again. */
+const RETRY_MS = [100, 500, 1000, 2000, 5000];
+
+export interface KeyWatchOptions {
+  /** A new client with the store's connection settings and this name, not yet connected. */
+  client: (name: string) => pg.Client;
+  leaseMs?: number;
+  /** Told when the watch is lost and when it is back (for the logs). */
+  onState?: (listening: boolean, error?: unknown) => void;
+}
+
+export class KeyWatch {
+  /** Changes with every announcement, and whenever what was kept can no longer be trusted. */
+  generation = 0;
+  /** This server's row in key_watchers: a new one each time it listens again. */
+  private id = randomUUID();
+  private readonly leaseMs: number;
+  private client: pg.Client | null = null;
+  private schema = '';
+  /** performance.now() up to which what is kept may be used: the lease less a margin. */
+  private trustedUntil = 0;
+  private renewal: NodeJS.Timeout | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  private failures = 0;
+  private closed = false;
+
+  constructor(private readonly options: KeyWatchOptions) {
+    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  }
+
+  /** The name its connection gives PostgreSQL (`application_name`), this server's lease in it. */
+  get name(): string {
+    return `school-data key watch ${this.id}`;
+  }
+
+  /** Whether kept keys may answer now. */
+  get trusted(): boolean {
+    return this.client !== null && performance.now() < this.trustedUntil;
+  }
+
+  /** Listens and takes a lease; on failure keeps trying in the background (nothing is kept meanwhile). */
+  async start(): Promise<void> {
+    // A lease of an earlier connection is given up once this one listens: a barrier sent
+    // meanwhile was not heard on it.
+    const earlier = this.id;
+    this.id = randomUUID();
+    const client = this.options.client(this.name);
+    let gone = false;
+    const lost = (err?: unknown) => {
+      if (gone) return;
+      gone = true;
+      this.lost(client, err);
+    };
+    client.on('error', lost);
+    client.on('end', () => lost());
+    client.on('notification', (message) => this.announced(client, message, lost));
+    try {
+      await client.connect();
+      this.schema = (await client.query<{ schema: string }>('select current_schema() as schema')).rows[0]!.schema;
+      // Listening first: an announcement committed after the lease was taken is heard.
+      await client.query(`listen ${KEY_CHANNEL}`);
+      if (this.closed) throw new Error('closed');
+      await client.query('delete from key_watchers where id = $1', [earlier]);
+      await client.query(`delete from key_watchers where lease_until < ${NOW} - 60000`);
+      await client.query('delete from key_acks where watcher not in (select id from key_watchers)');
+      this.client = client;
+      await this.renew(client);
+      this.failures = 0;
+      this.options.onState?.(true);
+      this.renewal = setInterval(() => void this.renew(client).catch(lost), this.leaseMs / 4);
+      this.renewal.unref();
+    } catch (err) {
+      lost(err);
+    }
+  }
+
+  private announced(client: pg.Client, message: pg.Notification, lost: (err: unknown) => void): void {
+    if (message.channel !== KEY_CHANNEL || client !== this.client) return;
+    const [schema, barrier] = (message.payload ?? '').split(' ');
+    if (schema !== this.schema) return;
+    this.generation += 1;
+    if (barrier !== undefined) {
+      client.query('insert into key_acks (watcher, barrier) values ($1, $2) on conflict do nothing', [this.id, barrier]).catch(lost);
+    }
+  }
+
+  /** Extends the lease (taking it again if a writer evicted this server); what is kept is trusted to its end, less a fifth. */
+  private async renew(client: pg.Client): Promise<void> {
+    const asked = performance.now();
+    const renewed = await client.query(`update key_watchers set lease_until = ${NOW} + $2 where id = $1`, [this.id, this.leaseMs]);
+    if (renewed.rowCount === 0) {
+      // New, or evicted by a writer (what was kept may have missed its barrier).
+      this.generation += 1;
+      await client.query(`insert into key_watchers (id, lease_until) values ($1, ${NOW} + $2)`, [this.id, this.leaseMs]);
+    }
+    if (client === this.client) this.trustedUntil = asked + this.leaseMs * 0.8;
+  }
+
+  /** Once per client: what was kept is dropped, and the watch starts again after a pause. */
+  private lost(client: pg.Client, error?: unknown): void {
+    const wasListening = this.client === client;
+    if (wasListening) this.client = null;
+    this.generation += 1;
+    this.trustedUntil = 0;
+    if (this.renewal !== null) clearInterval(this.renewal);
+    this.renewal = null;
+    client.removeAllListeners('notification');
+    void client.end().catch(() => undefined);
+    if (this.closed) return;
+    if (wasListening) this.options.onState?.(false, error);
+    const pause = RETRY_MS[Math.min(this.failures, RETRY_MS.length - 1)]!;
+    this.failures += 1;
+    this.retry ??= setTimeout(() => {
+      this.retry = null;
+      void this.start();
+    }, pause);
+    this.retry.unref();
+  }
+
+  /** Stops listening and gives the lease up, so no writer waits for this server. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retry !== null) clearTimeout(this.retry);
+    if (this.renewal !== null) clearInterval(this.renewal);
+    const client = this.client;
+    this.client = null;
+    this.trustedUntil = 0;
+    if (client === null) return;
+    try {
+      await client.query('delete from key_watchers where id = $1', [this.id]);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+}
+
+/** How long a writer waits for the acknowledgements before it evicts the servers that did not give one. */
+const ACK_WAIT_MS = 2000;
+
+/**
+ * After a commit that changed what key lookups read: returns once every PostgreSQL server
+ * that keeps keys has dropped what it kept from before the commit (see above); at once on
+ * SQLite, whose servers read the file's data version every turn. Call it on the store's
+ * own Kysely instance, after the transaction, never inside one.
+ */
+export async function announceKeyChanges(db: Kysely<Database>): Promise<void> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+  const live = (await db.selectFrom('key_watchers').select('id').where('lease_until', '>', NOW_MS).execute()).map((w) => w.id);
+  if (live.length === 0) return;
+  const barrier = randomUUID();
+  await sql`select pg_notify(${KEY_CHANNEL}, current_schema() || ' ' || ${barrier})`.execute(db);
+  const started = performance.now();
+  try {
+    for (let pause = 1; ; pause = Math.min(2 * pause, 50)) {
+      const waiting = await db
+        .selectFrom('key_watchers as w')
+        .select(['w.id', sql<number>`w.lease_until - ${NOW_MS}`.as('left')])
+        .where('w.id', 'in', live)
+        .where('w.lease_until', '>', NOW_MS)
+        .where((eb) => eb.not(eb.exists(eb.selectFrom('key_acks as a').select('a.watcher').whereRef('a.watcher', '=', 'w.id').where('a.barrier', '=', barrier))))
+        .execute();
+      if (waiting.length === 0) return;
+      if (performance.now() - started > ACK_WAIT_MS) {
+        // Evicted, a server can renew no lease: it keeps nothing past the one it holds.
+        await db.deleteFrom('key_watchers').where('id', 'in', waiting.map((w) => w.id)).execute();
+        await delay(Math.max(...waiting.map((w) => Number(w.left))) + 1);
+        return;
+      }
+      await delay(pause);
+    }
+  } finally {
+    await db.deleteFrom('key_acks').where('barrier', '=', barrier).execute();
+  }
+}
