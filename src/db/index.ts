@@ -79,6 +79,9 @@ export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
   return path.join(config.dataDir, 'school-data.db');
 }
 
+/** A driver's error (or an optional setting's refusal) that is handled by other means. */
+const noop = (): void => undefined;
+
 // int8 (counts, sums, money) and numeric (sums of int8) arrive as text from pg; every
 // value this service stores or sums fits a double exactly (money: src/importer/money-bound.ts),
 // so both become numbers.
@@ -105,21 +108,21 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
       query_timeout: config.dbTimeoutMs + 500,
       idleTimeoutMillis: 30_000,
       keepAlive: true,
-    });
-    // An idle client losing its connection must not crash the process; the pool replaces it.
-    pool.on('error', () => undefined);
-    // Nor a client in use: the pool listens only to idle ones, and pg emits 'error' on a
-    // client whose connection drops mid-query (an unhandled 'error' would end the process).
-    // Its query fails by itself (503), and the pool discards the client when it comes back.
-    pool.on('connect', (client) => {
-      client.on('error', () => undefined);
       // Every statement on the pool is planned without its values: a named one once per
       // connection, as SQLite's reads are. Left to choose, PostgreSQL plans the key lookup
       // again on every run where a turn has few keys (docs/decisions.md, "PostgreSQL plans
-      // each read once"). Sent before any query of the connection; a server without the
-      // setting keeps its own choice.
-      client.query('set plan_cache_mode = force_generic_plan').catch(() => undefined);
+      // each read once"). The pool waits for it before it hands the connection out (a
+      // query sent meanwhile would be queued behind it on the client, which pg 9 refuses);
+      // a server without the setting keeps its own choice.
+      // eslint-disable-next-line @typescript-eslint/no-misused-promises -- pg-pool waits for the promise; @types/pg types the hook as void
+      onConnect: (client) => client.query('set plan_cache_mode = force_generic_plan').then(noop, noop),
     });
+    // An idle client losing its connection must not crash the process; the pool replaces it.
+    pool.on('error', noop);
+    // Nor a client in use: the pool listens only to idle ones, and pg emits 'error' on a
+    // client whose connection drops mid-query (an unhandled 'error' would end the process).
+    // Its query fails by itself (503), and the pool discards the client when it comes back.
+    pool.on('connect', (client) => client.on('error', noop));
     const url = new URL(config.databaseUrl);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     registerBulk(db, { driver, connection });

@@ -53,6 +53,8 @@ export class KeyWatch {
   private retry: NodeJS.Timeout | null = null;
   private failures = 0;
   private closed = false;
+  /** The last statement sent on the watch's connection: each waits for the one before (pg 9 refuses overlapping queries on a client). */
+  private sent: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: KeyWatchOptions) {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
@@ -68,6 +70,13 @@ export class KeyWatch {
     return this.client !== null && performance.now() < this.trustedUntil;
   }
 
+  /** Sends one statement on `client` once the statements sent before it have finished. */
+  private query<R extends pg.QueryResultRow>(client: pg.Client, text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    const result = this.sent.then(() => client.query<R>(text, values));
+    this.sent = result.catch(() => undefined);
+    return result;
+  }
+
   /** Listens and takes a lease; on failure keeps trying in the background (nothing is kept meanwhile). */
   async start(): Promise<void> {
     // A lease of an earlier connection is given up once this one listens: a barrier sent
@@ -75,6 +84,8 @@ export class KeyWatch {
     const earlier = this.id;
     this.id = randomUUID();
     const client = this.options.client(this.name);
+    // A statement left on an earlier connection is not waited for.
+    this.sent = Promise.resolve();
     let gone = false;
     const lost = (err?: unknown) => {
       if (gone) return;
@@ -86,13 +97,13 @@ export class KeyWatch {
     client.on('notification', (message) => this.announced(client, message, lost));
     try {
       await client.connect();
-      this.schema = (await client.query<{ schema: string }>('select current_schema() as schema')).rows[0]!.schema;
+      this.schema = (await this.query<{ schema: string }>(client, 'select current_schema() as schema')).rows[0]!.schema;
       // Listening first: an announcement committed after the lease was taken is heard.
-      await client.query(`listen ${KEY_CHANNEL}`);
+      await this.query(client, `listen ${KEY_CHANNEL}`);
       if (this.closed) throw new Error('closed');
-      await client.query('delete from key_watchers where id = $1', [earlier]);
-      await client.query(`delete from key_watchers where lease_until < ${NOW} - 60000`);
-      await client.query('delete from key_acks where watcher not in (select id from key_watchers)');
+      await this.query(client, 'delete from key_watchers where id = $1', [earlier]);
+      await this.query(client, `delete from key_watchers where lease_until < ${NOW} - 60000`);
+      await this.query(client, 'delete from key_acks where watcher not in (select id from key_watchers)');
       this.client = client;
       await this.renew(client);
       this.failures = 0;
@@ -110,18 +121,18 @@ export class KeyWatch {
     if (schema !== this.schema) return;
     this.generation += 1;
     if (barrier !== undefined) {
-      client.query('insert into key_acks (watcher, barrier) values ($1, $2) on conflict do nothing', [this.id, barrier]).catch(lost);
+      this.query(client, 'insert into key_acks (watcher, barrier) values ($1, $2) on conflict do nothing', [this.id, barrier]).catch(lost);
     }
   }
 
   /** Extends the lease (taking it again if a writer evicted this server); what is kept is trusted to its end, less a fifth. */
   private async renew(client: pg.Client): Promise<void> {
     const asked = performance.now();
-    const renewed = await client.query(`update key_watchers set lease_until = ${NOW} + $2 where id = $1`, [this.id, this.leaseMs]);
+    const renewed = await this.query(client, `update key_watchers set lease_until = ${NOW} + $2 where id = $1`, [this.id, this.leaseMs]);
     if (renewed.rowCount === 0) {
       // New, or evicted by a writer (what was kept may have missed its barrier).
       this.generation += 1;
-      await client.query(`insert into key_watchers (id, lease_until) values ($1, ${NOW} + $2)`, [this.id, this.leaseMs]);
+      await this.query(client, `insert into key_watchers (id, lease_until) values ($1, ${NOW} + $2)`, [this.id, this.leaseMs]);
     }
     if (client === this.client) this.trustedUntil = asked + this.leaseMs * 0.8;
   }
@@ -157,7 +168,7 @@ export class KeyWatch {
     this.trustedUntil = 0;
     if (client === null) return;
     try {
-      await client.query('delete from key_watchers where id = $1', [this.id]);
+      await this.query(client, 'delete from key_watchers where id = $1', [this.id]);
     } finally {
       await client.end().catch(() => undefined);
     }

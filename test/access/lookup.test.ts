@@ -12,9 +12,10 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { hashKey } from '../../src/access/keys.js';
 import { KeyFinder, type KeyRow } from '../../src/access/lookup.js';
-import { announceKeyChanges, sqlitePath, type KeyWatch } from '../../src/db/index.js';
+import { announceKeyChanges, KeyWatch, sqlitePath } from '../../src/db/index.js';
 import type { SqliteReader } from '../../src/db/reader.js';
 import { createKey, revokeKey } from '../../src/management/keys.js';
 import { runCli } from '../helpers/processes.js';
@@ -238,6 +239,48 @@ describe('the key lookup on PostgreSQL', { skip: process.env.DATABASE_URL ? fals
       await keys.find(hash);
       await nextTurn();
       assert.ok(!(keys.find(hash) instanceof Promise), 'kept again');
+    });
+
+    it('sends its statements one at a time: a barrier heard while it renews its lease is acknowledged after the renewal', async () => {
+      // A watch of its own, whose connection counts the statements running on it (pg 9
+      // refuses a query sent while another runs on the same client).
+      let running = 0;
+      let most = 0;
+      const counting = new KeyWatch({
+        leaseMs: 400,
+        client: (name) => {
+          const client = new pg.Client({ connectionString: store.url!, application_name: name });
+          const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+          client.query = ((...args: unknown[]) => {
+            running += 1;
+            most = Math.max(most, running);
+            const done = () => {
+              running -= 1;
+            };
+            const result = query(...args);
+            result.then(done, done);
+            return result;
+          }) as typeof client.query;
+          return client;
+        },
+      });
+      await counting.start();
+      const locker = new pg.Client({ connectionString: store.url! });
+      await locker.connect();
+      try {
+        // Its next renewal (every 100 ms) waits for the lock; a barrier arrives meanwhile.
+        await locker.query('begin');
+        await locker.query('lock table key_watchers in exclusive mode');
+        await new Promise((r) => setTimeout(r, 150));
+        const announced = announceKeyChanges(store.db);
+        await new Promise((r) => setTimeout(r, 150));
+        await locker.query('commit');
+        await announced;
+      } finally {
+        await locker.end();
+        await counting.close();
+      }
+      assert.equal(most, 1, 'never two statements at once on the watch connection');
     });
 
     it('makes a revoke wait for a server that holds a lease and does not answer, no longer than its lease', async () => {

@@ -24,7 +24,12 @@ describe('the read path', () => {
   };
   const setPlan = (plan: string) => store.db.updateTable('schools').set({ plan }).where('id', '=', schoolId).execute();
 
+  /** Warnings the process emitted while these tests ran (pg's deprecations among them). */
+  const warnings: Error[] = [];
+  const noteWarning = (warning: Error) => warnings.push(warning);
+
   before(async () => {
+    process.on('warning', noteWarning);
     store = await createTestStore();
     const created = await createSchool(store.db, { name: 'Reader', plan: 'Profi', id: `rd_${randomBytes(5).toString('hex')}` });
     assert.ok(created.ok);
@@ -60,6 +65,13 @@ describe('the read path', () => {
     // Ten reads at once open as many of the pool's connections as it allows; each answers with the setting.
     const modes = await Promise.all(Array.from({ length: 10 }, async () => store.reads.run<{ mode: string }>("select current_setting('plan_cache_mode') as mode", [])));
     assert.deepEqual(new Set(modes.map((rows) => rows[0]?.mode)), new Set(['force_generic_plan']));
+  });
+
+  it('never sends a query on a pool connection while another runs there (pg 9 refuses it)', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only' }, () => {
+    // The pool's connections opened above (the store's first write, ten reads at once) each
+    // had their setting sent before their first query.
+    process.off('warning', noteWarning);
+    assert.deepEqual(warnings.map((w) => w.message).filter((m) => m.includes('already executing a query')), []);
   });
 });
 
