@@ -17,7 +17,7 @@ import { problemAnswer, type Answer, type Exchange, type WriteAnswer } from '../
 import { hostRepeated } from '../edge/checks.js';
 import { API_PREFIX, pathOf } from '../edge/paths.js';
 import type { ErrorAnswer } from '../edge/errors.js';
-import { currentTurn, flushHeldAnswers } from '../edge/turn-end.js';
+import { beforeQuery, currentTurn } from '../edge/turn-end.js';
 import type { ResponseRecorder } from '../ops/metrics.js';
 import type { Caller } from '../ops/request-log.js';
 import type { Access, AccessCheck } from './decide.js';
@@ -157,8 +157,8 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
       write(exchange, res, found);
       return;
     }
-    // The answers held to the turn's end leave before the query starts (turn-end.ts).
-    flushHeldAnswers();
+    // The answers held to the turn's end leave now if they have waited long (turn-end.ts).
+    beforeQuery();
     route.answer({ tenant, target: exchange.url, method: exchange.method, headers: exchange.headers, params }).then(
       (made) => write(exchange, res, made),
       (failure: unknown) => write(exchange, res, answerError(failure, exchange)),

@@ -6,11 +6,19 @@
  * - only answers to reads (GET, HEAD) wait; any other method is written at once (Node
  *   closes a connection right after the turn that read a PRI request);
  * - an answer made in a later turn (after a PostgreSQL query came back) is written at once;
- * - what waits is written before a query starts and before Node ends a connection in the
- *   turn (a parse error after a request, a client that closed its side).
+ * - a query starting (`beforeQuery`) writes what waits once the first of it has waited
+ *   HOLD_AT_MOST_MS, so a turn of synchronous queries (SQLite) delays an answer by at most
+ *   that and one query (docs/performance.md, "Answers wait through short queries");
+ * - what waits is written before Node ends a connection in the turn (a parse error after a
+ *   request, a client that closed its side).
  * The queue is the process's, like its event loop.
  */
 let held: (() => void)[] = [];
+/** performance.now() when the first of `held` was held. */
+let heldSince = 0;
+
+/** How long an answer waits for the turn's end while queries start before it is written anyway. */
+export const HOLD_AT_MOST_MS = 1;
 
 /**
  * Writes every held answer now, in the order held. A write that throws does not keep the
@@ -33,7 +41,18 @@ export function flushHeldAnswers(): void {
 
 /** Runs `write` at the end of this turn of the event loop, after the writes held before it. */
 export function holdUntilTurnEnd(write: () => void): void {
-  if (held.push(write) === 1) setImmediate(flushHeldAnswers);
+  if (held.push(write) === 1) {
+    heldSince = performance.now();
+    setImmediate(flushHeldAnswers);
+  }
+}
+
+/**
+ * Called as a query starts: writes the held answers now if the first of them has waited
+ * HOLD_AT_MOST_MS; otherwise they go on waiting for the turn's end with the rest.
+ */
+export function beforeQuery(): void {
+  if (held.length > 0 && performance.now() - heldSince >= HOLD_AT_MOST_MS) flushHeldAnswers();
 }
 
 /** Whether the answer to a request with this method may wait for the turn's end: only a read's. */

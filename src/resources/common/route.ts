@@ -15,7 +15,7 @@ import type { Reader } from '../../db/index.js';
 import { ALL_SCOPES, type KeyScope } from '../../domain/scopes.js';
 import type { Tenant } from '../../domain/tenant.js';
 import { dataAnswer, plain, unchanged, utf8, type Answer, type SendAnswer } from '../../edge/answer.js';
-import { flushHeldAnswers } from '../../edge/turn-end.js';
+import { beforeQuery } from '../../edge/turn-end.js';
 import { Problem } from '../../problems/index.js';
 import { packageVersion } from '../../version.js';
 import type { ResponseCache } from '../cache.js';
@@ -142,8 +142,8 @@ export function serve(spec: Endpoint, { reads, cache }: Pick<ResourceOptions, 'r
 
 /**
  * The onRequest hook of the API's routes, after access: sends the stored answer to this
- * request when there is one; otherwise the answers held to the turn's end leave before
- * the query starts (src/edge/turn-end.ts).
+ * request when there is one; otherwise the query is about to start (`beforeQuery`,
+ * src/edge/turn-end.ts).
  */
 export function storedAnswers({ cache, send }: ResourceOptions) {
   return function sendStored(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
@@ -152,7 +152,7 @@ export function storedAnswers({ cache, send }: ResourceOptions) {
       send(reply, dataAnswer(stored, stored.contentType, stored.validator));
       return;
     }
-    flushHeldAnswers();
+    beforeQuery();
     done();
   };
 }
