@@ -1,17 +1,13 @@
 /**
- * Answers made in the turn of the event loop that read their requests are written
- * together at its end (setImmediate), so a busy server's answers leave in one burst
- * instead of waking each client in turn (docs/performance.md, "Answers leave at the end
- * of the turn"). Rules:
- * - only answers to reads (GET, HEAD) wait; any other method is written at once (Node
- *   closes a connection right after the turn that read a PRI request);
- * - an answer made in a later turn (after a PostgreSQL query came back) is written at once;
- * - a query starting (`beforeQuery`) writes what waits once the first of it has waited
- *   HOLD_AT_MOST_MS, so a turn of synchronous queries (SQLite) delays an answer by at most
- *   that and one query (docs/performance.md, "Answers wait through short queries");
+ * Answers made in the turn of the event loop that read their requests are written together
+ * at its end (setImmediate), so a busy server's answers leave in one burst instead of waking
+ * each client in turn (docs/performance.md, "Answers leave at the end of the turn"). Rules:
+ * - only answers to reads (GET, HEAD) wait (Node closes a connection right after the turn
+ *   that read a PRI request); one made in a later turn (a PostgreSQL query came back) does not;
+ * - a query starting writes what waits once the first of it has waited HOLD_AT_MOST_MS
+ *   (`beforeQuery`; docs/performance.md, "Answers wait through short queries");
  * - what waits is written before Node ends a connection in the turn (a parse error after a
- *   request, a client that closed its side).
- * The queue is the process's, like its event loop.
+ *   request, a client that closed its side). The queue is the process's, like its event loop.
  */
 let held: (() => void)[] = [];
 /** performance.now() when the first of `held` was held. */
