@@ -1,15 +1,14 @@
 /**
- * The one indexed lookup every API request makes: a key's hash to the key's state and
- * options and its school's plan, time zone, currency and data version and stamp. A key revoked or a
+ * The one indexed lookup every API request makes: a key's hash to the key's state and options
+ * and its school's plan, time zone, currency and data version and stamp. A key revoked or a
  * plan changed is seen by the next request on every instance:
- * - SQLite: a key found is kept while the file's data version is unchanged (no connection
- *   of any process has committed since it was read), checked once per turn; a hash that
- *   is no key is kept for the turn only;
+ * - SQLite: a key found is kept while the file's data version is unchanged (no connection of
+ *   any process has committed since it was read), checked once per turn; a hash that is no
+ *   key is kept for the turn only;
  * - PostgreSQL: a key found is kept while the store's key watch trusts what it keeps and its
- *   generation is the one the key was read in (src/db/watch.ts), for KEPT_MS at most (its
- *   last use moves on); without the watch nothing outlives the turn. Lookups go out together
- *   as one statement (`key_hash = any($1)`), each request getting its own row back
- *   (docs/performance.md, "Where the time goes").
+ *   generation is the one the key was read in (src/db/watch.ts), for KEPT_MS at most; without
+ *   the watch nothing outlives the turn. A turn's lookups are one statement (`key_hash =
+ *   any($1)`), each request getting its own row (docs/performance.md, "Where the time goes").
  */
 import { sql } from 'kysely';
 import { prepared, type KeyWatch, type Reader } from '../db/index.js';

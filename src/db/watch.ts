@@ -1,17 +1,14 @@
 /**
- * Keys kept on PostgreSQL (docs/decisions.md, "Keys kept on PostgreSQL"). A server may
- * keep the key rows it looked up while it knows that nothing they hold has changed:
- * - triggers announce every change of what a key's lookup reads on the channel
- *   `school_data_keys` (payload: the schema; migration 0014), whoever made it; every
- *   announcement for the server's schema starts a new generation of what it keeps;
- * - the server holds a lease in `key_watchers`, renewed every quarter of it, and keeps
- *   nothing while it is not listening or past its lease by its own clock (less a fifth);
- * - a writer whose change the next request must see on every server (a revoke, a plan
- *   change, an import) sends a barrier once it has committed and waits until every server
- *   that held a lease has acknowledged it, or has been evicted and its lease has run out
- *   (`announceKeyChanges`). A server acknowledges a barrier after it has started a new
- *   generation, and announcements arrive in commit order, so what it keeps then was read
- *   after the change.
+ * Keys kept on PostgreSQL (docs/decisions.md, "Keys kept on PostgreSQL"): a server keeps the
+ * key rows it looked up while it knows nothing they hold has changed.
+ * - Triggers announce every change of what a lookup reads on `school_data_keys` (payload: the
+ *   schema; migration 0014), whoever made it; each announcement starts a new generation.
+ * - A server holds a lease in `key_watchers`, renewed every quarter of it, and keeps nothing
+ *   while it is not listening or is past its lease by its own clock (less a fifth).
+ * - A writer whose change the next request must see everywhere (a revoke, a plan change, an
+ *   import) sends a barrier after its commit and waits until every leaseholder has acknowledged
+ *   it or been evicted and run out (`announceKeyChanges`); a server acknowledges after starting
+ *   a new generation, and announcements arrive in commit order.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
