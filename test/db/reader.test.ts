@@ -35,7 +35,10 @@ describe('the read path', () => {
     assert.ok(created.ok);
     schoolId = created.value.id;
   });
-  after(() => store.close());
+  after(async () => {
+    process.off('warning', noteWarning);
+    await store.close();
+  });
 
   it('sees in the next turn what committed in this one', async () => {
     assert.equal((await planOf())[0]?.plan, 'Profi');
@@ -70,7 +73,6 @@ describe('the read path', () => {
   it('never sends a query on a pool connection while another runs there (pg 9 refuses it)', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only' }, () => {
     // The pool's connections opened above (the store's first write, ten reads at once) each
     // had their setting sent before their first query.
-    process.off('warning', noteWarning);
     assert.deepEqual(warnings.map((w) => w.message).filter((m) => m.includes('already executing a query')), []);
   });
 });
