@@ -14,7 +14,7 @@ import { FileIntake } from './intake.js';
 import { Merge } from './merge.js';
 import { checkMoneyBound } from './money-bound.js';
 import { isListTable } from './read-model.js';
-import { checkDeletedUnreferred, checkMovedContracts, checkOpenReferences, checkPaymentContracts } from './references.js';
+import { checkDeletedUnreferred, checkMovedContracts, checkOpenReferences, checkPaymentContracts, contractsMove } from './references.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
 import { fileSource, valueSource, type Progress, type Source } from './source.js';
 import { goneTable, Stage } from './stage.js';
@@ -166,6 +166,8 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
     if (errors.empty) {
       for (const array of deleting) await work.collectGone(array, replace && intake.present.has(array));
       await work.noteTouched(stage.staged, new Set(deleting));
+      // Read before the contracts are written: after, a moved contract's old student is gone.
+      const moving = stage.staged.contracts > 0 && (await contractsMove(conn, schoolId));
       if (stage.staged.contracts > 0) await work.prepareContracts();
       for (const array of ARRAY_NAMES) {
         if (stage.staged[array] === 0) continue;
@@ -175,7 +177,7 @@ async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake,
       if (deleting.length > 0) step('deletions');
       for (const array of deleting) await work.delete(array);
       await checkDeletedUnreferred(conn, schoolId, work.deletedFrom, errors);
-      if (stage.staged.contracts > 0) await checkMovedContracts(conn, schoolId, errors);
+      if (moving) await checkMovedContracts(conn, schoolId, errors);
       await checkMoneyBound(conn, schoolId, stage.staged, errors);
     }
     if (!errors.empty) return { ok: false, errors: errors.items };

@@ -300,15 +300,19 @@ export class Merge {
             from touched_contracts c left join payments p on p.school_id = ${this.schoolId} and p.contract_id = c.id
            group by c.id`.compile(this.q.db),
     );
+    // The ids of those whose stored balance differs (most were written with theirs), in
+    // one statement; then their rows by key, a batch at a time.
+    const differ = (
+      await this.q.run(
+        sql`select b.id from balances b join contracts c on c.school_id = ${this.schoolId} and c.id = b.id where c.paid_minor <> b.paid order by b.id`.compile(this.q.db),
+      )
+    ).rows.map((row) => row.id as string);
     let moved = 0;
-    // A batch of the touched contracts in key order, then the rows by key of those whose
-    // stored balance differs (most were written with theirs). (Joined whole and cut by
-    // LIMIT, every batch read the school's contracts from its first on PostgreSQL, or from
-    // the batch to the last on SQLite: quadratic in a first import.)
-    await this.inBatches(sql`select id from balances`, async (touched) => {
+    for (let at = 0; at < differ.length; at += BALANCE_BATCH) {
+      const ids = differ.slice(at, at + BALANCE_BATCH);
       const { rows } = await this.q.run(
         sql`select c.*, b.paid as balance from contracts c join balances b on b.id = c.id
-             where c.school_id = ${this.schoolId} and c.id in (${sql.join(touched.map((row) => row.id as string))}) and c.paid_minor <> b.paid`.compile(this.q.db),
+             where c.school_id = ${this.schoolId} and c.id in (${sql.join(ids)})`.compile(this.q.db),
       );
       const values = rows.map(({ balance: paid, ...row }) => {
         const balance = Number(paid);
@@ -324,7 +328,7 @@ export class Merge {
                where contracts.school_id = ${this.schoolId} and contracts.id = v.id`.compile(this.q.db),
         );
       }
-    });
+    }
     return moved;
   }
 

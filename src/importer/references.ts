@@ -133,6 +133,20 @@ export async function checkPaymentContracts(q: Sql, schoolId: string, errors: Er
 }
 
 /**
+ * Before the merge: whether a contract of the file moves to another student (its stored
+ * row names another), the only case checkMovedContracts can find anything in.
+ */
+export async function contractsMove(q: Sql, schoolId: string): Promise<boolean> {
+  const { rows } = await q.run(
+    sql`select 1 as moves from ${sql.table(stageTable('contracts'))} f
+          join contracts c on c.school_id = ${schoolId} and c.id = f.id
+         where c.student_id <> f.student_id
+         limit 1`.compile(q.db),
+  );
+  return rows.length > 0;
+}
+
+/**
  * After the merge: a contract of the file that moves to another student while a stored
  * payment of the old student, which the file leaves as it is, still refers to it.
  */
