@@ -8,7 +8,11 @@
  * bulk connections to one file are taken one at a time within a process: better-sqlite3
  * waits for a write lock synchronously, so two of them in one thread could wait forever.
  */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
 import type { Writable } from 'node:stream';
 import SQLite from 'better-sqlite3';
 import type { CompiledQuery} from 'kysely';
@@ -38,6 +42,12 @@ export interface BulkConnection {
   readonly db: Kysely<Database>;
   run(query: Compilable | CompiledQuery): Promise<Statement>;
   load(table: string, columns: readonly string[]): RowLoader;
+  /**
+   * Runs `job` (statements through `run`) once every load begun before it has ended; a load
+   * begun after waits for it. The rows given to such a load meanwhile are held, up to
+   * LOAD_HELD_BYTES, so the reading goes on while the job runs.
+   */
+  exclusive<T>(job: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -83,6 +93,14 @@ async function openPostgres(db: Kysely<Database>, driver: typeof pg, connection:
       previous = loader.ended;
       return loader;
     },
+    exclusive(job) {
+      const done = previous.then(job);
+      previous = done.then(
+        () => undefined,
+        () => undefined,
+      );
+      return done;
+    },
     close: () => client.end().catch(() => undefined),
   };
 }
@@ -91,16 +109,57 @@ function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
-/** Bytes per write to the COPY stream: many rows a write, yet small enough to stay in V8's young generation. */
+/** Characters per write to the COPY stream: many rows a write, yet small enough to stay in V8's young generation. */
 const COPY_CHUNK_BYTES = 32 * 1024;
 
-/** COPY writes not yet taken by the connection, at most, before a writer is asked to wait. */
-const MAX_WRITES_IN_FLIGHT = 8;
+/**
+ * Bytes of rows a load holds in memory, at most, that the connection has not taken. Past
+ * them a writer waits for a running COPY; while the COPY has not begun (it waits for an
+ * `exclusive` job), the rows go to a spill file instead, sent once it begins.
+ */
+export const LOAD_HELD_BYTES = 8 * 1024 * 1024;
+
+/** Bytes read back from a spill file per write to the COPY. */
+const SPILL_READ_BYTES = 1024 * 1024;
+
+/**
+ * A file of rows waiting for their COPY: in the temporary directory, removed as soon as it
+ * is open (a process killed meanwhile leaves nothing behind; the descriptor holds it).
+ */
+class SpillFile {
+  readonly fd: number;
+  bytes = 0;
+
+  constructor() {
+    const file = path.join(os.tmpdir(), `school-data-load-${process.pid}-${randomBytes(8).toString('hex')}`);
+    this.fd = fs.openSync(file, 'wx+', 0o600);
+    fs.unlinkSync(file);
+  }
+
+  append(chunk: Buffer): void {
+    fs.writeSync(this.fd, chunk);
+    this.bytes += chunk.length;
+  }
+
+  /** Up to SPILL_READ_BYTES from `at`. */
+  read(at: number): Buffer {
+    const piece = Buffer.allocUnsafe(Math.min(SPILL_READ_BYTES, this.bytes - at));
+    const n = fs.readSync(this.fd, piece, 0, piece.length, at);
+    if (n === 0) throw new Error('spill file ended early');
+    return piece.subarray(0, n);
+  }
+
+  close(): void {
+    fs.closeSync(this.fd);
+  }
+}
 
 /**
  * A COPY load; `ended` settles (never rejects) once its COPY is over, successful or not.
- * Rows are joined into chunks; back-pressure counts the chunks the connection has not yet
- * taken (their write callbacks), which holds before the COPY has even started.
+ * Rows are joined into chunks, held as UTF-8; back-pressure counts the bytes the
+ * connection has not yet taken (their write callbacks). Rows need no order (each staged
+ * row carries its index in the file), so spilled ones are sent after those held, and
+ * rows given while the spill file is sent join it.
  */
 function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<void> } {
   let stream: Writable | null = null;
@@ -108,30 +167,64 @@ function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<v
   let buffer = '';
   let inFlight = 0;
   let waiters: (() => void)[] = [];
-  const waiting: string[] = [];
-  const taken = (err?: Error | null) => {
-    inFlight -= 1;
-    if (err) failure = err;
-    if (inFlight <= MAX_WRITES_IN_FLIGHT / 2 || failure) {
-      const wake = waiters;
-      waiters = [];
-      for (const w of wake) w();
+  const waiting: Buffer[] = [];
+  let spill: SpillFile | null = null;
+  let replaying: Promise<void> | null = null;
+  const wakeAll = () => {
+    const wake = waiters;
+    waiters = [];
+    for (const w of wake) w();
+  };
+  const write = (s: Writable, chunk: Buffer) => {
+    inFlight += chunk.length;
+    s.write(chunk, (err?: Error | null) => {
+      inFlight -= chunk.length;
+      if (err) failure = err;
+      if (inFlight <= LOAD_HELD_BYTES / 2 || failure) wakeAll();
+    });
+  };
+  const send = (text: string) => {
+    const chunk = Buffer.from(text, 'utf8');
+    // While a spill file is sent, rows join it: its pieces are not cut at rows' ends.
+    if (spill) {
+      spill.append(chunk);
+    } else if (stream) {
+      write(stream, chunk);
+    } else if (inFlight + chunk.length <= LOAD_HELD_BYTES) {
+      inFlight += chunk.length;
+      waiting.push(chunk);
+    } else {
+      spill = new SpillFile();
+      spill.append(chunk);
     }
   };
-  const send = (chunk: string) => {
-    inFlight += 1;
-    if (stream) stream.write(chunk, taken);
-    else waiting.push(chunk);
+  const replay = async (s: Writable, file: SpillFile) => {
+    try {
+      for (let at = 0; at < file.bytes && !failure; ) {
+        const piece = file.read(at);
+        at += piece.length;
+        write(s, piece);
+        if (inFlight > LOAD_HELD_BYTES) await new Promise<void>((resolve) => waiters.push(resolve));
+      }
+    } finally {
+      spill = null;
+      file.close();
+    }
   };
   const opened = starting.then((s) => {
     stream = s;
     s.on('error', (err: Error) => {
       failure = err;
-      const wake = waiters;
-      waiters = [];
-      for (const w of wake) w();
+      wakeAll();
     });
-    for (const chunk of waiting.splice(0)) s.write(chunk, taken);
+    for (const chunk of waiting.splice(0)) {
+      inFlight -= chunk.length;
+      write(s, chunk);
+    }
+    if (spill) {
+      replaying = replay(s, spill);
+      replaying.catch(() => undefined);
+    }
     return s;
   });
   const finished = opened.then(
@@ -143,7 +236,12 @@ function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<v
   );
   // Reported by the next write or by end(), never as unhandled.
   finished.catch(() => undefined);
-  opened.catch(() => undefined);
+  opened.catch(() => {
+    if (spill && !replaying) {
+      spill.close();
+      spill = null;
+    }
+  });
   /** Sends what is buffered; resolves when the connection has taken enough (at once unless it lags). */
   const flush = (): Promise<void> | undefined => {
     if (failure) return Promise.reject(failure);
@@ -151,12 +249,14 @@ function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<v
       send(buffer);
       buffer = '';
     }
-    if (inFlight <= MAX_WRITES_IN_FLIGHT) return undefined;
+    if (inFlight <= LOAD_HELD_BYTES) return undefined;
     return new Promise<void>((resolve, reject) => waiters.push(() => (failure ? reject(failure) : resolve())));
   };
   const end = async (): Promise<void> => {
     const s = await opened;
     await flush();
+    await replaying;
+    if (failure) throw failure;
     s.end();
     await finished;
   };
@@ -171,6 +271,8 @@ function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<v
       return ending;
     },
     abort() {
+      failure ??= new Error('load aborted');
+      wakeAll();
       void opened.then((s) => s.destroy(new Error('load aborted')), () => undefined);
     },
     get ended() {
@@ -255,6 +357,8 @@ async function openSqlite(db: Kysely<Database>, file: string): Promise<BulkConne
     load(table, columns) {
       return sqliteLoader(prepare, table, columns);
     },
+    // Loads write as they are given rows: none is ever waiting.
+    exclusive: (job) => job(),
     close() {
       try {
         if (database.inTransaction) database.exec('rollback');

@@ -1,0 +1,85 @@
+/**
+ * The bulk connection's loads (PostgreSQL's COPY): a load begun while an `exclusive` job
+ * holds the connection never makes its writer wait; past what it holds in memory its rows
+ * go to a spill file that no name in the file system points to, and every row arrives
+ * once, the rows given while that file is being sent included.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { LOAD_HELD_BYTES, openBulkConnection, type BulkConnection } from '../../src/db/bulk.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+
+/** The files this process holds open that were removed from their directory: spill files. */
+function spillFiles(): string[] {
+  if (!fs.existsSync('/proc/self/fd')) return [];
+  const out: string[] = [];
+  for (const fd of fs.readdirSync('/proc/self/fd')) {
+    try {
+      const target = fs.readlinkSync(`/proc/self/fd/${fd}`);
+      if (target.includes('school-data-load-')) out.push(target);
+    } catch {
+      // Closed meanwhile.
+    }
+  }
+  return out;
+}
+
+describe('bulk connection: loads held behind an exclusive job', () => {
+  let store: TestStore;
+  let conn: BulkConnection;
+  before(async () => {
+    store = await createTestStore();
+    conn = await openBulkConnection(store.db);
+  });
+  after(async () => {
+    await conn.close();
+    await store.close();
+  });
+
+  it('spills what it cannot hold, never waits, and sends every row once', async (t) => {
+    if (conn.dialect !== 'postgres') {
+      t.skip('PostgreSQL only: SQLite writes each row as it is given');
+      return;
+    }
+    await conn.run(sql`create temp table spilled (idx integer primary key, body text not null)`.compile(conn.db));
+    let release!: () => void;
+    const holding = new Promise<void>((resolve) => (release = resolve));
+    let jobDone = false;
+    const job = conn.exclusive(async () => {
+      await holding;
+      await conn.run(sql`select 1`.compile(conn.db));
+      jobDone = true;
+    });
+    const loader = conn.load('spilled', ['idx', 'body']);
+    // Tabs, line breaks and backslashes too, so a row cut in two would not go unnoticed.
+    const tail = `\tс табом\nи переводом \\ ${'x'.repeat(900)}`;
+    const body = (i: number) => `строка ${i}${tail}`;
+    let rows = 0;
+    let waited = 0;
+    while (rows * 1000 < 2 * LOAD_HELD_BYTES) {
+      if (loader.write([rows, body(rows)]) !== undefined) waited += 1;
+      rows += 1;
+    }
+    assert.equal(waited, 0, 'the writer never waits while the COPY waits for the job');
+    assert.ok(spillFiles().length >= 1, 'a spill file is open');
+    assert.ok(spillFiles().every((f) => f.endsWith('(deleted)')), 'and has no name left in the file system');
+    release();
+    // More rows while the spill file is sent: they join it.
+    for (let i = 0; i < 5000; i++) {
+      const wait = loader.write([rows, body(rows)]);
+      rows += 1;
+      if (wait) await wait;
+    }
+    await loader.end();
+    await job;
+    assert.ok(jobDone, 'the job ran before the COPY began');
+    const { rows: counted } = await conn.run(sql`select count(*) as n, sum(idx) as s, count(*) filter (where body <> 'строка ' || idx || ${tail}) as bad from spilled`.compile(conn.db));
+    assert.deepEqual(
+      { n: Number(counted[0]!.n), s: Number(counted[0]!.s), bad: Number(counted[0]!.bad) },
+      { n: rows, s: (rows * (rows - 1)) / 2, bad: 0 },
+    );
+    assert.deepEqual(spillFiles(), [], 'the spill file is closed');
+  });
+});
