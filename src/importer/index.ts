@@ -29,7 +29,7 @@ export type { Progress } from './source.js';
  * What an import reports as it goes: the reading, then each step of the merge, with the
  * file's records written to the school's tables so far.
  */
-export type ImportProgress = (Progress & { phase: 'read' }) | (Progress & { phase: 'merge'; step: MergeStep; written: number });
+export type ImportProgress = (Progress & { phase: 'read'; written: number }) | (Progress & { phase: 'merge'; step: MergeStep; written: number });
 
 /** A step of the merge, as a progress line names it: an array is the writing of its records. */
 export type MergeStep = 'locking the school' | 'checking references' | ArrayName | 'deletions' | 'balances' | 'totals and positions' | 'commit' | 'statistics';
@@ -84,38 +84,69 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
     return { ok: false, errors: [{ array: null, index: null, field: null, reason: `school "${schoolId}" does not exist` }] };
   }
   const conn = await openBulkConnection(db);
+  const transaction = { begun: false, committed: false };
   try {
-    // Staging writes only this connection's temporary tables: its commits (the tables'
-    // creation, their statistics) need not wait for the log to reach the disk; the
-    // merge's own commit does (merge below).
-    if (conn.dialect === 'postgres') await conn.run(CompiledQuery.raw('set synchronous_commit = off'));
     const errors = new ErrorList();
-    const stage = new Stage(conn);
+    let progress: Progress = { records: 0, bytes: 0, totalBytes: null };
+    let reading = true;
+    let written = 0;
+    let current: MergeStep | null = null;
+    const report = () => {
+      if (current !== null) options.onProgress?.({ ...progress, phase: 'merge', step: current, written });
+    };
+    const step: StepReport = (name, records = 0) => {
+      current = name;
+      if (!reading) report();
+      written += records;
+    };
+    // PostgreSQL merges each array once it is staged, on the import's connection, while
+    // the reading goes on: the merge's transaction and the school's lock come first.
+    // SQLite's statements would hold the reading's thread: it merges after the reading.
+    let work: Merge | null = null;
+    const early = conn.dialect === 'postgres';
+    if (early) {
+      work = await beginMerge(conn, schoolId, source.estimate < STATISTICS_AFTER, transaction, step);
+      current = null;
+    }
+    const stage = new Stage(
+      conn,
+      errors,
+      early
+        ? async (array) => {
+            // A refused file is rolled back: nothing more is written. A contract's balance needs the file's payments.
+            if (!errors.empty || (array === 'contracts' && !stage.isIndexed('payments'))) return;
+            await mergeArray(conn, schoolId, work!, stage, array, step);
+            current = null;
+          }
+        : undefined,
+    );
     await stage.create();
     const intake = new FileIntake(errors, stage, schoolId, school.currency);
-    let progress: Progress = { records: 0, bytes: 0, totalBytes: null };
     try {
       await source.feed(intake, (p) => {
         progress = p;
-        options.onProgress?.({ ...p, phase: 'read' });
+        options.onProgress?.({ ...p, phase: 'read', written });
       });
       await intake.settle();
-      await stage.finish(errors);
+      reading = false;
+      // An array's merge begun during the reading goes on: shown from now.
+      report();
+      await stage.finish();
     } catch (err) {
       stage.abort();
       throw err;
     }
     intake.finish();
-    let written = 0;
-    const step = (name: MergeStep, records = 0) => {
-      options.onProgress?.({ ...progress, phase: 'merge', step: name, written });
-      written += records;
-    };
-    const result = await merge(conn, schoolId, intake, stage, errors, options, step);
+    if (!work) {
+      const small = ARRAY_NAMES.reduce((n, a) => n + stage.staged[a] + intake.deletes[a].size, 0) < STATISTICS_AFTER;
+      work = await beginMerge(conn, schoolId, small, transaction, step);
+    }
+    const result = await merge(conn, schoolId, intake, stage, errors, options, step, work, transaction);
     // The school's data version moved: every PostgreSQL server drops the key rows it kept with the old one.
     if (result.ok && result.seq !== null) await announceKeyChanges(db);
     return result;
   } finally {
+    if (transaction.begun && !transaction.committed) await conn.run(CompiledQuery.raw('rollback')).catch(() => undefined);
     await conn.close();
   }
 }
@@ -134,78 +165,96 @@ function writtenTables(staged: Record<ArrayName, number>, deleted: Record<ArrayN
 /** Reports that the merge begins `step`, which writes `records` of the file's records. */
 type StepReport = (step: MergeStep, records?: number) => void;
 
-async function merge(conn: BulkConnection, schoolId: string, intake: FileIntake, stage: Stage, errors: ErrorList, options: ImportOptions, step: StepReport): Promise<ImportResult> {
-  const replace = options.replace === true;
+/**
+ * Begins the merge's transaction and takes the school's lock (which waits for another
+ * import of the school to commit); the Merge it returns writes with the import's seq.
+ * `small`: an import of few rows.
+ */
+async function beginMerge(conn: BulkConnection, schoolId: string, small: boolean, transaction: { begun: boolean }, step: StepReport): Promise<Merge> {
   // SQLite: take the write lock now; a transaction that read first could not write later if another connection wrote meanwhile.
   await conn.run(CompiledQuery.raw(conn.dialect === 'sqlite' ? 'begin immediate' : 'begin'));
-  let committed = false;
-  try {
-    if (conn.dialect === 'postgres') {
-      // A small import's joins meet few rows, which the planner cannot know of ranges it
-      // is given as parameters: JIT compiled them for longer than they ran.
-      const small = ARRAY_NAMES.reduce((n, a) => n + stage.staged[a] + intake.deletes[a].size, 0) < STATISTICS_AFTER;
-      await conn.run(CompiledQuery.raw(`set local synchronous_commit = on${small ? '; set local jit = off' : ''}`));
-    }
-    // The lock waits for another import of the school to commit.
-    step('locking the school');
-    const version = await lockSchool(conn, schoolId);
-    const seq = version + 1;
-    step('checking references');
-    if (!errors.full) await checkOpenReferences(conn, schoolId, intake, errors);
-    if (!errors.full && stage.staged.payments > 0) await checkPaymentContracts(conn, schoolId, errors);
-
-    const work = new Merge(conn, schoolId, seq);
-    const deleting = ARRAY_NAMES.filter((a) => intake.deletes[a].size > 0 || (replace && intake.present.has(a)));
-    for (const array of deleting) {
-      if (intake.deletes[array].size === 0) continue;
-      const loader = conn.load(goneTable(array), ['id', 'idx']);
-      for (const row of intake.deletes[array]) await loader.write(row);
-      await loader.end();
-      await work.checkNotImported(array, errors);
-    }
-    if (errors.empty) {
-      for (const array of deleting) await work.collectGone(array, replace && intake.present.has(array));
-      await work.noteTouched(stage.staged, new Set(deleting));
-      // Read before the contracts are written: after, a moved contract's old student is gone.
-      const moving = stage.staged.contracts > 0 && (await contractsMove(conn, schoolId));
-      if (stage.staged.contracts > 0) await work.prepareContracts();
-      for (const array of ARRAY_NAMES) {
-        if (stage.staged[array] === 0) continue;
-        step(array, stage.staged[array]);
-        await work.upsert(array, stage.staged[array]);
-      }
-      if (deleting.length > 0) step('deletions');
-      for (const array of deleting) await work.delete(array);
-      await checkDeletedUnreferred(conn, schoolId, work.deletedFrom, errors);
-      if (moving) await checkMovedContracts(conn, schoolId, errors);
-      await checkMoneyBound(conn, schoolId, stage.staged, errors);
-    }
-    if (!errors.empty) return { ok: false, errors: errors.items };
-
-    for (const array of ARRAY_NAMES) if (isListTable(array) && stage.staged[array] > 0) await work.dropTombstones(array);
-    step('balances');
-    const balances = await work.recomputeBalances();
-    const changes = work.counts.inserted + work.counts.updated + work.counts.deleted + balances;
-    const summary = { ok: true as const, counts: perArray((a) => intake.counts[a]), deleted: perArray(() => 0), changes, seq: null as number | null };
-    if (changes === 0) return summary;
-
-    step('totals and positions');
-    await work.refreshTotals();
-    await work.placeChanges();
-    await pruneTombstones(conn, schoolId, options.tombstoneDays ?? DEFAULT_TOMBSTONE_DAYS);
-    await recordBatch(conn, schoolId, seq);
-    step('commit');
-    await conn.run(CompiledQuery.raw('commit'));
-    committed = true;
-    summary.seq = seq;
-    summary.deleted = perArray((a) => work.deletedCounts[a]);
-    // On the import's connection: the pool's statement timeout would cut a long ANALYZE short.
-    if (changes >= STATISTICS_AFTER) {
-      step('statistics');
-      await refreshStatistics(conn.db, (q) => conn.run(q), writtenTables(stage.staged, summary.deleted));
-    }
-    return summary;
-  } finally {
-    if (!committed) await conn.run(CompiledQuery.raw('rollback')).catch(() => undefined);
+  transaction.begun = true;
+  if (conn.dialect === 'postgres' && small) {
+    // A small import's joins meet few rows, which the planner cannot know of ranges it
+    // is given as parameters: JIT compiled them for longer than they ran.
+    await conn.run(CompiledQuery.raw('set local jit = off'));
   }
+  step('locking the school');
+  const version = await lockSchool(conn, schoolId);
+  const work = new Merge(conn, schoolId, version + 1);
+  await work.createTouched();
+  return work;
+}
+
+/** Writes the staged rows of `array`, after noting what they touch (its totals, its balances, a contract's move). */
+async function mergeArray(conn: BulkConnection, schoolId: string, work: Merge, stage: Stage, array: ArrayName, step: StepReport): Promise<void> {
+  await work.noteStaged(array, stage.staged);
+  if (array === 'contracts') {
+    // Read before the contracts are written: after, a moved contract's old student is gone.
+    work.contractsMove = await contractsMove(conn, schoolId);
+    await work.prepareContracts();
+  }
+  step(array, stage.staged[array]);
+  await work.upsert(array, stage.staged[array]);
+}
+
+async function merge(
+  conn: BulkConnection,
+  schoolId: string,
+  intake: FileIntake,
+  stage: Stage,
+  errors: ErrorList,
+  options: ImportOptions,
+  step: StepReport,
+  work: Merge,
+  transaction: { committed: boolean },
+): Promise<ImportResult> {
+  const replace = options.replace === true;
+  step('checking references');
+  if (!errors.full) await checkOpenReferences(conn, schoolId, intake, errors);
+  if (!errors.full && stage.staged.payments > 0) await checkPaymentContracts(conn, schoolId, errors);
+
+  const deleting = ARRAY_NAMES.filter((a) => intake.deletes[a].size > 0 || (replace && intake.present.has(a)));
+  for (const array of deleting) {
+    if (intake.deletes[array].size === 0) continue;
+    const loader = conn.load(goneTable(array), ['id', 'idx']);
+    for (const row of intake.deletes[array]) await loader.write(row);
+    await loader.end();
+    await work.checkNotImported(array, errors);
+  }
+  if (errors.empty) {
+    for (const array of deleting) await work.collectGone(array, replace && intake.present.has(array));
+    await work.noteGone(new Set(deleting));
+    for (const array of ARRAY_NAMES) if (stage.staged[array] > 0 && !work.written.has(array)) await mergeArray(conn, schoolId, work, stage, array, step);
+    if (deleting.length > 0) step('deletions');
+    for (const array of deleting) await work.delete(array);
+    await checkDeletedUnreferred(conn, schoolId, work.deletedFrom, errors);
+    if (work.contractsMove) await checkMovedContracts(conn, schoolId, errors);
+    await checkMoneyBound(conn, schoolId, stage.staged, errors);
+  }
+  if (!errors.empty) return { ok: false, errors: errors.items };
+
+  for (const array of ARRAY_NAMES) if (isListTable(array) && stage.staged[array] > 0) await work.dropTombstones(array);
+  step('balances');
+  const balances = await work.recomputeBalances();
+  const changes = work.counts.inserted + work.counts.updated + work.counts.deleted + balances;
+  const summary = { ok: true as const, counts: perArray((a) => intake.counts[a]), deleted: perArray(() => 0), changes, seq: null as number | null };
+  if (changes === 0) return summary;
+
+  step('totals and positions');
+  await work.refreshTotals();
+  await work.placeChanges();
+  await pruneTombstones(conn, schoolId, options.tombstoneDays ?? DEFAULT_TOMBSTONE_DAYS);
+  await recordBatch(conn, schoolId, work.seq);
+  step('commit');
+  await conn.run(CompiledQuery.raw('commit'));
+  transaction.committed = true;
+  summary.seq = work.seq;
+  summary.deleted = perArray((a) => work.deletedCounts[a]);
+  // On the import's connection: the pool's statement timeout would cut a long ANALYZE short.
+  if (changes >= STATISTICS_AFTER) {
+    step('statistics');
+    await refreshStatistics(conn.db, (q) => conn.run(q), writtenTables(stage.staged, summary.deleted));
+  }
+  return summary;
 }

@@ -6,18 +6,22 @@
  */
 import { ID_PATTERN } from '../domain/ids.js';
 import type { ErrorList, ImportError } from './errors.js';
-import { isListTable, itemOf } from './read-model.js';
+import { itemOf } from './read-model.js';
+import type { ListTable } from '../resources/items.js';
 import { REFERENCES } from './references.js';
-import { ROW_COLUMNS, TO_ROW } from './rows.js';
+import { TO_ROW } from './rows.js';
 import { ARRAY_NAMES, type ArrayName, type RecordOf } from './schema.js';
 import type { Intake } from './source.js';
-import type { Stage } from './stage.js';
+import { stagedColumns, type Stage } from './stage.js';
 import { checkRecord, isObject } from './validate.js';
 
 const ID = new RegExp(ID_PATTERN);
 
 /** The arrays that records refer to: their ids are kept in memory to resolve references. */
 const REFERENCED = new Set(Object.values(REFERENCES).flatMap((refs) => refs.map((r) => r.target)));
+
+/** The values of a staged row, after its index in the file. */
+const ROW_VALUES = Object.fromEntries(ARRAY_NAMES.map((a) => [a, stagedColumns(a).slice(1)])) as Record<ArrayName, string[]>;
 
 const perArray = <T>(make: () => T) => Object.fromEntries(ARRAY_NAMES.map((a) => [a, make()])) as Record<ArrayName, T>;
 
@@ -44,6 +48,11 @@ export class FileIntake implements Intake {
   readonly counts = perArray(() => 0);
   /** Arrays the file carries, empty ones too (for --replace: each is the whole truth for its resource). */
   readonly present = new Set<ArrayName>();
+  /**
+   * Per contract, what the file's payments read so far pay (refunds taken off): a contract
+   * is staged with it as its balance, right in a first import whose payments come first.
+   */
+  private readonly paid = new Map<string, number>();
 
   constructor(
     private readonly errors: ErrorList,
@@ -135,9 +144,13 @@ export class FileIntake implements Intake {
 
   private row<K extends ArrayName>(array: K, index: number, record: RecordOf<K>): unknown[] {
     const row = TO_ROW[array](record, this.schoolId, this.currency) as Record<string, unknown>;
+    if (array === 'payments' && typeof row.contract_id === 'string') {
+      const amount = row.amount_minor as number;
+      this.paid.set(row.contract_id, (this.paid.get(row.contract_id) ?? 0) + (row.kind === 'refund' ? -amount : amount));
+    }
+    if (array === 'contracts') row.paid_minor = this.paid.get(row.id as string) ?? 0;
     const values: unknown[] = [index];
-    for (const column of ROW_COLUMNS[array]) values.push(row[column]);
-    if (isListTable(array)) values.push(itemOf(array, row));
+    for (const column of ROW_VALUES[array]) values.push(column === 'item' ? itemOf(array as ListTable, row) : row[column]);
     return values;
   }
 }

@@ -61,55 +61,67 @@ export class Merge {
   readonly deletedFrom = new Set<ArrayName>();
   readonly deletedCounts = Object.fromEntries(ARRAY_NAMES.map((a) => [a, 0])) as Record<ArrayName, number>;
 
+  /** The arrays whose staged rows are written (upsert). */
+  readonly written = new Set<ArrayName>();
+  /** Whether a contract of the file moves to another student (contractsMove, read before the contracts are written). */
+  contractsMove = false;
+
   constructor(
     private readonly q: Sql,
     private readonly schoolId: string,
-    private readonly seq: number,
+    readonly seq: number,
   ) {}
 
   private get db(): Untyped {
     return this.q.db;
   }
 
-  /**
-   * Before anything is written: the days and contracts whose totals the staged rows and
-   * the rows of `gone_<array>` (`deleting` has those arrays) touch.
-   */
-  async noteTouched(staged: Record<ArrayName, number>, deleting: ReadonlySet<ArrayName>): Promise<void> {
-    for (const side of FINANCE_SIDES) {
-      const days = this.touchedDays[side.rows];
-      const at = sql.ref(side.at);
-      const queries = [
-        ...(staged[side.rows] > 0
-          ? [
-              sql`select distinct substr(${at}, 1, 10) as day from ${sql.table(stageTable(side.rows))}`,
-              sql`select distinct substr(r.${at}, 1, 10) as day from ${sql.table(side.rows)} r join ${sql.table(stageTable(side.rows))} s on s.id = r.id where r.school_id = ${this.schoolId}`,
-            ]
-          : []),
-        ...(deleting.has(side.rows)
-          ? [sql`select distinct substr(r.${at}, 1, 10) as day from ${sql.table(side.rows)} r join ${sql.table(goneTable(side.rows))} g on g.id = r.id where r.school_id = ${this.schoolId}`]
-          : []),
-      ];
-      for (const query of queries) for (const row of (await this.q.run(query.compile(this.q.db))).rows) days.add(row.day as string);
-    }
-    // The contracts whose balance may move: of the payments written or deleted, before and after.
+  /** The table of the contracts whose balance the import may move (noteStaged, noteGone). */
+  async createTouched(): Promise<void> {
     await this.q.run(sql`create temp table touched_contracts (id text primary key)`.compile(this.q.db));
+  }
+
+  /**
+   * Before the staged rows of `array` are written: the days whose totals they touch, and
+   * the contracts whose balance they may move (a payment's, before and after; a contract).
+   */
+  async noteStaged(array: ArrayName, staged: Record<ArrayName, number>): Promise<void> {
+    if (staged[array] === 0) return;
+    const stage = sql.table(stageTable(array));
+    const side = FINANCE_SIDES.find((s) => s.rows === array);
+    if (side) {
+      const at = sql.ref(side.at);
+      await this.noteDays(side.rows, sql`select distinct substr(${at}, 1, 10) as day from ${stage}`);
+      await this.noteDays(side.rows, sql`select distinct substr(r.${at}, 1, 10) as day from ${sql.table(side.rows)} r join ${stage} s on s.id = r.id where r.school_id = ${this.schoolId}`);
+    }
     const into = sql`insert into touched_contracts (id)`;
-    const fill = [
-      ...(staged.payments > 0
-        ? [
-            sql`${into} select distinct contract_id from ${sql.table(stageTable('payments'))} where contract_id is not null`,
-            sql`${into} select distinct p.contract_id from payments p join ${sql.table(stageTable('payments'))} s on s.id = p.id where p.school_id = ${this.schoolId} and p.contract_id is not null and p.contract_id not in (select id from touched_contracts)`,
-          ]
-        : []),
-      ...(deleting.has('payments')
-        ? [
-            sql`${into} select distinct p.contract_id from payments p join ${sql.table(goneTable('payments'))} g on g.id = p.id where p.school_id = ${this.schoolId} and p.contract_id is not null and p.contract_id not in (select id from touched_contracts)`,
-          ]
-        : []),
-      ...(staged.contracts > 0 ? [sql`${into} select id from ${sql.table(stageTable('contracts'))} where id not in (select id from touched_contracts)`] : []),
-    ];
-    for (const query of fill) await this.q.run(query.compile(this.q.db));
+    if (array === 'payments') {
+      await this.q.run(sql`${into} select distinct contract_id from ${stage} where contract_id is not null and contract_id not in (select id from touched_contracts)`.compile(this.q.db));
+      await this.q.run(
+        sql`${into} select distinct p.contract_id from payments p join ${stage} s on s.id = p.id where p.school_id = ${this.schoolId} and p.contract_id is not null and p.contract_id not in (select id from touched_contracts)`.compile(this.q.db),
+      );
+    }
+    if (array === 'contracts') await this.q.run(sql`${into} select id from ${stage} where id not in (select id from touched_contracts)`.compile(this.q.db));
+  }
+
+  /** Before the rows of `gone_<array>` (`deleting` has those arrays) are deleted: the days and contracts they touch. */
+  async noteGone(deleting: ReadonlySet<ArrayName>): Promise<void> {
+    for (const side of FINANCE_SIDES) {
+      if (!deleting.has(side.rows)) continue;
+      const at = sql.ref(side.at);
+      await this.noteDays(side.rows, sql`select distinct substr(r.${at}, 1, 10) as day from ${sql.table(side.rows)} r join ${sql.table(goneTable(side.rows))} g on g.id = r.id where r.school_id = ${this.schoolId}`);
+    }
+    if (deleting.has('payments')) {
+      await this.q.run(
+        sql`insert into touched_contracts (id) select distinct p.contract_id from payments p join ${sql.table(goneTable('payments'))} g on g.id = p.id where p.school_id = ${this.schoolId} and p.contract_id is not null and p.contract_id not in (select id from touched_contracts)`.compile(
+          this.q.db,
+        ),
+      );
+    }
+  }
+
+  private async noteDays(rows: keyof TouchedDays, query: RawBuilder<unknown>): Promise<void> {
+    for (const row of (await this.q.run(query.compile(this.q.db))).rows) this.touchedDays[rows].add(row.day as string);
   }
 
   /** Writes the `staged` staged rows of `array` that are new or differ from the stored ones. */
@@ -117,6 +129,7 @@ export class Merge {
     const stage = sql.table(stageTable(array));
     const table = sql.table(array);
     const columns = dataColumns(array);
+    this.written.add(array);
     const list = isListTable(array) ? array : null;
     if (list) await this.noteMoves(list);
 
@@ -249,39 +262,36 @@ export class Merge {
   /**
    * Before the contracts are written: each staged contract's balance as it will be once the
    * import is merged (the file's payments, and the school's that the file neither imports
-   * nor deletes), and its item made with it, so a contract is written once.
+   * nor deletes), and its item made with it, so a contract is written once. Most were
+   * staged with theirs (FileIntake); only the others' items are made again.
    */
   async prepareContracts(): Promise<void> {
     const stage = sql.table(stageTable('contracts'));
     const stagedPayments = sql.table(stageTable('payments'));
+    const gone = sql`not exists (select 1 from ${sql.table(goneTable('payments'))} g where g.id = p.id)`;
+    // Once the file's payments are written, the school's payments are those the balances
+    // add up (an index-only read per contract); before, the staged ones stand in for theirs.
+    const payments = this.written.has('payments')
+      ? sql`payments p on p.school_id = ${this.schoolId} and p.contract_id = c.id and ${gone}`
+      : sql`(select s.contract_id, s.kind, s.amount_minor from ${stagedPayments} s
+             union all
+             select p.contract_id, p.kind, p.amount_minor from payments p
+              where p.school_id = ${this.schoolId} and p.contract_id in (select id from ${stage})
+                and not exists (select 1 from ${stagedPayments} s where s.id = p.id)
+                and ${gone}) p on p.contract_id = c.id`;
+    // A contract staged with another balance than this loses its item, made again below.
     await this.q.run(
-      sql`update ${stage} set paid_minor = b.paid
-            from (select c.id, ${CONTRACT_PAID} as paid
-                    from ${stage} c
-                    left join (select s.contract_id, s.kind, s.amount_minor from ${stagedPayments} s
-                               union all
-                               select p.contract_id, p.kind, p.amount_minor from payments p
-                                where p.school_id = ${this.schoolId} and p.contract_id in (select id from ${stage})
-                                  and not exists (select 1 from ${stagedPayments} s where s.id = p.id)
-                                  and not exists (select 1 from ${sql.table(goneTable('payments'))} g where g.id = p.id)) p
-                      on p.contract_id = c.id
-                   group by c.id) b
-           where ${stage}.id = b.id`.compile(this.q.db),
+      sql`update ${stage} set paid_minor = b.paid, item = null
+            from (select c.id, ${CONTRACT_PAID} as paid from ${stage} c left join ${payments} group by c.id) b
+           where ${stage}.id = b.id and (${stage}.paid_minor is null or ${stage}.paid_minor <> b.paid)`.compile(this.q.db),
     );
     const columns = sql.join([...ROW_COLUMNS.contracts, 'paid_minor'].map((c) => sql.ref(c)));
-    await this.inBatches(sql`select ${columns} from ${stage}`, async (rows) => {
-      const values = rows.map((row) => sql`(${row.id}, ${itemOf('contracts', { ...row, paid_minor: Number(row.paid_minor) })})`);
-      await this.q.run(sql`with v(id, item) as (values ${sql.join(values)}) update ${stage} set item = v.item from v where ${stage}.id = v.id`.compile(this.q.db));
-    });
-  }
-
-  /** Hands the rows `select` (a select from one table, with an id) reads to `use`, BALANCE_BATCH at a time in id order. */
-  private async inBatches(select: RawBuilder<unknown>, use: (rows: Record<string, unknown>[]) => Promise<void>): Promise<void> {
     let after = '';
     for (;;) {
-      const { rows } = await this.q.run(sql`${select} where id > ${after} order by id limit ${BALANCE_BATCH}`.compile(this.q.db));
-      if (rows.length > 0) await use(rows);
-      if (rows.length < BALANCE_BATCH) return;
+      const { rows } = await this.q.run(sql`select ${columns} from ${stage} where item is null and id > ${after} order by id limit ${BALANCE_BATCH}`.compile(this.q.db));
+      if (rows.length === 0) return;
+      const values = rows.map((row) => sql`(${row.id}, ${itemOf('contracts', { ...row, paid_minor: Number(row.paid_minor) })})`);
+      await this.q.run(sql`with v(id, item) as (values ${sql.join(values)}) update ${stage} set item = v.item from v where ${stage}.id = v.id`.compile(this.q.db));
       after = rows[rows.length - 1]!.id as string;
     }
   }
@@ -304,12 +314,14 @@ export class Merge {
     // one statement; then their rows by key, a batch at a time.
     const differ = (
       await this.q.run(
-        sql`select b.id from balances b join contracts c on c.school_id = ${this.schoolId} and c.id = b.id where c.paid_minor <> b.paid order by b.id`.compile(this.q.db),
+        sql`select b.id, c.change_seq from balances b join contracts c on c.school_id = ${this.schoolId} and c.id = b.id where c.paid_minor <> b.paid order by b.id`.compile(this.q.db),
       )
-    ).rows.map((row) => row.id as string);
-    let moved = 0;
+    ).rows;
+    // A contract the import wrote (merged before all the file's payments and deletions
+    // were known) is a change already counted.
+    const moved = differ.filter((row) => Number(row.change_seq) !== this.seq).length;
     for (let at = 0; at < differ.length; at += BALANCE_BATCH) {
-      const ids = differ.slice(at, at + BALANCE_BATCH);
+      const ids = differ.slice(at, at + BALANCE_BATCH).map((row) => row.id as string);
       const { rows } = await this.q.run(
         sql`select c.*, b.paid as balance from contracts c join balances b on b.id = c.id
              where c.school_id = ${this.schoolId} and c.id in (${sql.join(ids)})`.compile(this.q.db),
@@ -319,7 +331,6 @@ export class Merge {
         const item = itemOf('contracts', { ...row, paid_minor: balance });
         return sql`(${row.id}, cast(${balance} as bigint), ${item})`;
       });
-      moved += values.length;
       if (values.length > 0) {
         await this.q.run(
           sql`with v(id, paid, item) as (values ${sql.join(values)})

@@ -37,8 +37,13 @@ export interface Progress {
 }
 
 export interface Source {
+  /** About how many records it holds, before it is read. */
+  readonly estimate: number;
   feed(intake: Intake, onProgress?: (progress: Progress) => void): Promise<void>;
 }
+
+/** Bytes a record takes in a file, about: a file's size over this is its estimate. */
+const RECORD_BYTES = 250;
 
 const fileError = (reason: string): ImportError => ({ array: null, index: null, field: null, reason });
 
@@ -86,7 +91,9 @@ const kindOf = (value: unknown): Kind => (Array.isArray(value) ? 'array' : typeo
 
 /** A parsed value in memory. */
 export function valueSource(input: unknown): Source {
+  const arrays = kindOf(input) === 'object' ? Object.values(input as Record<string, unknown>).filter((v) => Array.isArray(v)) : [];
   return {
+    estimate: arrays.reduce((n, values) => n + (values as unknown[]).length, 0),
     async feed(intake, onProgress) {
       if (kindOf(input) !== 'object') {
         intake.problem(fileError(NOT_AN_OBJECT));
@@ -278,6 +285,7 @@ function newTokenizer(): Tokenizer {
 /** A JSON file read as a stream of records. */
 export function fileSource(file: string, size: number): Source {
   return {
+    estimate: Math.ceil(size / RECORD_BYTES),
     async feed(intake, onProgress) {
       const lines = new Lines();
       const tokenizer = newTokenizer();

@@ -16,31 +16,43 @@ export const stageTable = (array: ArrayName): string => `stage_${array}`;
 export const goneTable = (array: ArrayName): string => `gone_${array}`;
 
 /**
- * Columns of a staged row that the merge fills in before writing it, from more than the
- * file's record: a contract's balance, from the payments (Merge.prepareContracts).
+ * Columns of a staged row that come from more than the file's record: a contract's
+ * balance, staged as the file's payments read before it make it, and put right by the
+ * merge before the row is written (Merge.prepareContracts).
  */
 export const MERGED_COLUMNS: Partial<Record<ArrayName, readonly string[]>> = { contracts: ['paid_minor'] };
 
-/** The staged columns of an array: its index in the file, the row, and a list's item. */
+/** The staged columns of an array: its index in the file, the row, its merged columns, and a list's item. */
 export function stagedColumns(array: ArrayName): string[] {
-  return ['idx', ...ROW_COLUMNS[array], ...(isListTable(array) ? ['item'] : [])];
+  return ['idx', ...ROW_COLUMNS[array], ...(MERGED_COLUMNS[array] ?? []), ...(isListTable(array) ? ['item'] : [])];
 }
 
 /**
  * Rows are added synchronously, in the file's order, one array after another; `settle()`
  * waits for the loads to keep pace (the source calls it after every chunk it reads).
+ * `onStaged`, when given, runs as soon as an array's rows are all staged and indexed, on
+ * the connection, while the reading goes on (the merge of that array, on PostgreSQL).
  */
 export class Stage {
   private open: { array: ArrayName; loader: RowLoader } | null = null;
+  /** What the reading waits for: the loads taking their rows. */
   private waits: Promise<void>[] = [];
+  /** What it does not wait for: loads ending, arrays indexed and merged. The first failure is kept. */
+  private background: Promise<void>[] = [];
+  private failure: { error: unknown } | null = null;
+  private readonly indexed = new Set<ArrayName>();
   /** Rows staged per array. */
   readonly staged = Object.fromEntries(ARRAY_NAMES.map((a) => [a, 0])) as Record<ArrayName, number>;
 
-  constructor(private readonly conn: BulkConnection) {}
+  constructor(
+    private readonly conn: BulkConnection,
+    private readonly errors: ErrorList,
+    private readonly onStaged?: (array: ArrayName) => Promise<void>,
+  ) {}
 
   async create(): Promise<void> {
     const statements = ARRAY_NAMES.flatMap((array) => {
-      const columns = [...stagedColumns(array).slice(1), ...(MERGED_COLUMNS[array] ?? [])].map((c) => sql.ref(c));
+      const columns = stagedColumns(array).slice(1).map((c) => sql.ref(c));
       return [
         sql`create temp table ${sql.table(stageTable(array))} as select cast(0 as integer) as idx, ${sql.join(columns)} from ${sql.table(array)} where 1 = 0`.compile(this.conn.db),
         sql`create temp table ${sql.table(goneTable(array))} (id text primary key, idx integer)`.compile(this.conn.db),
@@ -61,11 +73,33 @@ export class Stage {
     this.staged[array] += 1;
   }
 
-  /** The current array has ended (its load finishes in the background, before the next one starts). */
+  /** The current array has ended: its load finishes, then onStaged runs, in the background. */
   endArray(): void {
     const open = this.open;
     this.open = null;
-    if (open) this.waits.push(open.loader.end());
+    if (!open) return;
+    this.later(open.loader.end());
+    const onStaged = this.onStaged;
+    if (onStaged) {
+      this.later(
+        this.conn.exclusive(async () => {
+          await this.index(open.array);
+          await onStaged(open.array);
+        }),
+      );
+    }
+  }
+
+  /** Whether every row of `array` is staged and indexed (its onStaged has begun). */
+  isIndexed(array: ArrayName): boolean {
+    return this.indexed.has(array);
+  }
+
+  private later(work: Promise<void>): void {
+    this.background.push(work);
+    work.catch((error: unknown) => {
+      this.failure ??= { error };
+    });
   }
 
   async settle(): Promise<void> {
@@ -74,31 +108,37 @@ export class Stage {
     // Every wait is awaited, so none is left to fail unhandled.
     const results = await Promise.allSettled(waits);
     for (const result of results) if (result.status === 'rejected') throw result.reason;
+    if (this.failure) throw this.failure.error;
+  }
+
+  /** Ends the last load, waits for everything begun, and indexes what is not yet. */
+  async finish(): Promise<void> {
+    this.endArray();
+    await this.settle();
+    await Promise.allSettled(this.background);
+    if (this.failure) throw this.failure.error;
+    for (const array of ARRAY_NAMES) if (this.staged[array] > 0 && !this.indexed.has(array)) await this.index(array);
   }
 
   /**
-   * Ends the last load and indexes what was staged, for the merge's joins; reports the
-   * ids staged twice (of the arrays whose ids the intake does not keep).
+   * Indexes what was staged of `array`, for the merge's joins; reports the ids staged
+   * twice (of the arrays whose ids the intake does not keep).
    */
-  async finish(errors: ErrorList): Promise<void> {
-    this.endArray();
-    await this.settle();
-    for (const array of ARRAY_NAMES) {
-      if (this.staged[array] === 0) continue;
-      const table = sql.table(stageTable(array));
-      await this.conn.run(sql`create index ${sql.id(`${stageTable(array)}_id`)} on ${table} (id)`.compile(this.conn.db));
-      const { rows } = await this.conn.run(
-        sql`select s.idx, s.id, f.first from ${table} s join (select id, min(idx) as first from ${table} group by id having count(*) > 1) f on f.id = s.id
-             where s.idx > f.first order by s.idx limit ${errors.room}`.compile(this.conn.db),
-      );
-      for (const row of rows) errors.add({ array, index: Number(row.idx), field: 'id', reason: `repeats the id "${row.id as string}" of ${array}[${Number(row.first)}]` });
-      // Neither store analyzes temporary tables by itself: without statistics, the merge's
-      // joins would be planned blind (SQLite walked a whole list to meet a few staged rows).
-      // The joins are on the id: on PostgreSQL only its column is sampled; the rows' text
-      // is not worth its cost (docs/performance.md, "Imports").
-      const columns = this.conn.dialect === 'postgres' ? sql` (id)` : sql``;
-      await this.conn.run(sql`analyze ${sql.table(stageTable(array))}${columns}`.compile(this.conn.db));
-    }
+  private async index(array: ArrayName): Promise<void> {
+    this.indexed.add(array);
+    const table = sql.table(stageTable(array));
+    await this.conn.run(sql`create index ${sql.id(`${stageTable(array)}_id`)} on ${table} (id)`.compile(this.conn.db));
+    const { rows } = await this.conn.run(
+      sql`select s.idx, s.id, f.first from ${table} s join (select id, min(idx) as first from ${table} group by id having count(*) > 1) f on f.id = s.id
+           where s.idx > f.first order by s.idx limit ${this.errors.room}`.compile(this.conn.db),
+    );
+    for (const row of rows) this.errors.add({ array, index: Number(row.idx), field: 'id', reason: `repeats the id "${row.id as string}" of ${array}[${Number(row.first)}]` });
+    // Neither store analyzes temporary tables by itself: without statistics, the merge's
+    // joins would be planned blind (SQLite walked a whole list to meet a few staged rows).
+    // The joins are on the id: on PostgreSQL only its column is sampled; the rows' text
+    // is not worth its cost (docs/performance.md, "Imports").
+    const columns = this.conn.dialect === 'postgres' ? sql` (id)` : sql``;
+    await this.conn.run(sql`analyze ${table}${columns}`.compile(this.conn.db));
   }
 
   abort(): void {

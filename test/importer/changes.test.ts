@@ -104,6 +104,20 @@ describe('importer: deletions and the change log', () => {
     ok(fourth);
     assert.equal(fourth.changes, 2, 'pm-1, and ct-1 whose balance moved');
     assert.deepEqual(await contract('ct-1'), { paid: 2200000, shown: '22000.00', seq: 4 });
+
+    // Payments before contracts and the deletions last: on PostgreSQL ct-1 is written as the
+    // file is read, before the deletion of pm-5 is known, and put right after; one change still.
+    const pm5 = { ...(file.payments[0] as Json), id: 'pm-5', amount: '1000.00' };
+    ok(await importData(store.db, school, { payments: [pm5] }));
+    assert.deepEqual(await contract('ct-1'), { paid: 2300000, shown: '23000.00', seq: 5 });
+    const sixth = await importData(store.db, school, {
+      payments: [{ ...(file.payments[0] as Json), amount: '23000.00' }],
+      contracts: [{ ...(file.contracts![0] as Json), number: 'ДОГ-2025-0001/3' }],
+      deleted: { payments: ['pm-5'] },
+    });
+    ok(sixth);
+    assert.equal(sixth.changes, 3, 'pm-1 and ct-1 written, pm-5 deleted');
+    assert.deepEqual(await contract('ct-1'), { paid: 2300000, shown: '23000.00', seq: 6 });
   });
 
   it('deletes the ids of `deleted`, leaves tombstones, and forgets an id it does not have', async () => {

@@ -66,7 +66,7 @@ class ProgressLine {
     const rate = `${count(Math.round(p.records / Math.max(seconds, 0.001)))} records/s`;
     const what =
       p.phase === 'read'
-        ? `read and staged ${count(p.records)} records${p.totalBytes ? ` (${Math.floor((100 * p.bytes) / Math.max(1, p.totalBytes))} % of the file)` : ''}`
+        ? `read and staged ${count(p.records)} records${p.totalBytes ? ` (${Math.floor((100 * p.bytes) / Math.max(1, p.totalBytes))} % of the file)` : ''}${p.written > 0 ? `, ${count(p.written)} written` : ''}`
         : `all ${count(p.records)} records read; writing them: ${p.step}, ${count(p.written)} written`;
     const line = `${what}, ${rate}, ${seconds.toFixed(0)} s`;
     if (line === this.shown) return;
@@ -95,11 +95,13 @@ function describe(result: ImportSummary): string {
 }
 
 /**
- * An import makes garbage at the rate it reads, nearly all of it dead at once: a small
- * young generation collects it there, and V8's memory-saving mode collects the old one
- * before it grows far past what is live (docs/performance.md, "Imports").
+ * An import makes garbage at the rate it reads, nearly all of it dead at once: V8's
+ * memory-saving mode collects it before the heap and the buffers grow far past what is
+ * live, which keeps an import of any size under its memory bound (docs/performance.md,
+ * "Imports"). Set at run time, where V8 reads it; the young generation's size would not
+ * take (V8 fixes it at start).
  */
-const IMPORT_V8_FLAGS = '--max-semi-space-size=2 --optimize-for-size';
+const IMPORT_V8_FLAGS = '--optimize-for-size';
 
 export async function importCommand(ctx: CommandContext, file: string, opts: ImportCommandOptions): Promise<number> {
   try {
