@@ -137,7 +137,8 @@ class SpillFile {
   }
 
   append(chunk: Buffer): void {
-    fs.writeSync(this.fd, chunk);
+    // A write may take less than it is given (a disk nearly full): the rest follows.
+    for (let at = 0; at < chunk.length; ) at += fs.writeSync(this.fd, chunk, at, chunk.length - at, this.bytes + at);
     this.bytes += chunk.length;
   }
 
@@ -254,9 +255,17 @@ function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<v
   };
   const end = async (): Promise<void> => {
     const s = await opened;
-    await flush();
-    await replaying;
-    if (failure) throw failure;
+    try {
+      await flush();
+      await replaying;
+      if (failure) throw failure;
+    } catch (err) {
+      // The COPY is given up (CopyFail), so the connection is free for what follows.
+      failure ??= err as Error;
+      s.destroy(failure);
+      await finished.catch(() => undefined);
+      throw failure;
+    }
     s.end();
     await finished;
   };

@@ -133,7 +133,7 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
       report();
       await stage.finish();
     } catch (err) {
-      stage.abort();
+      await stage.abort();
       throw err;
     }
     intake.finish();

@@ -40,6 +40,8 @@ export class Stage {
   /** What it does not wait for: loads ending, arrays indexed and merged. The first failure is kept. */
   private background: Promise<void>[] = [];
   private failure: { error: unknown } | null = null;
+  /** Set by abort(): the jobs not yet begun do nothing. */
+  private aborted = false;
   private readonly indexed = new Set<ArrayName>();
   /** Rows staged per array. */
   readonly staged = Object.fromEntries(ARRAY_NAMES.map((a) => [a, 0])) as Record<ArrayName, number>;
@@ -69,7 +71,11 @@ export class Stage {
       this.open = { array, loader: this.conn.load(stageTable(array), stagedColumns(array)) };
     }
     const wait = this.open.loader.write(row);
-    if (wait) this.waits.push(wait);
+    if (wait) {
+      // Settled by settle(), or let go after an abort: never a rejection left unhandled.
+      wait.catch(() => undefined);
+      this.waits.push(wait);
+    }
     this.staged[array] += 1;
   }
 
@@ -83,8 +89,9 @@ export class Stage {
     if (onStaged) {
       this.later(
         this.conn.exclusive(async () => {
+          if (this.aborted) return;
           await this.index(open.array);
-          await onStaged(open.array);
+          if (!this.aborted) await onStaged(open.array);
         }),
       );
     }
@@ -114,8 +121,11 @@ export class Stage {
   /** Ends the last load, waits for everything begun, and indexes what is not yet. */
   async finish(): Promise<void> {
     this.endArray();
-    await this.settle();
-    await Promise.allSettled(this.background);
+    try {
+      await this.settle();
+    } finally {
+      await Promise.allSettled(this.background);
+    }
     if (this.failure) throw this.failure.error;
     for (const array of ARRAY_NAMES) if (this.staged[array] > 0 && !this.indexed.has(array)) await this.index(array);
   }
@@ -141,8 +151,14 @@ export class Stage {
     await this.conn.run(sql`analyze ${table}${columns}`.compile(this.conn.db));
   }
 
-  abort(): void {
+  /**
+   * Gives up: the open load is dropped, no job not yet begun runs, and it resolves once
+   * every one begun has ended, so nothing more reaches the connection (its rollback, say).
+   */
+  async abort(): Promise<void> {
+    this.aborted = true;
     this.open?.loader.abort();
     this.open = null;
+    await Promise.allSettled(this.background);
   }
 }

@@ -2,10 +2,13 @@
  * The bulk connection's loads (PostgreSQL's COPY): a load begun while an `exclusive` job
  * holds the connection never makes its writer wait; past what it holds in memory its rows
  * go to a spill file that no name in the file system points to, and every row arrives
- * once, the rows given while that file is being sent included.
+ * once, the rows given while that file is being sent included; a load that cannot spill
+ * fails at once, and the connection stays usable.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { LOAD_HELD_BYTES, openBulkConnection, type BulkConnection } from '../../src/db/bulk.js';
@@ -81,5 +84,39 @@ describe('bulk connection: loads held behind an exclusive job', () => {
       { n: rows, s: (rows * (rows - 1)) / 2, bad: 0 },
     );
     assert.deepEqual(spillFiles(), [], 'the spill file is closed');
+  });
+
+  it('fails a load whose rows cannot be spilled, and leaves the connection usable', async (t) => {
+    if (conn.dialect !== 'postgres') {
+      t.skip('PostgreSQL only: SQLite writes each row as it is given');
+      return;
+    }
+    await conn.run(sql`create temp table unspilled (idx integer, body text)`.compile(conn.db));
+    let release!: () => void;
+    const holding = new Promise<void>((resolve) => (release = resolve));
+    const job = conn.exclusive(() => holding);
+    const loader = conn.load('unspilled', ['idx', 'body']);
+    const tmp = process.env.TMPDIR;
+    // os.tmpdir() reads TMPDIR each time: a directory that is not there.
+    process.env.TMPDIR = path.join(os.tmpdir(), `school-data-missing-${process.pid}`, 'x');
+    let thrown: unknown = null;
+    try {
+      for (let i = 0; i * 1000 < 2 * LOAD_HELD_BYTES; i++) {
+        const wait = loader.write([i, 'y'.repeat(1000)]);
+        if (wait) await wait;
+      }
+    } catch (err) {
+      thrown = err;
+    } finally {
+      if (tmp === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = tmp;
+    }
+    assert.match(String(thrown), /ENOENT/);
+    loader.abort();
+    release();
+    await job;
+    await assert.rejects(loader.end());
+    const { rows } = await conn.run(sql`select count(*) as n from unspilled`.compile(conn.db));
+    assert.equal(Number(rows[0]!.n), 0, 'nothing of the load was written');
   });
 });
