@@ -384,6 +384,9 @@ async function runMigrations(db: Kysely<Database>, to: string | undefined): Prom
  * the statements (default: on `db` itself; an import runs them on its own connection).
  * `written`: on PostgreSQL, only these tables (an import's), else every table of the
  * service's schema; SQLite's `pragma optimize` picks the tables that need it itself.
+ * On PostgreSQL only the columns some index holds are analyzed: the statistics that
+ * choose an index, and the tables' sizes; the rest (free text, the items' JSON) cost most
+ * of the time and steer no plan. autovacuum's own ANALYZE covers every column later.
  */
 export async function refreshStatistics(
   db: Kysely<Database>,
@@ -393,8 +396,20 @@ export async function refreshStatistics(
   if (onPostgres(db)) {
     // Only this service's tables: a bare ANALYZE reads every table of every schema in the
     // database, which can outlast statement_timeout and fail an import already committed.
-    const tables = written ?? ((await run(sql`select tablename as name from pg_tables where schemaname = current_schema()`.compile(db))).rows as { name: string }[]).map((t) => t.name);
-    if (tables.length > 0) await run(sql`analyze ${sql.join(tables.map((name) => sql.id(name)))}`.compile(db));
+    const indexed = (
+      await run(
+        sql`select t.relname as name, array_agg(distinct a.attname::text order by a.attname::text) as columns
+              from pg_index i
+              join pg_class t on t.oid = i.indrelid
+              join pg_namespace n on n.oid = t.relnamespace and n.nspname = current_schema()
+              join pg_attribute a on a.attrelid = t.oid and a.attnum = any(i.indkey)
+             where t.relkind = 'r'
+             group by t.relname`.compile(db),
+      )
+    ).rows as { name: string; columns: string[] }[];
+    const tables = written ? indexed.filter((t) => (written as readonly string[]).includes(t.name)) : indexed;
+    const targets = tables.map((t) => sql`${sql.id(t.name)} (${sql.join(t.columns.map((c) => sql.id(c)))})`);
+    if (targets.length > 0) await run(sql`analyze ${sql.join(targets)}`.compile(db));
   } else {
     await run(sql`pragma optimize`.compile(db));
   }

@@ -1,7 +1,8 @@
 /**
  * After an import that changed many rows, PostgreSQL's planner statistics are refreshed
  * for the tables that import wrote, and only for those: a large import of one array does
- * not read every other table of the school's store again.
+ * not read every other table of the school's store again; and of those tables only the
+ * columns an index holds, which are the statistics that choose a plan.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -28,5 +29,15 @@ describe('statistics after a large import', { skip: usePostgres() ? false : 'Pos
     assert.ok((analyzed.get('leads') ?? 0) >= 1, 'leads analyzed');
     assert.ok((analyzed.get('list_blocks') ?? 0) >= 1, 'list_blocks analyzed');
     for (const untouched of ['lessons', 'payments', 'students', 'api_keys']) assert.equal(analyzed.get(untouched), 0, `${untouched} not analyzed`);
+  });
+
+  it('analyzes the columns an index holds, not the free text', async () => {
+    const school = await addSchool(store.db);
+    const leads = Array.from({ length: 10_000 }, (_, i) => ({ id: `st-${i}`, full_name: `Лид ${i}`, phone: '+79990001122', source: 'website', status: i % 2 ? 'new' : 'rejected', created_at: '2025-11-10T10:00:00Z' }));
+    assert.ok((await importData(store.db, school, { leads })).ok);
+    const { rows } = await sql<{ attname: string }>`select attname from pg_stats where schemaname = current_schema() and tablename = 'leads'`.execute(store.db);
+    const columns = new Set(rows.map((r) => r.attname));
+    for (const indexed of ['school_id', 'id', 'pos', 'status', 'created_at', 'change_seq']) assert.ok(columns.has(indexed), `leads.${indexed} has statistics`);
+    for (const text of ['full_name', 'phone', 'item']) assert.ok(!columns.has(text), `leads.${text} has none`);
   });
 });
