@@ -124,6 +124,15 @@ export function valueSource(input: unknown): Source {
 
 /** Bytes read from the file per chunk. */
 const CHUNK_BYTES = 1 << 18;
+/**
+ * Bytes parsed between two turns of the event loop. Parsing a whole chunk takes tens of
+ * milliseconds, and the answers of the statements that merge an array while the file is
+ * read (PostgreSQL) wait for the turn: the database would idle that long after each.
+ */
+const SLICE_BYTES = 1 << 14;
+
+/** Lets the event loop take what has arrived (the database's answers) before the reading goes on. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 /** How much of a long line is kept to count a column in characters rather than bytes. */
 const LINE_TAIL_BYTES = 1 << 16;
 
@@ -390,7 +399,11 @@ export function fileSource(file: string, size: number): Source {
           if (!isUtf8(piece)) throw notUtf8(fed + Math.max(0, firstInvalid(piece)));
           fed += piece.length;
           try {
-            tokenizer.write(piece);
+            // The tokenizer decodes a string as a stream: a character cut between two slices is joined.
+            for (let at = 0; at < piece.length; at += SLICE_BYTES) {
+              if (at > 0) await turn();
+              tokenizer.write(piece.subarray(at, at + SLICE_BYTES));
+            }
           } catch (err) {
             if (err instanceof JsonSyntaxError) throw err;
             const message = (err as Error).message;

@@ -112,6 +112,20 @@ describe('school-data import (the CLI)', () => {
     assert.deepEqual((JSON.parse(id.stdout) as { errors: { field: string }[] }).errors.map((e) => e.field), ['id']);
   });
 
+  it('reads a file of many-byte characters whole, however its pieces fall', async () => {
+    const school = await addSchool(store.db);
+    // 300 KB of one-, two-, three- and four-byte characters: the file is read and parsed in
+    // pieces, and some of them must end inside a character.
+    const name = (i: number) => `${'a'.repeat(i % 3)}я€😀`.repeat(1 + (i % 20)).slice(0, 150);
+    const branches = Array.from({ length: 4000 }, (_, i) => ({ id: `b${i}`, name: name(i) }));
+    const r = await cli('import', '--school', school, write('wide.json', JSON.stringify({ branches })));
+    assert.equal(r.code, 0, r.stderr);
+    const rows = await store.db.selectFrom('branches').select(['id', 'name']).where('school_id', '=', school).execute();
+    const stored = new Map(rows.map((row) => [row.id, row.name]));
+    assert.equal(stored.size, branches.length);
+    for (const b of branches) assert.equal(stored.get(b.id), b.name, b.id);
+  });
+
   it('says how many more errors there are, and that there may be others past the 50 it looks for', async () => {
     const school = await addSchool(store.db);
     const leads = (n: number) => JSON.stringify({ leads: Array.from({ length: n }, (_, i) => ({ id: `ld-${i}` })) });
