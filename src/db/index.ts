@@ -382,11 +382,11 @@ async function runMigrations(db: Kysely<Database>, to: string | undefined): Prom
  * Refreshes the planner's statistics after a bulk write, so that each filter picks
  * the index made for it rather than the one that only matches the order. `run` runs
  * the statements (default: on `db` itself; an import runs them on its own connection).
- * `written`: on PostgreSQL, only these tables (an import's), else every table of the
- * service's schema; SQLite's `pragma optimize` picks the tables that need it itself.
- * On PostgreSQL only the columns some index holds are analyzed: the statistics that
- * choose an index, and the tables' sizes; the rest (free text, the items' JSON) cost most
- * of the time and steer no plan. autovacuum's own ANALYZE covers every column later.
+ * `written`: on PostgreSQL, only these tables (an import's), and of each only the columns
+ * its indexes hold, which choose the plans; the free text and the items' JSON took half
+ * the time and weigh only in cost estimates, left to autovacuum's ANALYZE. Without
+ * `written`, every column of every table of the service's schema. SQLite's `pragma
+ * optimize` picks the tables that need it itself.
  */
 export async function refreshStatistics(
   db: Kysely<Database>,
@@ -396,20 +396,34 @@ export async function refreshStatistics(
   if (onPostgres(db)) {
     // Only this service's tables: a bare ANALYZE reads every table of every schema in the
     // database, which can outlast statement_timeout and fail an import already committed.
+    if (!written) {
+      const tables = ((await run(sql`select tablename as name from pg_tables where schemaname = current_schema()`.compile(db))).rows as { name: string }[]).map((t) => t.name);
+      if (tables.length > 0) await run(sql`analyze ${sql.join(tables.map((name) => sql.id(name)))}`.compile(db));
+      return;
+    }
+    if (written.length === 0) return;
+    // A table with an index on an expression or a part of its rows is analyzed whole: its
+    // columns are not all in indkey, and PostgreSQL skips an expression's statistics
+    // when ANALYZE names columns.
     const indexed = (
       await run(
-        sql`select t.relname as name, array_agg(distinct a.attname::text order by a.attname::text) as columns
+        sql`select t.relname as name, array_agg(distinct a.attname::text order by a.attname::text) as columns,
+                   bool_or(i.indexprs is not null or i.indpred is not null) as whole
               from pg_index i
               join pg_class t on t.oid = i.indrelid
               join pg_namespace n on n.oid = t.relnamespace and n.nspname = current_schema()
-              join pg_attribute a on a.attrelid = t.oid and a.attnum = any(i.indkey)
-             where t.relkind = 'r'
+              left join pg_attribute a on a.attrelid = t.oid and a.attnum = any(i.indkey) and a.attnum > 0
+             where t.relname in (${sql.join(written)})
              group by t.relname`.compile(db),
       )
-    ).rows as { name: string; columns: string[] }[];
-    const tables = written ? indexed.filter((t) => (written as readonly string[]).includes(t.name)) : indexed;
-    const targets = tables.map((t) => sql`${sql.id(t.name)} (${sql.join(t.columns.map((c) => sql.id(c)))})`);
-    if (targets.length > 0) await run(sql`analyze ${sql.join(targets)}`.compile(db));
+    ).rows as { name: string; columns: (string | null)[]; whole: boolean }[];
+    const byName = new Map(indexed.map((t) => [t.name, t]));
+    const targets = written.map((name) => {
+      const columns = (byName.get(name)?.columns ?? []).filter((c): c is string => c !== null);
+      const whole = byName.get(name)?.whole !== false || columns.length === 0;
+      return whole ? sql.id(name) : sql`${sql.id(name)} (${sql.join(columns.map((c) => sql.id(c)))})`;
+    });
+    await run(sql`analyze ${sql.join(targets)}`.compile(db));
   } else {
     await run(sql`pragma optimize`.compile(db));
   }

@@ -399,7 +399,7 @@ export function fileSource(file: string, size: number): Source {
           if (!isUtf8(piece)) throw notUtf8(fed + Math.max(0, firstInvalid(piece)));
           fed += piece.length;
           try {
-            // The tokenizer decodes a string as a stream: a character cut between two slices is joined.
+            // The tokenizer keeps the bytes of a character cut at the end of a write for the next one.
             for (let at = 0; at < piece.length; at += SLICE_BYTES) {
               if (at > 0) await turn();
               tokenizer.write(piece.subarray(at, at + SLICE_BYTES));
