@@ -8,19 +8,31 @@
  * again names another stamp, so entity tags and feed cursors of the lost data do not match.
  */
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import { onPostgres } from '../db/index.js';
 import type { Sql } from './run.js';
 
+/** First key of the two-key advisory lock of a school's data; the second is the schema and the school's id hashed. */
+const SCHOOL_DATA_LOCK_CLASS = 0x5d_a7b;
+
 /**
  * Takes the school's lock inside the caller's transaction and returns its data version.
- * PostgreSQL locks the school's row; SQLite has one writer at a time, taken here by a
- * write that changes nothing (a SQLite transaction that read first could not upgrade to
- * writing once another connection had written).
+ * PostgreSQL takes an advisory lock of the school's data, not a lock of its row: an
+ * import holds it from its first record read to its commit, and a lock of the row would
+ * stop whatever locks the row meanwhile, such as the key changes of the school's director
+ * (the row is locked by the import's own writes only as far as their foreign keys do, and
+ * at its end, by the data version's update). Only the holders of this lock change the
+ * data version. SQLite has one writer at a time, taken here by a write that changes
+ * nothing (a SQLite transaction that read first could not upgrade to writing once another
+ * connection had written).
  */
 export async function lockSchool(q: Sql, schoolId: string): Promise<number> {
-  const read = q.db.selectFrom('schools').select('data_version').where('id', '=', schoolId);
-  if (!onPostgres(q.db)) await q.run(q.db.updateTable('schools').set((eb) => ({ data_version: eb.ref('data_version') })).where('id', '=', schoolId));
-  const { rows } = await q.run(onPostgres(q.db) ? read.forUpdate() : read);
+  if (onPostgres(q.db)) {
+    await q.run(sql`select pg_advisory_xact_lock(${sql.lit(SCHOOL_DATA_LOCK_CLASS)}, hashtext(current_schema() || '/' || ${schoolId}))`.compile(q.db));
+  } else {
+    await q.run(q.db.updateTable('schools').set((eb) => ({ data_version: eb.ref('data_version') })).where('id', '=', schoolId));
+  }
+  const { rows } = await q.run(q.db.selectFrom('schools').select('data_version').where('id', '=', schoolId));
   return Number(rows[0]?.data_version ?? 0);
 }
 

@@ -201,12 +201,14 @@ function checkName(rawName: string): Outcome<string> {
 
 /**
  * The school locked for a key change (on PostgreSQL the row is locked, so two concurrent
- * creates cannot both pass the limit; SQLite runs one write transaction at a time), with
- * its count of active keys, or why no key can be made for it.
+ * creates cannot both pass the limit, nor the plan change under them; SQLite runs one
+ * write transaction at a time), with its count of active keys, or why no key can be made
+ * for it. The lock does not stop the writes of a running import, whose foreign keys share
+ * the row's key (FOR NO KEY UPDATE, not FOR UPDATE).
  */
 async function placeForKey(trx: Transaction<Database>, schoolId: string, now: string, policy: KeyPolicy): Promise<Outcome<null>> {
   let schoolQuery = trx.selectFrom('schools').select(['id', 'plan']).where('id', '=', schoolId);
-  if (onPostgres(trx)) schoolQuery = schoolQuery.forUpdate();
+  if (onPostgres(trx)) schoolQuery = schoolQuery.forNoKeyUpdate();
   const school = await schoolQuery.executeTakeFirst();
   if (!school) return { ok: false, reason: `no school with id "${schoolId}"` };
   if (!API_PLANS.includes(school.plan as Plan)) {
