@@ -5,7 +5,8 @@
  *   changed into the now full school: seconds, records/s, the process's CPU time and peak
  *   RSS; also, right after each import, the store's own speed for the same rows (a bare
  *   COPY on PostgreSQL, a bare INSERT on SQLite) into copies of the same tables with the
- *   same indexes, and the import's ratio to it;
+ *   same indexes, and the import's ratio to it; --rounds N does it N times from a fresh
+ *   store and ends with the median ratios (a shared machine moves the baseline too);
  * - delta: 100 changed records (upserts, inserts and deletes spread over the lists' order)
  *   into the data set's large school (bench/dataset), then the inverse delta, which puts
  *   the data set back as it was; two rounds, each after its baseline (the same rows
@@ -174,7 +175,7 @@ function bareInsert(dataDir: string, school: string): { rows: number; seconds: n
   return { rows, seconds };
 }
 
-async function bulk(records: number): Promise<void> {
+async function bulk(records: number, rounds: number): Promise<void> {
   const dir = path.join(ROOT, 'data', 'bench', 'import');
   fs.mkdirSync(dir, { recursive: true });
   const shape = datasetShape(0.01, 1);
@@ -185,18 +186,34 @@ async function bulk(records: number): Promise<void> {
     await writeImportFile(files.first, shape, school);
     await writeImportFile(files.changed, shape, school, true);
   }
-  const target = await freshTarget(path.join(dir, 'store'));
-  await runCli(['school', 'create', '--name', 'Import bench', '--plan', 'VIP', '--id', school.id], target.env);
-  for (const [label, file] of [['into an empty school', files.first], ['every record changed, into the full school', files.changed]] as const) {
-    const run = await runCli(['import', '--school', school.id, '--json', file], target.env);
-    const changes = (JSON.parse(run.stdout) as { changes: number }).changes;
-    const cpu = run.cpuSeconds === null ? '' : `, ${run.cpuSeconds.toFixed(1)} CPU-s (${Math.round(records / run.cpuSeconds).toLocaleString('en-US')} records per CPU-second)`;
-    say(`${label}: ${run.seconds.toFixed(1)} s, ${Math.round(records / run.seconds).toLocaleString('en-US')} records/s${cpu}, peak RSS ${mib(run.peakRssBytes)}, ${changes.toLocaleString('en-US')} rows changed (load average ${loadAverage()})`);
-    // The baseline right after each import, so that both see about the same machine.
-    const bare = target.url ? await bareCopy(target.url, school.id, dir) : bareInsert(target.env.SCHOOL_DATA_DIR!, school.id);
-    const how = target.url ? 'COPY' : 'INSERT (one prepared statement a row, one transaction)';
-    say(`  bare ${how} of the same ${bare.rows.toLocaleString('en-US')} rows into the same tables and indexes: ${bare.seconds.toFixed(1)} s, ${Math.round(bare.rows / bare.seconds).toLocaleString('en-US')} rows/s`);
-    say(`  import ${label}: ${(records / run.seconds / (bare.rows / bare.seconds)).toFixed(2)} of the bare ${target.url ? 'COPY' : 'INSERT'}'s speed`);
+  const imports = [['into an empty school', files.first], ['every record changed, into the full school', files.changed]] as const;
+  const ratios = new Map<string, number[]>(imports.map(([label]) => [label, []]));
+  let how = '';
+  for (let round = 1; round <= rounds; round++) {
+    if (rounds > 1) say(`round ${round} of ${rounds}:`);
+    const target = await freshTarget(path.join(dir, 'store'));
+    await runCli(['school', 'create', '--name', 'Import bench', '--plan', 'VIP', '--id', school.id], target.env);
+    for (const [label, file] of imports) {
+      const run = await runCli(['import', '--school', school.id, '--json', file], target.env);
+      const changes = (JSON.parse(run.stdout) as { changes: number }).changes;
+      const cpu = run.cpuSeconds === null ? '' : `, ${run.cpuSeconds.toFixed(1)} CPU-s (${Math.round(records / run.cpuSeconds).toLocaleString('en-US')} records per CPU-second)`;
+      say(`${label}: ${run.seconds.toFixed(1)} s, ${Math.round(records / run.seconds).toLocaleString('en-US')} records/s${cpu}, peak RSS ${mib(run.peakRssBytes)}, ${changes.toLocaleString('en-US')} rows changed (load average ${loadAverage()})`);
+      // The baseline right after each import, so that both see about the same machine.
+      const bare = target.url ? await bareCopy(target.url, school.id, dir) : bareInsert(target.env.SCHOOL_DATA_DIR!, school.id);
+      how = target.url ? 'COPY' : 'INSERT';
+      const ratio = records / run.seconds / (bare.rows / bare.seconds);
+      ratios.get(label)!.push(ratio);
+      say(`  bare ${target.url ? 'COPY' : 'INSERT (one prepared statement a row, one transaction)'} of the same ${bare.rows.toLocaleString('en-US')} rows into the same tables and indexes: ${bare.seconds.toFixed(1)} s, ${Math.round(bare.rows / bare.seconds).toLocaleString('en-US')} rows/s`);
+      say(`  import ${label}: ${ratio.toFixed(2)} of the bare ${how}'s speed`);
+    }
+  }
+  if (rounds > 1) {
+    // The machine's noise moves the baseline as much as the import: the median of the rounds says more than any one.
+    for (const [label, values] of ratios) {
+      const sorted = [...values].sort((a, b) => a - b);
+      const median = sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+      say(`import ${label}, ${rounds} rounds: median ${median.toFixed(2)} of the bare ${how}'s speed (${sorted[0]!.toFixed(2)}-${sorted.at(-1)!.toFixed(2)})`);
+    }
   }
 }
 
@@ -286,14 +303,16 @@ async function delta(scale: number): Promise<void> {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { records: { type: 'string' }, scale: { type: 'string' }, only: { type: 'string' } },
+    options: { records: { type: 'string' }, rounds: { type: 'string' }, scale: { type: 'string' }, only: { type: 'string' } },
     strict: true,
   });
   const records = Number(values.records ?? 1_000_000);
+  const rounds = Number(values.rounds ?? 1);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds must be a whole number of at least 1');
   const scale = Number(values.scale ?? 1);
   const only = values.only;
   say(`store: ${process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'}`);
-  if (only !== 'delta') await bulk(records);
+  if (only !== 'delta') await bulk(records, rounds);
   if (only !== 'bulk') await delta(scale);
 }
 
