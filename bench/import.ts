@@ -188,7 +188,7 @@ async function bulk(records: number, rounds: number): Promise<void> {
   }
   const imports = [['into an empty school', files.first], ['every record changed, into the full school', files.changed]] as const;
   const ratios = new Map<string, number[]>(imports.map(([label]) => [label, []]));
-  let how = '';
+  const how = process.env.DATABASE_URL ? 'COPY' : 'INSERT';
   for (let round = 1; round <= rounds; round++) {
     if (rounds > 1) say(`round ${round} of ${rounds}:`);
     const target = await freshTarget(path.join(dir, 'store'));
@@ -200,10 +200,9 @@ async function bulk(records: number, rounds: number): Promise<void> {
       say(`${label}: ${run.seconds.toFixed(1)} s, ${Math.round(records / run.seconds).toLocaleString('en-US')} records/s${cpu}, peak RSS ${mib(run.peakRssBytes)}, ${changes.toLocaleString('en-US')} rows changed (load average ${loadAverage()})`);
       // The baseline right after each import, so that both see about the same machine.
       const bare = target.url ? await bareCopy(target.url, school.id, dir) : bareInsert(target.env.SCHOOL_DATA_DIR!, school.id);
-      how = target.url ? 'COPY' : 'INSERT';
       const ratio = records / run.seconds / (bare.rows / bare.seconds);
       ratios.get(label)!.push(ratio);
-      say(`  bare ${target.url ? 'COPY' : 'INSERT (one prepared statement a row, one transaction)'} of the same ${bare.rows.toLocaleString('en-US')} rows into the same tables and indexes: ${bare.seconds.toFixed(1)} s, ${Math.round(bare.rows / bare.seconds).toLocaleString('en-US')} rows/s`);
+      say(`  bare ${how === 'COPY' ? how : 'INSERT (one prepared statement a row, one transaction)'} of the same ${bare.rows.toLocaleString('en-US')} rows into the same tables and indexes: ${bare.seconds.toFixed(1)} s, ${Math.round(bare.rows / bare.seconds).toLocaleString('en-US')} rows/s`);
       say(`  import ${label}: ${ratio.toFixed(2)} of the bare ${how}'s speed`);
     }
   }
