@@ -131,20 +131,30 @@ export interface FrontDeps {
   maxUrlBytes: number;
   /** The stored answer to an allowed request, when there is one (counted as a hit or a miss). */
   stored: (tenant: Tenant, target: string) => Answer | undefined;
+  /** Whether an answer is stored, nothing counted. */
+  isStored: (tenant: Tenant, target: string) => boolean;
   /** The answer to a request whose endpoint failed (src/edge/errors.ts). */
   answerError: ErrorAnswer;
 }
 
 /** The API's listener: the front, then Fastify's (`app`). Only for a listener that trusts no proxy. */
 export function frontOf(deps: FrontDeps, app: Listener): Listener {
-  const { check, write, routes, maxUrlBytes, stored, answerError } = deps;
+  const { check, write, routes, maxUrlBytes, stored, isStored, answerError } = deps;
 
   function handOn(exchange: FrontExchange, res: ServerResponse, outcome: { decided: Access } | { failure: unknown }): void {
     handedOn.set(exchange.raw, { id: exchange.id, startedAt: exchange.startedAt, arrivedInTurn: exchange.arrivedInTurn, ...outcome });
     app(exchange.raw, res);
   }
 
-  function answer(exchange: FrontExchange, res: ServerResponse, decided: Access, route: FrontRoute, params: RouteRequest['params']): void {
+  /** The endpoint's answer begun (its read sent with the turn's others). */
+  function begin(exchange: FrontExchange, tenant: Tenant, route: FrontRoute, params: RouteRequest['params']): Promise<Answer> {
+    // The answers held to the turn's end leave now if they have waited long (turn-end.ts).
+    beforeQuery();
+    return route.answer({ tenant, target: exchange.url, method: exchange.method, headers: exchange.headers, params });
+  }
+
+  /** `begun`: the answer begun while the rate limit was checked, used only if the request is allowed. */
+  function answer(exchange: FrontExchange, res: ServerResponse, decided: Access, route: FrontRoute, params: RouteRequest['params'], begun?: Promise<Answer>): void {
     exchange.caller = decided.caller;
     exchange.rateLimitHeaders = decided.rateLimit;
     if (!decided.allowed) {
@@ -157,9 +167,7 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
       write(exchange, res, found);
       return;
     }
-    // The answers held to the turn's end leave now if they have waited long (turn-end.ts).
-    beforeQuery();
-    route.answer({ tenant, target: exchange.url, method: exchange.method, headers: exchange.headers, params }).then(
+    (begun ?? begin(exchange, tenant, route, params)).then(
       (made) => write(exchange, res, made),
       (failure: unknown) => write(exchange, res, answerError(failure, exchange)),
     );
@@ -180,18 +188,29 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
     }
     const { route, params } = found;
     const exchange = new FrontExchange(req, randomUUID(), performance.now(), currentTurn(), route.recordAnswer);
+    // While the rate-limit service decides, the answer's read goes out in the same turn as
+    // the check rather than a round trip after it; it is written only if the request is allowed.
+    let begun: Promise<Answer> | undefined;
+    const early = (tenant: Tenant): void => {
+      if (isStored(tenant, url)) return;
+      begun = begin(exchange, tenant, route, params);
+      // A refused request's answer is dropped, and so is its failure.
+      begun.catch(ignore);
+    };
     let decided: Access | Promise<Access>;
     try {
-      decided = check(method, req.headers.authorization, route.url, false, exchange);
+      decided = check(method, req.headers.authorization, route.url, false, exchange, early);
     } catch (failure) {
       handOn(exchange, res, { failure });
       return;
     }
     if (decided instanceof Promise) {
       decided.then(
-        (d) => answer(exchange, res, d, route, params),
+        (d) => answer(exchange, res, d, route, params, begun),
         (failure: unknown) => handOn(exchange, res, { failure }),
       );
     } else answer(exchange, res, decided, route, params);
   };
 }
+
+const ignore = (): void => undefined;

@@ -115,6 +115,11 @@ export class ResponseCache {
     return found;
   }
 
+  /** Whether an answer is stored, nothing counted (the front's early read is begun only without one). */
+  has(tenant: Tenant, target: string): boolean {
+    return this.maxBytes > 0 && this.entries.has(ResponseCache.key(tenant, target));
+  }
+
   /** The stored answer when there is one, counted as a hit; a miss is not counted (the route's own lookup, get, counts it). */
   hit(tenant: Tenant, target: string): StoredResponse | undefined {
     if (this.maxBytes === 0) return undefined;

@@ -55,6 +55,11 @@ export interface RateLimiter {
    * consume() is given a key id.
    */
   shareUsage(databaseId: string): SharedUsage | null;
+  /**
+   * Whether a check sent earlier is still waiting for the service's answer (always false
+   * for the in-memory limiter, which answers at once).
+   */
+  readonly checking: boolean;
   /** Whether shareUsage gives a shared place (then it needs the database's queue id). */
   readonly sharesUsage: boolean;
   /** True when the backing service answers now (for readiness checks). */

@@ -8,6 +8,7 @@ interface Window {
 /** The embedded default: counters in this process's memory (one instance only). */
 export class MemoryRateLimiter implements RateLimiter {
   readonly sharesUsage = false;
+  readonly checking = false;
   /** One process: its usage is counted in its own memory (src/access/usage.ts). */
   shareUsage(): null {
     return null;

@@ -103,6 +103,12 @@ export class RedisRateLimiter implements RateLimiter {
   /** The checks asked for in this turn of the event loop, by school: sent together at its end. */
   private asked = new Map<string, SchoolChecks>();
   private scheduled = false;
+  /** Script calls sent and not answered yet. */
+  private sent = 0;
+
+  get checking(): boolean {
+    return this.sent > 0;
+  }
 
   constructor(url: string, private readonly timeoutMs: number) {
     // Loaded when Redis is configured: a process on the in-memory limiter never loads the client.
@@ -196,6 +202,7 @@ export class RedisRateLimiter implements RateLimiter {
 
   private async check(schools: [string, SchoolChecks][]): Promise<void> {
     let reply: number[];
+    this.sent += 1;
     try {
       await this.whenReady();
       const now = Date.now();
@@ -211,6 +218,8 @@ export class RedisRateLimiter implements RateLimiter {
       const failed = new RateLimiterUnavailable('rate-limit service did not answer', { cause: err });
       for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
       return;
+    } finally {
+      this.sent -= 1;
     }
     if (!Array.isArray(reply) || reply.length !== 2 * schools.length || !reply.every(Number.isSafeInteger)) {
       // A reply of the wrong shape means the connection can no longer be trusted to pair
