@@ -1,23 +1,33 @@
 /**
  * The changes feed's query: one statement over the school's change log (docs/data-model.md,
  * "Change log"), so a page is read from one snapshot. The places after `after` are found
- * in the (school_id, change_seq, id) indexes alone, at most `limit` per table, merged in
- * the change order (seq, resource, id); only then are the page's items read.
+ * in the (school_id, change_seq, id) indexes alone, at most `limit` + 1 per table, merged in
+ * the change order (seq, resource, id); only then are the page's items read, and each
+ * change's JSON is made and joined by the database, as a list's body is (common/list.ts).
  */
 import { sql, type RawBuilder } from 'kysely';
-import { prepared, type Reader } from '../../db/index.js';
+import { asBytes, onPostgres, prepared, type Reader } from '../../db/index.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
 import type { Place } from './cursor.js';
 
-export interface ChangeRow {
-  seq: number;
-  resource: ListTable;
-  id: string;
-  committed_at: string;
-  /** The stamp of the seq's batch, for the cursor after this change. */
-  stamp: string;
-  /** The record's list item as JSON text; null for a deletion. */
-  item: string | null;
+/** A page of the feed as the database made it. */
+export interface ChangePage {
+  /** The page's changes as JSON objects joined with commas, as text or bytes (`asBytes`); null when there are none. */
+  items: string | Buffer | null;
+  /** Whether changes follow the page's last. */
+  more: boolean;
+  /** The place of the page's last change and its batch's stamp, for the next cursor; null when there are none. */
+  last: (Place & { stamp: string }) | null;
+}
+
+interface PageRow {
+  items: string | Buffer | null;
+  /** The changes read: the page's, and one more when more follow. */
+  n: number | string;
+  seq: number | string | null;
+  resource: ListTable | null;
+  id: string | null;
+  stamp: string | null;
 }
 
 /** The values of the query: the resources read are those given (not undefined). */
@@ -25,6 +35,8 @@ type Window = { schoolId: string; seq: number; resource: string; id: string; lim
 
 /** A LIMIT evaluated at run time (SQLite would plan a bound LIMIT anew each run: list.ts). */
 const bound = (value: unknown) => sql`${value} + 0`;
+/** The page's size and one more, which says whether more follow. */
+const andOne = (value: unknown) => sql`${value} + 1`;
 
 /** The places of one table's rows after the window's place. */
 function rowPlaces(table: ListTable, q: Window): RawBuilder<unknown> {
@@ -33,7 +45,7 @@ function rowPlaces(table: ListTable, q: Window): RawBuilder<unknown> {
     select change_seq as seq, ${name} as resource, id, 1 as live from ${sql.table(table)}
     where school_id = ${q.schoolId} and change_seq >= ${q.seq}
       and (change_seq > ${q.seq} or ${name} > ${q.resource} or (${name} = ${q.resource} and id > ${q.id}))
-    order by change_seq, id limit ${bound(q.limit)}) as ${sql.id(`after_${table}`)}`;
+    order by change_seq, id limit ${andOne(q.limit)}) as ${sql.id(`after_${table}`)}`;
 }
 
 /** The places of the tombstones of `tables` after the window's place. */
@@ -42,8 +54,14 @@ function tombstonePlaces(tables: ListTable[], q: Window): RawBuilder<unknown> {
     select change_seq as seq, resource, id, 0 as live from tombstones
     where school_id = ${q.schoolId} and resource in (${sql.join(tables.map((t) => sql.lit(t)))}) and change_seq >= ${q.seq}
       and (change_seq > ${q.seq} or resource > ${q.resource} or (resource = ${q.resource} and id > ${q.id}))
-    order by change_seq, resource, id limit ${bound(q.limit)}) as after_tombstones`;
+    order by change_seq, resource, id limit ${andOne(q.limit)}) as after_tombstones`;
 }
+
+/**
+ * A change as the feed serves it. Ids are letters, digits, `_` and `-` (src/domain/ids.ts)
+ * and times stored text, so neither needs escaping; the record is the list's stored item.
+ */
+const changeJson = sql<string>`'{"resource":"' || c.resource || '","id":"' || c.id || '","change":"' || (case when c.item is null then 'delete' else 'upsert' end) || '","changed_at":"' || b.committed_at || '","record":' || coalesce(c.item, 'null') || '}'`;
 
 const changesAfter = prepared((db, q: Window) => {
   const tables = LIST_TABLES.filter((t) => q[t] !== undefined);
@@ -51,23 +69,35 @@ const changesAfter = prepared((db, q: Window) => {
   const items = tables.map(
     (t) => sql`select k.seq, k.resource, k.id, r.item from page k join ${sql.table(t)} r on r.school_id = ${q.schoolId} and r.id = k.id where k.live = 1 and k.resource = ${sql.lit(t)}`,
   );
-  const query = sql<ChangeRow>`with page as materialized (
-      select * from (${places}) as places order by seq, resource, id limit ${bound(q.limit)}
+  // The page's changes joined in the change order: PostgreSQL is told the order in the
+  // aggregate; SQLite keeps a FROM-subquery's order for it (as common/list.ts).
+  const joined = onPostgres(db)
+    ? sql<string>`(select string_agg(change, ',' order by seq, resource, id) from shown)`
+    : sql<string>`(select string_agg(change, ',') from (select change from shown order by seq, resource, id) as ordered)`;
+  const query = sql<PageRow>`with page as materialized (
+      select * from (${places}) as places order by seq, resource, id limit ${andOne(q.limit)}
     ),
-    paged as (${sql.join([...items, sql`select seq, resource, id, null as item from page where live = 0`], sql` union all `)})
-    select p.seq, p.resource, p.id, b.committed_at, b.stamp, p.item
-    from paged p join change_batches b on b.school_id = ${q.schoolId} and b.seq = p.seq
-    order by p.seq, p.resource, p.id`;
+    paged as (${sql.join([...items, sql`select seq, resource, id, null as item from page where live = 0`], sql` union all `)}),
+    changes as materialized (
+      select c.seq, c.resource, c.id, b.stamp, ${changeJson} as change
+      from paged c join change_batches b on b.school_id = ${q.schoolId} and b.seq = c.seq
+    ),
+    shown as (select * from changes order by seq, resource, id limit ${bound(q.limit)})
+    select body.items, body.n, last.seq, last.resource, last.id, last.stamp
+    from (select ${asBytes(db, joined)} as items, (select count(*) from changes) as n) as body
+    left join (select seq, resource, id, stamp from shown order by seq desc, resource desc, id desc limit 1) as last on 1 = 1`;
   return { compile: () => query.compile(db) };
 });
 
-/** The changes of `resources` after `after`, at most `limit`, in the change order. */
-export async function changesAfterPlace(reads: Reader, schoolId: string, resources: readonly ListTable[], after: Place, limit: number): Promise<ChangeRow[]> {
+/** The page of at most `limit` changes of `resources` after `after`, in the change order. */
+export async function changePage(reads: Reader, schoolId: string, resources: readonly ListTable[], after: Place, limit: number): Promise<ChangePage> {
   const window = { schoolId, seq: after.seq, resource: after.resource, id: after.id, limit } as Window;
   for (const table of LIST_TABLES) window[table] = resources.includes(table) ? true : undefined;
-  const rows = await changesAfter(reads, window);
-  // bigint columns come back as numbers from both drivers (src/db/index.ts).
-  return rows.map((row) => ({ ...row, seq: Number(row.seq) }));
+  const [row] = await changesAfter(reads, window);
+  const { items, n, seq, resource, id, stamp } = row!;
+  // bigint columns come back as numbers from both drivers (src/db/index.ts); a count may not.
+  const last = seq === null ? null : { seq: Number(seq), resource: resource!, id: id!, stamp: stamp! };
+  return { items, more: Number(n) > limit, last };
 }
 
 const feedState = prepared((db, p: { schoolId: string; seq: number; resource: string; id: string }) =>

@@ -5,7 +5,7 @@ import { Problem, type InvalidParam } from '../../problems/index.js';
 import { endpoint } from '../common/route.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
 import { decodeCursor, encodeCursor, START, type Place } from './cursor.js';
-import { changesAfterPlace, cursorState, type ChangeRow } from './repository.js';
+import { changePage, cursorState, type ChangePage } from './repository.js';
 import { ChangeList, ChangesQuery } from './schema.js';
 
 const CURSOR_EXPIRED = new Problem(
@@ -65,9 +65,14 @@ async function placeOf(reads: Reader, place: Place | undefined, tenant: Tenant):
   return place;
 }
 
-function changeJson(row: ChangeRow): string {
-  const head = `{"resource":"${row.resource}","id":${JSON.stringify(row.id)},"change":"${row.item === null ? 'delete' : 'upsert'}","changed_at":"${row.committed_at}"`;
-  return `${head},"record":${row.item ?? 'null'}}`;
+/** What a key reads whose scopes hold none of the feed's resources (finance only). */
+const NOTHING: ChangePage = { items: null, more: false, last: null };
+
+/** `head`, the page's items made by the database, and `tail`: one body, bytes if the items are. */
+function bodyOf(head: string, items: string | Buffer | null, tail: string): string | Buffer {
+  if (items === null) return head + tail;
+  if (typeof items === 'string') return head + items + tail;
+  return Buffer.concat([Buffer.from(head), items, Buffer.from(tail)]);
 }
 
 export const changeEndpoints = [
@@ -96,16 +101,12 @@ export const changeEndpoints = [
       if (names === null || typeof cursor === 'string') throw Problem.invalid(invalid);
       const resources = resourcesOf(names, tenant.scopes);
       const after = await placeOf(reads, cursor, tenant);
-      // A key whose scopes hold none of the feed's resources (finance only) reads an empty feed.
-      const rows = resources.length === 0 ? [] : await changesAfterPlace(reads, tenant.id, resources, after, query.limit + 1);
-      const hasMore = rows.length > query.limit;
-      const page = hasMore ? rows.slice(0, query.limit) : rows;
-      const last = page.at(-1);
+      const page = resources.length === 0 ? NOTHING : await changePage(reads, tenant.id, resources, after, query.limit);
       // The place after the page's last item, or the place given when there is none: a
       // place in the school's whole sequence, so a cursor read with some resources misses
       // nothing when it is used with others.
-      const next = last ? encodeCursor(tenant.id, { seq: last.seq, resource: last.resource, id: last.id, stamp: last.stamp }) : (query.after ?? encodeCursor(tenant.id, START));
-      return `{"items":[${page.map(changeJson).join(',')}],"meta":{"next_cursor":"${next}","has_more":${hasMore},"limit":${query.limit}}}`;
+      const next = page.last ? encodeCursor(tenant.id, page.last) : (query.after ?? encodeCursor(tenant.id, START));
+      return bodyOf('{"items":[', page.items, `],"meta":{"next_cursor":"${next}","has_more":${page.more},"limit":${query.limit}}}`);
     },
   }),
 ];
