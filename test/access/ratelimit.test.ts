@@ -206,6 +206,24 @@ describe('Redis: the checks of one turn in one call', { skip: REDIS_ONLY }, () =
     assert.equal((counted as PromiseFulfilledResult<{ remaining: number }>).value.remaining, 9);
   });
 
+  it('takes a reply that arrived while a long turn ran as the answer, not as a timeout', async () => {
+    const limiter = new RedisRateLimiter(redisUrl, 100);
+    try {
+      limiter.shareUsage('busy-turn');
+      assert.ok(await limiter.ready(2000));
+      const decision = limiter.consume(fresh('busy'), 10);
+      // Runs once the check is sent (the same phase of the loop): the server's work holds the
+      // event loop past the timeout while Redis answers at once.
+      setImmediate(() => {
+        const until = Date.now() + 300;
+        while (Date.now() < until);
+      });
+      assert.equal((await decision).allowed, true);
+    } finally {
+      await limiter.close();
+    }
+  });
+
   it('keeps the counts of two databases sharing one Redis apart', async () => {
     const other = new RedisRateLimiter(redisUrl, 2000);
     try {

@@ -117,7 +117,9 @@ export class RedisRateLimiter implements RateLimiter {
       // Fail fast instead of queueing while disconnected: the request gets 503 at once.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      commandTimeout: timeoutMs,
+      // A backstop only: each call is given up after `timeoutMs` by `timed`, which does not
+      // take a busy server for a slow Redis; this one releases the client's own waiting command.
+      commandTimeout: Math.max(4 * timeoutMs, 2000),
       connectTimeout: Math.max(timeoutMs, 1000),
       // Keep reconnecting forever, so service returns on its own when Redis does.
       retryStrategy: (times) => Math.min(times * 100, 1000),
@@ -138,15 +140,15 @@ export class RedisRateLimiter implements RateLimiter {
       record: (keyId) => this.record(keyId),
       claim: async (id, leaseMs) => {
         await this.whenReady();
-        return this.redis.sdClaim(queue.pending, queue.claimed, queue.batch(id), id, leaseMs);
+        return this.timed(this.redis.sdClaim(queue.pending, queue.claimed, queue.batch(id), id, leaseMs));
       },
       read: async (id) => {
         await this.whenReady();
-        return usageOf(await this.redis.hgetall(queue.batch(id)));
+        return usageOf(await this.timed(this.redis.hgetall(queue.batch(id))));
       },
       release: async (id) => {
         await this.whenReady();
-        await this.redis.multi().del(queue.batch(id)).zrem(queue.claimed, id).exec();
+        await this.timed(this.redis.multi().del(queue.batch(id)).zrem(queue.claimed, id).exec());
       },
     };
   }
@@ -154,7 +156,41 @@ export class RedisRateLimiter implements RateLimiter {
   private async record(keyId: string): Promise<void> {
     await this.whenReady();
     const now = Date.now();
-    await this.redis.sdRecord(this.keys.pending, `c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now);
+    await this.timed(this.redis.sdRecord(this.keys.pending, `c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now));
+  }
+
+  /**
+   * `reply`, or a failure once `timeoutMs` have passed without it. The timeout is judged
+   * after the event loop has read its sockets (a setImmediate from the timer): when a long
+   * turn of other work makes the timer due, Node runs the due timers before it reads the
+   * sockets, and Redis's reply may be waiting there. So a busy server is not taken for a
+   * slow Redis, and its requests are not refused 503 for it.
+   */
+  private timed<T>(reply: Promise<T>): Promise<T> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        setImmediate(() => {
+          if (settled) return;
+          settled = true;
+          reject(new Error(`no answer within ${this.timeoutMs} ms`));
+        });
+      }, this.timeoutMs);
+      reply.then(
+        (value) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
   }
 
   /**
@@ -213,7 +249,7 @@ export class RedisRateLimiter implements RateLimiter {
         args.push(school.waiting.length, school.keys.size);
         for (const [keyId, n] of school.keys) args.push(keyId, n);
       }
-      reply = await this.redis.sdConsume(keys.length, ...keys, ...args);
+      reply = await this.timed(this.redis.sdConsume(keys.length, ...keys, ...args));
     } catch (err) {
       const failed = new RateLimiterUnavailable('rate-limit service did not answer', { cause: err });
       for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
@@ -257,7 +293,7 @@ export class RedisRateLimiter implements RateLimiter {
   async ping(): Promise<boolean> {
     try {
       await this.whenReady();
-      return (await this.redis.ping()) === 'PONG';
+      return (await this.timed(this.redis.ping())) === 'PONG';
     } catch {
       return false;
     }
