@@ -183,7 +183,7 @@ export class RedisRateLimiter implements RateLimiter {
           clearTimeout(timer);
           resolve(value);
         },
-        (error: unknown) => {
+        (error: Error) => {
           if (settled) return;
           settled = true;
           clearTimeout(timer);
