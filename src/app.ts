@@ -78,7 +78,7 @@ export async function buildApp(deps: AppDeps) {
   const frontRoutes = new RouteTable(config.maxUrlBytes);
   const serverFactory: FastifyServerFactory =
     config.trustedProxies !== '' ? deps.serverFactory
-    : (handler, options) => deps.serverFactory(frontOf({ check, write: writer.write, routes: frontRoutes, maxUrlBytes: config.maxUrlBytes, stored: storedAnswer(cache), isStored: (tenant, target) => cache.has(tenant, target), answerError }, handler), options);
+    : (handler, options) => deps.serverFactory(frontOf({ check, write: writer.write, routes: frontRoutes, maxUrlBytes: config.maxUrlBytes, stored: storedAnswer(cache), isStored: (tenant, target) => cache.has(tenant, target), missed: () => cache.missed(), answerError }, handler), options);
   const app = Fastify({
     serverFactory,
     // request.ip is the TCP peer, or the address a trusted proxy reports (X-Forwarded-For)

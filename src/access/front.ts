@@ -131,15 +131,17 @@ export interface FrontDeps {
   maxUrlBytes: number;
   /** The stored answer to an allowed request, when there is one (counted as a hit or a miss). */
   stored: (tenant: Tenant, target: string) => Answer | undefined;
-  /** Whether an answer is stored, nothing counted. */
+  /** Whether an answer is stored, nothing counted ... */
   isStored: (tenant: Tenant, target: string) => boolean;
+  /** ... and the miss counted once the request it was asked for is allowed. */
+  missed: () => void;
   /** The answer to a request whose endpoint failed (src/edge/errors.ts). */
   answerError: ErrorAnswer;
 }
 
 /** The API's listener: the front, then Fastify's (`app`). Only for a listener that trusts no proxy. */
 export function frontOf(deps: FrontDeps, app: Listener): Listener {
-  const { check, write, routes, maxUrlBytes, stored, isStored, answerError } = deps;
+  const { check, write, routes, maxUrlBytes, stored, isStored, missed, answerError } = deps;
 
   function handOn(exchange: FrontExchange, res: ServerResponse, outcome: { decided: Access } | { failure: unknown }): void {
     handedOn.set(exchange.raw, { id: exchange.id, startedAt: exchange.startedAt, arrivedInTurn: exchange.arrivedInTurn, ...outcome });
@@ -162,10 +164,16 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
       return;
     }
     const tenant = decided.tenant!;
-    const found = stored(tenant, exchange.url);
-    if (found !== undefined) {
-      write(exchange, res, found);
-      return;
+    if (begun !== undefined) {
+      // Begun because nothing was stored: its lookup's miss, counted now it is allowed (the
+      // answer it stored meanwhile is its own, not a hit).
+      missed();
+    } else {
+      const found = stored(tenant, exchange.url);
+      if (found !== undefined) {
+        write(exchange, res, found);
+        return;
+      }
     }
     (begun ?? begin(exchange, tenant, route, params)).then(
       (made) => write(exchange, res, made),

@@ -115,6 +115,11 @@ export class ResponseCache {
     return found;
   }
 
+  /** Counts a miss found by `has` (the front's early read, begun without a stored answer). */
+  missed(): void {
+    if (this.maxBytes > 0) this.misses += 1;
+  }
+
   /** Whether an answer is stored, nothing counted (the front's early read is begun only without one). */
   has(tenant: Tenant, target: string): boolean {
     return this.maxBytes > 0 && this.entries.has(ResponseCache.key(tenant, target));

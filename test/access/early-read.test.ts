@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
 import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
+import { ResponseCache } from '../../src/resources/cache.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { PrivateRedis, REDIS_ONLY } from '../helpers/redis.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -98,5 +99,36 @@ describe('the read begun beside the rate-limit check', { skip: REDIS_ONLY }, () 
       if (status !== 200) await new Promise((r) => setTimeout(r, 100));
     }
     assert.equal(status, 200);
+  });
+});
+
+describe('the read begun beside the rate-limit check, with stored answers', { skip: REDIS_ONLY }, () => {
+  let redis: PrivateRedis;
+  let store: TestStore;
+  let t: TestApp;
+  let reads: { readonly count: number };
+  const cache = new ResponseCache(1 << 20);
+
+  before(async () => {
+    redis = await PrivateRedis.start();
+    store = await createTestStore();
+    t = await startTestApp({ store, cache, limiter: new RedisRateLimiter(redis.url, 2000), config: { rateLimitVip: 1000 } });
+    reads = countStudentReads(store);
+  });
+  after(async () => {
+    await t.close();
+    await store.close();
+    await redis.stop();
+  });
+
+  it('counts the first request a miss and the next a hit, and reads once', async () => {
+    const key = await schoolKey(t, 'stored', 'VIP');
+    const before = { ...cache.lookups, reads: reads.count };
+    const first = await t.request(STUDENTS, { key });
+    assert.equal(first.status, 200);
+    assert.deepEqual([cache.lookups.hits - before.hits, cache.lookups.misses - before.misses, reads.count - before.reads], [0, 1, 1]);
+    const second = await t.request(STUDENTS, { key });
+    assert.equal(second.text, first.text);
+    assert.deepEqual([cache.lookups.hits - before.hits, cache.lookups.misses - before.misses, reads.count - before.reads], [1, 1, 1]);
   });
 });

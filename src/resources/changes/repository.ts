@@ -83,9 +83,9 @@ const changesAfter = prepared((db, q: Window) => {
       from paged c join change_batches b on b.school_id = ${q.schoolId} and b.seq = c.seq
     ),
     shown as (select * from changes order by seq, resource, id limit ${bound(q.limit)})
-    select body.items, body.n, last.seq, last.resource, last.id, last.stamp
+    select body.items, body.n, tail.seq, tail.resource, tail.id, tail.stamp
     from (select ${asBytes(db, joined)} as items, (select count(*) from changes) as n) as body
-    left join (select seq, resource, id, stamp from shown order by seq desc, resource desc, id desc limit 1) as last on 1 = 1`;
+    left join (select seq, resource, id, stamp from shown order by seq desc, resource desc, id desc limit 1) as tail on 1 = 1`;
   return { compile: () => query.compile(db) };
 });
 
