@@ -37,8 +37,9 @@ const USAGE = `usage: npm run bench:compare -- --before DIR [options]
   --warmup N         unmeasured seconds before each measured slice (default 2)
   --server-warmup N  seconds of the mixed workload for each server after it starts (default 10)
   --response-cache-mb N  both servers' SCHOOL_DATA_RESPONSE_CACHE_MB (default ${serviceSettings.responseCacheMb.default})
-  --connections N    wrk's keep-alive connections (default 50); at 1, no two requests share a turn of
-                     the event loop, so nothing is batched and a request's cost does not depend on timing
+  --connections N    wrk's keep-alive connections (default 50, and a loader scenario's own 1); at 1, no two
+                     requests share a turn of the event loop, so nothing is batched and a request's cost does
+                     not depend on timing
   --scenarios A,B    (default students-page,student-card,unauthorized-flood,rate-limited-flood,mixed,not-modified);
                      not-modified runs on this checkout only (its entity tags are this build's)
   --profile          both servers under --cpu-prof: each side's self time per request by area and the top
@@ -57,8 +58,14 @@ const THIS_BUILD_ONLY = new Set(['not-modified']);
 const DEFAULT_CONNECTIONS = 50;
 const THREADS = 2;
 
-/** wrk's connections and threads for this run (no more threads than connections). */
-const wrkLoad = (o: { connections: number }) => ({ connections: o.connections, threads: Math.min(THREADS, o.connections) });
+/**
+ * wrk's connections and threads (no more threads than connections): --connections when given,
+ * else the scenario's own (the loaders': 1), else the default.
+ */
+function wrkLoad(o: { connections: number | null }, scenario?: Scenario) {
+  const connections = o.connections ?? scenario?.connections ?? DEFAULT_CONNECTIONS;
+  return { connections, threads: Math.min(THREADS, connections) };
+}
 
 type Side = 'before' | 'after';
 
@@ -146,7 +153,7 @@ function parse(argv: string[]) {
     warmup: numberOption(values.warmup, 2, 'warmup', 0, 600),
     serverWarmup: numberOption(values['server-warmup'], 10, 'server-warmup', 0, 600),
     responseCacheMb: numberOption(values['response-cache-mb'], serviceSettings.responseCacheMb.default, 'response-cache-mb', 0, 65_536),
-    connections: numberOption(values.connections, DEFAULT_CONNECTIONS, 'connections', 1, 1000),
+    connections: values.connections === undefined ? null : numberOption(values.connections, DEFAULT_CONNECTIONS, 'connections', 1, 1000),
     scenarios: names.map((n) => SCENARIOS.find((s) => s.name === n)!),
     label: values.label ?? '',
     nodeArgs: (values['node-args'] ?? '').split(/\s+/).filter(Boolean),
@@ -173,7 +180,7 @@ async function serve(o: Options, loc: DatasetLocation, root: string, redisUrl: s
 }
 
 async function measure(origin: string, pid: number, file: string, o: Options, round: number, side: Slice['side'], scenario: Scenario): Promise<Slice> {
-  const load = { origin, requestsFile: file, ...wrkLoad(o) };
+  const load = { origin, requestsFile: file, ...wrkLoad(o, scenario) };
   const warmupRequests = o.warmup > 0 && side !== 'bare' ? (await runWrk({ ...load, seconds: o.warmup })).requests : 0;
   const cpu = cpuSeconds([pid]);
   const threads = cpuSecondsByThread(pid);
@@ -216,7 +223,7 @@ function markdown(o: Options, results: ScenarioResult[], head: Record<string, un
     `# before/after: ${String(head.store)} + ${String(head.limiter)}, stored answers ${o.responseCacheMb} MiB`,
     '',
     `${String(head.date)}; before ${String(head.beforeCommit)}, after ${String(head.afterCommit)}; scale ${o.scale}; ${o.rounds} rounds of ${o.seconds} s per build (${o.warmup} s warm-up each), alternating; ` +
-      `${o.connections} connections; load average ${String(head.loadRange)}; ${String(head.cpu)}, Node ${process.version}` +
+      `${o.connections ?? `${DEFAULT_CONNECTIONS} (a loader: 1)`} connections; load average ${String(head.loadRange)}; ${String(head.cpu)}, Node ${process.version}` +
       `${o.nodeArgs.length > 0 ? `; both servers started with ${o.nodeArgs.join(' ')}` : ''}.`,
     '',
     'Medians, with the spread over the rounds in brackets. CPU µs/req: the server process\'s user + system CPU per answered request. ' +
@@ -366,7 +373,7 @@ async function main(): Promise<number> {
       let bodyBytes = 0;
       for (const side of built) {
         // Warmed up first, so that the probe sees what the load will (the 429 flood's limit used up).
-        if (o.warmup > 0) sent[side] += (await runWrk({ origin: sides[side].server.origin, requestsFile: file, seconds: o.warmup, ...wrkLoad(o) })).requests;
+        if (o.warmup > 0) sent[side] += (await runWrk({ origin: sides[side].server.origin, requestsFile: file, seconds: o.warmup, ...wrkLoad(o, scenario) })).requests;
         const probed = await probe(sides[side].server.origin, sides[side].ca, requests);
         if (!probed.statuses[scenario.expect]) throw new Error(`${scenario.name} (${side}): expected ${scenario.expect}, the probe got ${JSON.stringify(probed.statuses)}`);
         if (side === 'after') bodyBytes = probed.medianBytes;
