@@ -160,22 +160,23 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /**
-   * `reply`, or a failure once `timeoutMs` have passed without it. The timeout is judged
+   * `reply`, or the error `failure` once `timeoutMs` have passed without it (a command's
+   * reply, or the connection made). The timeout is judged
    * after the event loop has read its sockets (a setImmediate from the timer): when a long
    * turn of other work makes the timer due, Node runs the due timers before it reads the
    * sockets, and Redis's reply may be waiting there. So a busy server is not taken for a
    * slow Redis, and its requests are not refused 503 for it.
    */
-  private timed<T>(reply: Promise<T>): Promise<T> {
+  private timed<T>(reply: Promise<T>, timeoutMs = this.timeoutMs, failure = `no answer within ${timeoutMs} ms`): Promise<T> {
     return new Promise((resolve, reject) => {
       let settled = false;
       const timer = setTimeout(() => {
         setImmediate(() => {
           if (settled) return;
           settled = true;
-          reject(new Error(`no answer within ${this.timeoutMs} ms`));
+          reject(new Error(failure));
         });
-      }, this.timeoutMs);
+      }, timeoutMs);
       reply.then(
         (value) => {
           if (settled) return;
@@ -204,11 +205,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.connecting ??= new Promise<void>((resolve) => this.redis.once('ready', resolve)).finally(() => {
       this.connecting = null;
     });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('rate-limit service not connected')), timeoutMs);
-    });
-    return Promise.race([this.connecting, timeout]).finally(() => clearTimeout(timer));
+    return this.timed(this.connecting, timeoutMs, 'rate-limit service not connected');
   }
 
   /**
