@@ -23,6 +23,7 @@ import * as m0011 from './migrations/0011_data_stamps.js';
 import * as m0012 from './migrations/0012_form_nonces.js';
 import * as m0013 from './migrations/0013_tombstone_place.js';
 import * as m0014 from './migrations/0014_key_watchers.js';
+import * as m0015 from './migrations/0015_month_totals.js';
 import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
@@ -73,6 +74,7 @@ const migrations: Record<string, Migration> = {
   '0012_form_nonces': m0012,
   '0013_tombstone_place': m0013,
   '0014_key_watchers': m0014,
+  '0015_month_totals': m0015,
 };
 
 export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
@@ -379,6 +381,13 @@ async function runMigrations(db: Kysely<Database>, to: string | undefined): Prom
 }
 
 /**
+ * Tables read by their index alone on PostgreSQL (migration 0015), which needs their pages
+ * marked all-visible: refreshStatistics vacuums them after a bulk write rather than leave it to
+ * autovacuum, which may not come for a while to a large table where one school changed.
+ */
+const READ_BY_INDEX_ALONE: readonly (keyof Database)[] = ['payment_days', 'expense_days', 'payment_months', 'expense_months'];
+
+/**
  * Refreshes the planner's statistics after a bulk write, so that each filter picks
  * the index made for it rather than the one that only matches the order. `run` runs
  * the statements (default: on `db` itself; an import runs them on its own connection).
@@ -424,6 +433,8 @@ export async function refreshStatistics(
       return whole ? sql.id(name) : sql`${sql.id(name)} (${sql.join(columns.map((c) => sql.id(c)))})`;
     });
     await run(sql`analyze ${sql.join(targets)}`.compile(db));
+    const vacuumed = written.filter((name) => READ_BY_INDEX_ALONE.includes(name));
+    if (vacuumed.length > 0) await run(sql`vacuum ${sql.join(vacuumed.map((name) => sql.id(name)))}`.compile(db));
   } else {
     await run(sql`pragma optimize`.compile(db));
   }

@@ -227,6 +227,22 @@ export interface ExpenseDaysTable {
   amount_minor: number;
 }
 
+/** The day totals of one UTC month (`YYYY-MM`), summed (migration 0015). */
+export interface PaymentMonthsTable {
+  school_id: string;
+  month: string;
+  method: string;
+  amount_minor: number;
+}
+
+/** The same of the expense day totals. */
+export interface ExpenseMonthsTable {
+  school_id: string;
+  month: string;
+  category: string;
+  amount_minor: number;
+}
+
 /** One deleted record of a list's table: which import (seq) deleted it (migration 0006). */
 export interface TombstonesTable {
   school_id: string;
@@ -358,6 +374,8 @@ export interface Database {
   expenses: ExpensesTable;
   payment_days: PaymentDaysTable;
   expense_days: ExpenseDaysTable;
+  payment_months: PaymentMonthsTable;
+  expense_months: ExpenseMonthsTable;
   directors: DirectorsTable;
   cabinet_sessions: CabinetSessionsTable;
   cabinet_form_nonces: CabinetFormNoncesTable;

@@ -1,10 +1,11 @@
 /**
  * The finance summary's read model: per school and UTC day, the payments minus refunds of
- * each method (`payment_days`) and the expenses of each category (`expense_days`), kept
- * true to the rows by the importer in its transaction. A summary then reads the whole days
- * of its period from these and only the partial days at its edges from the rows
- * (src/resources/finance/repository.ts): a year of a school with a hundred thousand
- * students is a few hundred total rows, not two hundred thousand payments.
+ * each method (`payment_days`) and the expenses of each category (`expense_days`), and
+ * their sums per UTC month (`payment_months`, `expense_months`), kept true to the rows by
+ * the importer in its transaction. A summary then reads the whole months of its period
+ * from the months, the whole days around them from the days, and only the partial days at
+ * its edges from the rows (src/resources/finance/repository.ts): a year of a school with a
+ * hundred thousand students is about a hundred total rows, not two hundred thousand payments.
  */
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
@@ -44,12 +45,29 @@ async function insertTotals(q: Sql, side: FinanceSide, narrow: (rows: SelectRows
 }
 
 /**
+ * Writes one side's month totals from its day totals, of the days `narrow` selects (all of
+ * them by default), grouped by school, month and name.
+ */
+async function insertMonths(q: Sql, side: FinanceSide, narrow: (days: SelectRows) => SelectRows = (days) => days): Promise<void> {
+  const db = q.db as unknown as Untyped;
+  const month = sql<string>`substr(day, 1, 7)`;
+  const days = db.selectFrom(side.totals).select(['school_id', month.as('month'), side.name, sql`sum(amount_minor)`.as('amount_minor')]);
+  await q.run(
+    db
+      .insertInto(side.months)
+      .columns(['school_id', 'month', side.name, 'amount_minor'])
+      .expression(narrow(days).groupBy(['school_id', month, side.name])),
+  );
+}
+
+/**
  * Makes the totals of these days of one school again from its rows (after the import wrote
  * them), per side one statement to delete them and one to write them. A few days (a
  * delta's, spread over years) are found by a seek per day, joined to the list of days; more
  * than DAY_BY_DAY by one range over a batch of them, which reads every row between its
  * first and last day (SQLite stops seeking by day past about 150 days, and builds an index
- * of the school's rows instead, at every statement).
+ * of the school's rows instead, at every statement). Then the totals of those days' months,
+ * from the day totals.
  */
 export async function refreshDayTotals(q: Sql, schoolId: string, touched: TouchedDays): Promise<void> {
   const db = q.db as unknown as Untyped;
@@ -78,16 +96,31 @@ export async function refreshDayTotals(q: Sql, schoolId: string, touched: Touche
         );
       }
     }
+    // Then the months of those days, from the day totals just written.
+    const months = [...new Set(days.map((day) => day.slice(0, 7)))];
+    for (let i = 0; i < months.length; i += BATCH) {
+      const batch = months.slice(i, i + BATCH);
+      await q.run(db.deleteFrom(side.months).where('school_id', '=', schoolId).where('month', 'in', batch));
+      await insertMonths(q, side, (rows) =>
+        rows
+          .where('school_id', '=', schoolId)
+          .where('day', '>=', batch[0]!)
+          .where('day', '<', `${batch.at(-1)!}-99`)
+          .where(sql`substr(day, 1, 7)`, 'in', batch),
+      );
+    }
   }
 }
 
-/** Makes every school's totals from the rows: for a migration, and for data written past the importer (the benchmark's loader). */
+/** Makes every school's day and month totals from the rows: for a migration, and for data written past the importer (the benchmark's loader). */
 export async function rebuildDayTotals(db: Kysely<Database>): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const q = viaKysely(trx);
     for (const side of FINANCE_SIDES) {
       await q.run((trx as unknown as Untyped).deleteFrom(side.totals));
       await insertTotals(q, side);
+      await q.run((trx as unknown as Untyped).deleteFrom(side.months));
+      await insertMonths(q, side);
     }
   });
 }

@@ -159,7 +159,7 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
 function writtenTables(staged: Record<ArrayName, number>, deleted: Record<ArrayName, number>): (keyof Database)[] {
   const arrays = ARRAY_NAMES.filter((a) => staged[a] > 0 || deleted[a] > 0);
   if (arrays.includes('payments') && !arrays.includes('contracts')) arrays.push('contracts');
-  return [...arrays, 'list_blocks', 'tombstones', 'change_batches', 'schools', ...FINANCE_SIDES.map((side) => side.totals)];
+  return [...arrays, 'list_blocks', 'tombstones', 'change_batches', 'schools', ...FINANCE_SIDES.flatMap((side) => [side.totals, side.months])];
 }
 
 /** Reports that the merge begins `step`, which writes `records` of the file's records. */

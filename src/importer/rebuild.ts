@@ -13,7 +13,7 @@ import type { Database } from '../db/schema.js';
  * The version of each derived part that today's code writes. Raise one when its code
  * changes what it writes (an item's shape, the order of a list, how a total is summed).
  */
-export const READ_MODEL_VERSIONS = { items: 1, positions: 2, day_totals: 1 } as const;
+export const READ_MODEL_VERSIONS = { items: 1, positions: 2, day_totals: 2 } as const;
 
 type Part = keyof typeof READ_MODEL_VERSIONS;
 
