@@ -6,7 +6,7 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from '../config/index.js';
-import { isStoreUnavailable } from '../db/index.js';
+import { isStoreUnavailable, StoreNewerError } from '../db/index.js';
 import { PLANS } from '../domain/enums.js';
 import { KEY_SCOPES } from '../domain/scopes.js';
 import { packageVersion } from '../version.js';
@@ -158,7 +158,7 @@ const printable = (text: string) =>
 const firstLine = (text: string) => text.split('\n')[0]!;
 
 function describe(err: unknown): string {
-  if (err instanceof CliError || err instanceof ConfigError) return printable(err.message);
+  if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreNewerError) return printable(err.message);
   if (isStoreUnavailable(err)) return `the data store is unavailable: ${firstLine((err as Error).message)}`;
   if (err instanceof Error) return `unexpected error: ${firstLine(err.message)}`;
   return 'unexpected error';

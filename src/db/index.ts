@@ -361,6 +361,14 @@ export function asBytes<T>(db: Kysely<Database>, text: Expression<T>): RawBuilde
   return onPostgres(db) ? sql<T>`${text}` : sql<Buffer>`cast(${text} as blob)`;
 }
 
+/** The store was migrated by a newer version of the program: this one refuses to run on it. */
+export class StoreNewerError extends Error {
+  constructor(readonly migrations: string[]) {
+    super(`the data store was upgraded by a newer school-data (its migration ${migrations.join(', ')} is unknown here): run that version or a later one`);
+    this.name = 'StoreNewerError';
+  }
+}
+
 async function runMigrations(db: Kysely<Database>, to: string | undefined): Promise<string[]> {
   // On PostgreSQL the bookkeeping tables go in the connection's own schema: without it,
   // Kysely would take a migration table in any schema on the search path for its own.
@@ -374,7 +382,15 @@ async function runMigrations(db: Kysely<Database>, to: string | undefined): Prom
   });
   // Nothing pending, nothing to lock: a command or server start on a current store does
   // not wait for the write lock (on SQLite, an import may hold it for minutes).
-  if (to === undefined && (await migrator.getMigrations()).every((m) => m.executedAt !== undefined)) return [];
+  if (to === undefined && (await migrator.getMigrations()).every((m) => m.executedAt !== undefined)) {
+    // A store a newer version migrated holds read models this one would not keep up to
+    // date (an import here would leave them stale): refused, as Kysely refuses it when
+    // something is pending.
+    const executed = await sql<{ name: string }>`select name from kysely_migration`.execute(db);
+    const newer = executed.rows.map((r) => r.name).filter((name) => !Object.hasOwn(migrations, name));
+    if (newer.length > 0) throw new StoreNewerError(newer);
+    return [];
+  }
   const { error, results } = await (to === undefined ? migrator.migrateToLatest() : migrator.migrateTo(to));
   if (error) throw error instanceof Error ? error : new Error(`migration failed: ${JSON.stringify(error)}`);
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

@@ -1,10 +1,11 @@
 /**
- * The finance summary reads whole UTC days from the day totals the importer keeps and only
- * the partial days at its edges from the rows (src/resources/finance/repository.ts). Held
- * here against the records themselves: many random periods (dates and date-times, one day,
- * a few hours, a year) in time zones with a half-hour offset and with daylight saving,
- * after imports that move payments to other days and methods and turn payments into
- * refunds, every total must be the sum worked out from the records.
+ * The finance summary reads whole UTC months from the month totals the importer keeps, whole
+ * UTC days around them from the day totals, and only the partial days at its edges from the
+ * rows (src/resources/finance/repository.ts). Held here against the records themselves:
+ * whole months and many random periods (dates and date-times, one day, a few hours, a year)
+ * in time zones with a half-hour offset, with daylight saving and UTC, after imports that
+ * move payments to other days and methods, turn payments into refunds and delete every
+ * payment of one month, every total must be the sum worked out from the records.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -96,9 +97,15 @@ describe('the finance summary from day totals', () => {
       const two = await importData(t.store.db, school.value.id, second);
       assert.ok(two.ok, JSON.stringify(two));
       const merge = (a: Rec[], b: Rec[]) => [...new Map([...a, ...b].map((r) => [r.id, r])).values()];
+      const final = { payments: merge(first.payments, second.payments), expenses: merge(first.expenses, second.expenses) };
+      // Every payment of February (UTC) deleted: its month total must go with them.
+      const february = (r: Rec) => String(r.paid_at).startsWith('2026-02');
+      const three = await importData(t.store.db, school.value.id, { deleted: { payments: final.payments.filter(february).map((r) => r.id) } });
+      assert.ok(three.ok, JSON.stringify(three));
+      final.payments = final.payments.filter((r) => !february(r));
       const key = await createKey(t.store.db, school.value.id, 'finance');
       assert.ok(key.ok);
-      schools.push({ key: key.value.key, timezone, final: { payments: merge(first.payments, second.payments), expenses: merge(first.expenses, second.expenses) } });
+      schools.push({ key: key.value.key, timezone, final });
     }
   });
   after(() => t.close());

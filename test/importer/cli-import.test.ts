@@ -38,13 +38,14 @@ describe('school-data import (the CLI)', () => {
     return file;
   };
 
-  /** Everything an import may change for a school: its rows, its change log, its day totals. */
+  /** Everything an import may change for a school: its rows, its change log, its day and month totals. */
   const state = async (school: string) => ({
     rows: await snapshot(store.db, school),
     school: await store.db.selectFrom('schools').selectAll().where('id', '=', school).executeTakeFirstOrThrow(),
     batches: await store.db.selectFrom('change_batches').selectAll().where('school_id', '=', school).orderBy('seq').execute(),
     tombstones: await store.db.selectFrom('tombstones').selectAll().where('school_id', '=', school).orderBy('resource').orderBy('id').execute(),
     days: await store.db.selectFrom('payment_days').selectAll().where('school_id', '=', school).orderBy('day').orderBy('method').execute(),
+    months: await store.db.selectFrom('payment_months').selectAll().where('school_id', '=', school).orderBy('month').orderBy('method').execute(),
   });
 
   it('says a file is empty, and where JSON goes wrong by line and column', async () => {

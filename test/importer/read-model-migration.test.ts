@@ -128,3 +128,24 @@ describe('migration 0010 on a store with request logs', () => {
     assert.deepEqual(next.map((r) => [r.key_id, Number(r.next)]), [['key_a', 150], ['key_b', 3]]);
   });
 });
+
+describe('a store a newer version migrated', () => {
+  let store: TestStore;
+  before(async () => {
+    store = await createTestStore();
+  });
+  after(async () => {
+    await store.close();
+  });
+
+  it('is refused, naming the migration it does not know, and nothing is changed', async () => {
+    await sql`insert into kysely_migration (name, timestamp) values ('9999_from_the_future', '2027-01-01T00:00:00.000Z')`.execute(store.db);
+    await assert.rejects(store.migrate(), (err: Error) => {
+      assert.equal(err.name, 'StoreNewerError');
+      assert.match(err.message, /upgraded by a newer school-data \(its migration 9999_from_the_future is unknown here\)/);
+      return true;
+    });
+    await sql`delete from kysely_migration where name = '9999_from_the_future'`.execute(store.db);
+    assert.deepEqual(await store.migrate(), []);
+  });
+});

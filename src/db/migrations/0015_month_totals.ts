@@ -40,6 +40,8 @@ export async function up(db: Db): Promise<void> {
 
 export async function down(db: Db): Promise<void> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  // Made again by the rebuild if the migration runs again.
+  await db.updateTable('read_model_versions').set({ version: 1 }).where('part', '=', 'day_totals').where('version', '>', 1).execute();
   for (const { days, months, name } of SIDES) {
     await db.schema.dropTable(months).execute();
     const dayKey = `${days}_pk`;

@@ -39,7 +39,7 @@ interface Split {
   headEnd: string | undefined;
   tailStart: string | undefined;
   until: string | undefined;
-  /** Day totals of [firstDay, headDaysEnd) and [tailDaysStart, endDay). */
+  /** Day totals of [firstDay, headDaysEnd) and [tailDaysStart, endDay); with no whole month, all the days in the first. */
   firstDay: string | undefined;
   headDaysEnd: string | undefined;
   tailDaysStart: string | undefined;
