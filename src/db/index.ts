@@ -397,13 +397,6 @@ async function runMigrations(db: Kysely<Database>, to: string | undefined): Prom
 }
 
 /**
- * Tables read by their index alone on PostgreSQL (migration 0015), which needs their pages
- * marked all-visible: refreshStatistics vacuums them after a bulk write rather than leave it to
- * autovacuum, which may not come for a while to a large table where one school changed.
- */
-const READ_BY_INDEX_ALONE: readonly (keyof Database)[] = ['payment_days', 'expense_days', 'payment_months', 'expense_months'];
-
-/**
  * Refreshes the planner's statistics after a bulk write, so that each filter picks
  * the index made for it rather than the one that only matches the order. `run` runs
  * the statements (default: on `db` itself; an import runs them on its own connection).
@@ -449,8 +442,6 @@ export async function refreshStatistics(
       return whole ? sql.id(name) : sql`${sql.id(name)} (${sql.join(columns.map((c) => sql.id(c)))})`;
     });
     await run(sql`analyze ${sql.join(targets)}`.compile(db));
-    const vacuumed = written.filter((name) => READ_BY_INDEX_ALONE.includes(name));
-    if (vacuumed.length > 0) await run(sql`vacuum ${sql.join(vacuumed.map((name) => sql.id(name)))}`.compile(db));
   } else {
     await run(sql`pragma optimize`.compile(db));
   }

@@ -5,7 +5,7 @@
  * docs/import-format.md for the format and its guarantees.
  */
 import fs from 'node:fs';
-import { CompiledQuery, type Kysely } from 'kysely';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
 import { announceKeyChanges, openBulkConnection, refreshStatistics, type BulkConnection } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { FINANCE_SIDES } from '../resources/finance/sides.js';
@@ -256,7 +256,12 @@ async function merge(
   // On the import's connection: the pool's statement timeout would cut a long ANALYZE short.
   if (changes >= STATISTICS_AFTER) {
     step('statistics');
-    await refreshStatistics(conn.db, (q) => conn.run(q), writtenTables(stage.staged, summary.deleted));
+    const written = writtenTables(stage.staged, summary.deleted);
+    await refreshStatistics(conn.db, (q) => conn.run(q), written);
+    // The totals are read by their keys alone (migration 0015), which needs their pages marked
+    // all-visible; autovacuum may not come for a while to a large table where one school changed.
+    const totals = FINANCE_SIDES.flatMap((side) => [side.totals, side.months]).filter((table) => written.includes(table));
+    if (conn.dialect === 'postgres' && totals.length > 0) await conn.run(sql`vacuum ${sql.join(totals.map((table) => sql.id(table)))}`.compile(conn.db));
   }
   return summary;
 }

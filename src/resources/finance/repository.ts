@@ -56,6 +56,9 @@ const LAST_DAY_MS = Date.UTC(9999, 11, 31);
 const dayText = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 const startOf = (day: string) => `${day}T00:00:00Z`;
 
+/** The totals' parts of a period that reads none. */
+const NO_TOTALS = { firstDay: undefined, headDaysEnd: undefined, tailDaysStart: undefined, endDay: undefined, firstMonth: undefined, endMonth: undefined } as const;
+
 /** [start, end) as a part's two bounds, or both undefined when it is empty. */
 function part(start: string, end: string): [string, string] | [undefined, undefined] {
   return start < end ? [start, end] : [undefined, undefined];
@@ -80,18 +83,17 @@ function splitPeriod(schoolId: string, from: string, end: string | null): Split 
   const until = end ?? AFTER_LAST_SECOND;
   const firstDayMs = Math.ceil(fromMs / DAY_MS) * DAY_MS;
   const endDayMs = end === null ? LAST_DAY_MS : Math.floor(Date.parse(end) / DAY_MS) * DAY_MS;
-  const none = { firstDay: undefined, headDaysEnd: undefined, tailDaysStart: undefined, endDay: undefined, firstMonth: undefined, endMonth: undefined };
   if (firstDayMs >= endDayMs) {
     // No whole day inside: every row of the period is summed, and no total read.
     if (from >= until) return null;
-    return { schoolId, from, headEnd: until, tailStart: undefined, until: undefined, ...none };
+    return { schoolId, from, headEnd: until, tailStart: undefined, until: undefined, ...NO_TOTALS };
   }
   const [firstDay, endDay] = [dayText(firstDayMs), dayText(endDayMs)];
   const [headFrom, headEnd] = part(from, startOf(firstDay));
   const [tailStart, tailUntil] = part(startOf(endDay), until);
   const [firstMonthMs, endMonthMs] = monthsWithin(firstDayMs, endDayMs);
   if (firstMonthMs >= endMonthMs) {
-    return { schoolId, from: headFrom, headEnd, tailStart, until: tailUntil, ...none, firstDay, headDaysEnd: endDay };
+    return { schoolId, from: headFrom, headEnd, tailStart, until: tailUntil, ...NO_TOTALS, firstDay, headDaysEnd: endDay };
   }
   const [firstMonthDay, endMonthDay] = [dayText(firstMonthMs), dayText(endMonthMs)];
   const [headDaysFrom, headDaysEnd] = part(firstDay, firstMonthDay);
