@@ -9,6 +9,7 @@ import { isUtf8 } from 'node:buffer';
 import fs from 'node:fs';
 import { Tokenizer, TokenParser, TokenType, type ParsedElementInfo, type ParsedTokenInfo } from '@streamparser/json';
 import type { ImportError } from './errors.js';
+import { NotPlain, PlainScanner } from './scan.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
 import { isObject } from './validate.js';
 
@@ -291,149 +292,270 @@ function newTokenizer(): Tokenizer {
   return tokenizer;
 }
 
-/** A JSON file read as a stream of records. */
-export function fileSource(file: string, size: number): Source {
+/**
+ * Hands what it is given on to `to`, counting it, after dropping the first `skip`: those
+ * the plain reading handed over already when the exact one reads the file again.
+ */
+class Handover implements Intake {
+  count = 0;
+
+  constructor(
+    private readonly to: Intake,
+    private readonly skip: number,
+  ) {}
+
+  get full(): boolean {
+    return this.to.full;
+  }
+
+  private pass(): boolean {
+    return this.count++ >= this.skip;
+  }
+
+  problem(error: ImportError): void {
+    if (this.pass()) this.to.problem(error);
+  }
+
+  unreadable(array: ArrayName): void {
+    if (this.pass()) this.to.unreadable(array);
+  }
+
+  record(array: ArrayName, index: number, value: unknown): void {
+    if (this.pass()) this.to.record(array, index, value);
+  }
+
+  deleted(resource: string, ids: unknown): void {
+    if (this.pass()) this.to.deleted(resource, ids);
+  }
+
+  arrayEnd(array: ArrayName): void {
+    if (this.pass()) this.to.arrayEnd(array);
+  }
+
+  settle(): Promise<void> {
+    return this.to.settle();
+  }
+}
+
+export interface FileReading {
+  /** Bytes read from the file per chunk (tests cut values across chunks with a few). */
+  chunkBytes?: number;
+}
+
+/**
+ * A JSON file read as a stream of records: by the plain reading (scan.ts), several times
+ * faster, and where that stops, by the exact one, which reads the file again from the
+ * start, hands over only what the plain one had not, and says what is wrong, if anything.
+ */
+export function fileSource(file: string, size: number, reading: FileReading = {}): Source {
   return {
     estimate: Math.ceil(size / RECORD_BYTES),
     async feed(intake, onProgress) {
-      const lines = new Lines();
-      const tokenizer = newTokenizer();
-      const parser = new TokenParser({ paths: ['$.*.*'], keepStack: false });
-      const top = new TopLevel(intake);
-
-      let depth = 0;
-      let sawValue = false;
-      let expectKey = false;
-      let key: string | null = null;
-      let role: Role = 'skip';
-      let lastOffset = 0;
-      let lastToken: ParsedTokenInfo | null = null;
-      let records = 0;
-
-      const syntax = (offset: number, what: string): JsonSyntaxError => {
-        const { line, column } = lines.at(offset);
-        return new JsonSyntaxError(`the file is not valid JSON at line ${line}, column ${column}: ${what}`);
-      };
-
-      // The field names of the record being read, to find one given twice (the parser
-      // would keep the last silently): one set, emptied at each record.
-      const fields = new Set<string>();
-      let expectField = false;
-      let repeated: string | null = null;
-
-      // Follows the top level (which key holds which value) and the field names of each
-      // record on the tokens; the parser assembles the records themselves.
-      tokenizer.onToken = (info) => {
-        lastOffset = info.offset;
-        lastToken = info;
-        const token = info.token;
-        if (depth === 2 && token === TokenType.LEFT_BRACE) {
-          fields.clear();
-          expectField = true;
-          repeated = null;
-        } else if (depth === 3) {
-          if (expectField && token === TokenType.STRING) {
-            const field = info.value as string;
-            if (fields.has(field)) repeated ??= field;
-            else fields.add(field);
-            expectField = false;
-          } else if (token === TokenType.COMMA) {
-            expectField = true;
-          }
-        } else if (depth === 0) {
-          if (sawValue) throw syntax(info.offset, `unexpected ${describeToken(info)} after the end of the object`);
-          if (token !== TokenType.LEFT_BRACE) throw new JsonSyntaxError(NOT_AN_OBJECT);
-          sawValue = true;
-          expectKey = true;
-        } else if (depth === 1) {
-          if (expectKey) {
-            if (token === TokenType.STRING) key = info.value as string;
-            expectKey = false;
-          } else if (token === TokenType.COMMA) {
-            expectKey = true;
-          } else if (token !== TokenType.COLON && key !== null) {
-            role = top.key(key, token === TokenType.LEFT_BRACKET ? 'array' : token === TokenType.LEFT_BRACE ? 'object' : 'other');
-            key = null;
-          }
-        }
-        const opens = token === TokenType.LEFT_BRACE || token === TokenType.LEFT_BRACKET;
-        if (opens && depth === MAX_DEPTH) {
-          const { line, column } = lines.at(info.offset);
-          throw new JsonSyntaxError(`the file is not an import file at line ${line}, column ${column}: values are nested deeper than ${MAX_DEPTH} levels, which no value of the format is`);
-        }
-        parser.write(info);
-        if (opens) depth += 1;
-        else if (token === TokenType.RIGHT_BRACE || token === TokenType.RIGHT_BRACKET) depth -= 1;
-        else return;
-        if (depth === 1) {
-          if (typeof role === 'object') intake.arrayEnd(role.array);
-          role = 'skip';
-        }
-      };
-      parser.onValue = (element: ParsedElementInfo) => {
-        if (typeof role === 'object') {
-          if (typeof element.key !== 'number' || intake.full) return;
-          records += 1;
-          if (repeated !== null && isObject(element.value)) {
-            intake.problem({ array: role.array, index: element.key, field: repeated, reason: 'is given twice in the record' });
-          }
-          intake.record(role.array, element.key, element.value);
-        } else if (role === 'deleted' && typeof element.key === 'string') {
-          intake.deleted(element.key, element.value);
-        }
-      };
-
-      const notUtf8 = (offset: number): JsonSyntaxError => {
-        const { line, column } = lines.at(offset);
-        return new JsonSyntaxError(`the file is not UTF-8 text at line ${line}, column ${column}: the bytes there are not UTF-8`);
-      };
-
-      const stream = fs.createReadStream(file, { highWaterMark: CHUNK_BYTES });
-      const pieces = new CharacterPieces();
-      let bytes = 0;
-      let fed = 0;
-      try {
-        for await (const chunk of stream as AsyncIterable<Buffer>) {
-          const piece = pieces.next(chunk);
-          lines.next(piece);
-          if (!isUtf8(piece)) throw notUtf8(fed + Math.max(0, firstInvalid(piece)));
-          fed += piece.length;
-          try {
-            // The tokenizer keeps the bytes of a character cut at the end of a write for the next one.
-            for (let at = 0; at < piece.length; at += SLICE_BYTES) {
-              if (at > 0) await turn();
-              tokenizer.write(piece.subarray(at, at + SLICE_BYTES));
-            }
-          } catch (err) {
-            if (err instanceof JsonSyntaxError) throw err;
-            const message = (err as Error).message;
-            const absolute = /absolute position "(\d+)"/.exec(message);
-            throw absolute ? syntax(Number(absolute[1]), unexpected(message)) : syntax(lastOffset, `unexpected ${lastToken ? describeToken(lastToken) : 'input'}`);
-          }
-          bytes += chunk.length;
-          await intake.settle();
-          onProgress?.({ records, bytes, totalBytes: size });
-          if (intake.full) return;
-        }
-        if (pieces.unfinished > 0) throw notUtf8(fed);
-        if (!sawValue) {
-          intake.problem(fileError(bytes === 0 ? 'the file is empty' : 'the file holds nothing but white space'));
-          return;
-        }
-        try {
-          tokenizer.end();
-        } catch {
-          throw syntax(bytes, 'unexpected end of the file');
-        }
-        if (!parser.isEnded) throw syntax(bytes, 'unexpected end of the file');
-        await intake.settle();
-        onProgress?.({ records, bytes, totalBytes: size });
-      } catch (err) {
-        if (!(err instanceof JsonSyntaxError)) throw err;
-        intake.problem(fileError(err.message));
-      } finally {
-        stream.destroy();
-      }
+      const handed = new Handover(intake, 0);
+      const stopped = await readPlain(file, size, handed, onProgress, reading);
+      if (stopped === null) return;
+      const resumed = onProgress && ((progress: Progress) => progress.bytes >= stopped.bytes && onProgress(progress));
+      await readExact(file, size, new Handover(intake, handed.count), resumed, reading);
     },
   };
+}
+
+/**
+ * The plain reading of a file (scan.ts): null once the file is read (or the intake is
+ * full), else the bytes read when it stopped at what it does not read.
+ */
+export async function readPlain(file: string, size: number, intake: Intake, onProgress: ((progress: Progress) => void) | undefined, reading: FileReading): Promise<{ bytes: number } | null> {
+  const top = new TopLevel(intake);
+  let role: Role = 'skip';
+  let records = 0;
+  const scanner = new PlainScanner({
+    member(name, kind) {
+      role = top.key(name, kind);
+    },
+    value(key, value) {
+      if (intake.full) return;
+      if (typeof role === 'object') {
+        records += 1;
+        intake.record(role.array, key as number, value);
+      } else if (role === 'deleted') {
+        intake.deleted(key as string, value);
+      }
+    },
+    memberEnd() {
+      if (typeof role === 'object') intake.arrayEnd(role.array);
+      role = 'skip';
+    },
+  });
+  const stream = fs.createReadStream(file, { highWaterMark: reading.chunkBytes ?? CHUNK_BYTES });
+  const pieces = new CharacterPieces();
+  let bytes = 0;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      const piece = pieces.next(chunk);
+      if (!isUtf8(piece)) return { bytes };
+      for (let at = 0; at < piece.length; at += SLICE_BYTES) {
+        if (at > 0) await turn();
+        scanner.write(piece.subarray(at, at + SLICE_BYTES));
+      }
+      bytes += chunk.length;
+      await intake.settle();
+      onProgress?.({ records, bytes, totalBytes: size });
+      if (intake.full) return null;
+    }
+    if (pieces.unfinished > 0) return { bytes };
+    scanner.end();
+  } catch (err) {
+    if (err instanceof NotPlain) return { bytes };
+    throw err;
+  } finally {
+    stream.destroy();
+  }
+  await intake.settle();
+  onProgress?.({ records, bytes, totalBytes: size });
+  return null;
+}
+
+/**
+ * The exact reading of a file: every token through @streamparser/json, with the line and
+ * column of what is wrong. Reports what the file breaks of JSON or of the top level's rules.
+ */
+export async function readExact(file: string, size: number, intake: Intake, onProgress: ((progress: Progress) => void) | undefined, reading: FileReading): Promise<void> {
+  const lines = new Lines();
+  const tokenizer = newTokenizer();
+  const parser = new TokenParser({ paths: ['$.*.*'], keepStack: false });
+  const top = new TopLevel(intake);
+
+  let depth = 0;
+  let sawValue = false;
+  let expectKey = false;
+  let key: string | null = null;
+  let role: Role = 'skip';
+  let lastOffset = 0;
+  let lastToken: ParsedTokenInfo | null = null;
+  let records = 0;
+
+  const syntax = (offset: number, what: string): JsonSyntaxError => {
+    const { line, column } = lines.at(offset);
+    return new JsonSyntaxError(`the file is not valid JSON at line ${line}, column ${column}: ${what}`);
+  };
+
+  // The field names of the record being read, to find one given twice (the parser
+  // would keep the last silently): one set, emptied at each record.
+  const fields = new Set<string>();
+  let expectField = false;
+  let repeated: string | null = null;
+
+  // Follows the top level (which key holds which value) and the field names of each
+  // record on the tokens; the parser assembles the records themselves.
+  tokenizer.onToken = (info) => {
+    lastOffset = info.offset;
+    lastToken = info;
+    const token = info.token;
+    if (depth === 2 && token === TokenType.LEFT_BRACE) {
+      fields.clear();
+      expectField = true;
+      repeated = null;
+    } else if (depth === 3) {
+      if (expectField && token === TokenType.STRING) {
+        const field = info.value as string;
+        if (fields.has(field)) repeated ??= field;
+        else fields.add(field);
+        expectField = false;
+      } else if (token === TokenType.COMMA) {
+        expectField = true;
+      }
+    } else if (depth === 0) {
+      if (sawValue) throw syntax(info.offset, `unexpected ${describeToken(info)} after the end of the object`);
+      if (token !== TokenType.LEFT_BRACE) throw new JsonSyntaxError(NOT_AN_OBJECT);
+      sawValue = true;
+      expectKey = true;
+    } else if (depth === 1) {
+      if (expectKey) {
+        if (token === TokenType.STRING) key = info.value as string;
+        expectKey = false;
+      } else if (token === TokenType.COMMA) {
+        expectKey = true;
+      } else if (token !== TokenType.COLON && key !== null) {
+        role = top.key(key, token === TokenType.LEFT_BRACKET ? 'array' : token === TokenType.LEFT_BRACE ? 'object' : 'other');
+        key = null;
+      }
+    }
+    const opens = token === TokenType.LEFT_BRACE || token === TokenType.LEFT_BRACKET;
+    if (opens && depth === MAX_DEPTH) {
+      const { line, column } = lines.at(info.offset);
+      throw new JsonSyntaxError(`the file is not an import file at line ${line}, column ${column}: values are nested deeper than ${MAX_DEPTH} levels, which no value of the format is`);
+    }
+    parser.write(info);
+    if (opens) depth += 1;
+    else if (token === TokenType.RIGHT_BRACE || token === TokenType.RIGHT_BRACKET) depth -= 1;
+    else return;
+    if (depth === 1) {
+      if (typeof role === 'object') intake.arrayEnd(role.array);
+      role = 'skip';
+    }
+  };
+  parser.onValue = (element: ParsedElementInfo) => {
+    if (typeof role === 'object') {
+      if (typeof element.key !== 'number' || intake.full) return;
+      records += 1;
+      if (repeated !== null && isObject(element.value)) {
+        intake.problem({ array: role.array, index: element.key, field: repeated, reason: 'is given twice in the record' });
+      }
+      intake.record(role.array, element.key, element.value);
+    } else if (role === 'deleted' && typeof element.key === 'string') {
+      intake.deleted(element.key, element.value);
+    }
+  };
+
+  const notUtf8 = (offset: number): JsonSyntaxError => {
+    const { line, column } = lines.at(offset);
+    return new JsonSyntaxError(`the file is not UTF-8 text at line ${line}, column ${column}: the bytes there are not UTF-8`);
+  };
+
+  const stream = fs.createReadStream(file, { highWaterMark: reading.chunkBytes ?? CHUNK_BYTES });
+  const pieces = new CharacterPieces();
+  let bytes = 0;
+  let fed = 0;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      const piece = pieces.next(chunk);
+      lines.next(piece);
+      if (!isUtf8(piece)) throw notUtf8(fed + Math.max(0, firstInvalid(piece)));
+      fed += piece.length;
+      try {
+        // The tokenizer keeps the bytes of a character cut at the end of a write for the next one.
+        for (let at = 0; at < piece.length; at += SLICE_BYTES) {
+          if (at > 0) await turn();
+          tokenizer.write(piece.subarray(at, at + SLICE_BYTES));
+        }
+      } catch (err) {
+        if (err instanceof JsonSyntaxError) throw err;
+        const message = (err as Error).message;
+        const absolute = /absolute position "(\d+)"/.exec(message);
+        throw absolute ? syntax(Number(absolute[1]), unexpected(message)) : syntax(lastOffset, `unexpected ${lastToken ? describeToken(lastToken) : 'input'}`);
+      }
+      bytes += chunk.length;
+      await intake.settle();
+      onProgress?.({ records, bytes, totalBytes: size });
+      if (intake.full) return;
+    }
+    if (pieces.unfinished > 0) throw notUtf8(fed);
+    if (!sawValue) {
+      intake.problem(fileError(bytes === 0 ? 'the file is empty' : 'the file holds nothing but white space'));
+      return;
+    }
+    try {
+      tokenizer.end();
+    } catch {
+      throw syntax(bytes, 'unexpected end of the file');
+    }
+    if (!parser.isEnded) throw syntax(bytes, 'unexpected end of the file');
+    await intake.settle();
+    onProgress?.({ records, bytes, totalBytes: size });
+  } catch (err) {
+    if (!(err instanceof JsonSyntaxError)) throw err;
+    intake.problem(fileError(err.message));
+  } finally {
+    stream.destroy();
+  }
 }

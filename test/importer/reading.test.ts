@@ -1,0 +1,155 @@
+/**
+ * The two readings of an import file agree: whatever the bytes (a valid file, or one
+ * broken by random edits), the plain reading followed, where it stops, by the exact one
+ * hands the intake what the exact reading alone does, in the same order, whatever the
+ * chunk size; and a valid file is read by the plain reading alone.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import fc from 'fast-check';
+import type { ImportError } from '../../src/importer/index.js';
+import { fileSource, readExact, readPlain, type FileReading, type Intake } from '../../src/importer/source.js';
+import { checkProperty } from '../helpers/fuzz.js';
+import { sampleFile } from './helpers.js';
+
+/** An intake that writes down what it is handed; full after a few problems, as the real one is after its maximum. */
+class Recorder implements Intake {
+  readonly events: unknown[] = [];
+  private problems = 0;
+
+  constructor(private readonly maxProblems = 5) {}
+
+  get full(): boolean {
+    return this.problems >= this.maxProblems;
+  }
+
+  problem(error: ImportError): void {
+    this.problems += 1;
+    this.events.push(['problem', error]);
+  }
+
+  unreadable(array: string): void {
+    this.events.push(['unreadable', array]);
+  }
+
+  record(array: string, index: number, value: unknown): void {
+    this.events.push(['record', array, index, value]);
+  }
+
+  deleted(resource: string, ids: unknown): void {
+    this.events.push(['deleted', resource, ids]);
+  }
+
+  arrayEnd(array: string): void {
+    this.events.push(['arrayEnd', array]);
+  }
+
+  settle(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-reading-'));
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
+function writeFile(bytes: Buffer): string {
+  const file = path.join(dir, `file-${(files += 1)}.json`);
+  fs.writeFileSync(file, bytes);
+  return file;
+}
+
+async function bothReadings(bytes: Buffer, reading: FileReading): Promise<{ combined: unknown[]; exact: unknown[] }> {
+  const file = writeFile(bytes);
+  const combined = new Recorder();
+  await fileSource(file, bytes.length, reading).feed(combined);
+  const exact = new Recorder();
+  await readExact(file, bytes.length, exact, undefined, reading);
+  return { combined: combined.events, exact: exact.events };
+}
+
+/** A valid file of every array and `deleted`, with escapes, a name to skip and white space of every kind. */
+function validText(): string {
+  const file = { ...sampleFile(), deleted: { students: ['st-old-1', 'st-old-2'], lessons: [] } } as Record<string, unknown>;
+  const students = file.students as Record<string, unknown>[];
+  students[0]!.notes = 'кавычки " и \\ обратная черта, \u2028, \uFEFF, \ud83d\ude97, \t';
+  return JSON.stringify(file, null, '\t').replaceAll('\n\t\t', '\r\n\t\t ');
+}
+
+/** Pieces an edit inserts: JSON's punctuation, bits of values, and bytes that are not UTF-8 or not allowed. */
+const SNIPPETS = ['{', '}', '[', ']', ',', ':', '"', '\\', ' ', '\n', 'x', '1', '-', '0.', '1e', 'tru', 'null', '"a":1,', '"id":"dup",', '{}', '[]', '\uFEFF', '\u0000', 'é', '\ud83d\ude97'].map((s) => Buffer.from(s, 'utf8'));
+const INVALID = [Buffer.from([0xff]), Buffer.from([0xc3]), Buffer.from([0xe2, 0x82]), Buffer.from([0xef, 0xbb])];
+
+const edit = fc.oneof(
+  fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), what: fc.constantFrom(...SNIPPETS, ...INVALID) }),
+  fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), length: fc.integer({ min: 1, max: 12 }) }),
+  fc.record({ kind: fc.constant('repeatName' as const), at: fc.nat() }),
+  fc.record({ kind: fc.constant('cut' as const), at: fc.nat() }),
+);
+type Edit = typeof edit extends fc.Arbitrary<infer T> ? T : never;
+
+function apply(bytes: Buffer, change: Edit): Buffer {
+  const at = change.at % (bytes.length + 1);
+  switch (change.kind) {
+    case 'insert':
+      return Buffer.concat([bytes.subarray(0, at), change.what, bytes.subarray(at)]);
+    case 'delete':
+      return Buffer.concat([bytes.subarray(0, at), bytes.subarray(at + change.length)]);
+    case 'cut':
+      return bytes.subarray(0, at);
+    case 'repeatName': {
+      // The first field of the next record given again at its end: a name given twice.
+      const open = bytes.indexOf('{"', at) === -1 ? bytes.indexOf('{\r\n', at) : bytes.indexOf('{"', at);
+      if (open === -1) return bytes;
+      const close = bytes.indexOf('}', open);
+      const comma = bytes.indexOf(',', open);
+      if (close === -1 || comma === -1 || comma > close) return bytes;
+      return Buffer.concat([bytes.subarray(0, close), Buffer.from(','), bytes.subarray(open + 1, comma), bytes.subarray(close)]);
+    }
+  }
+}
+
+describe('reading an import file', () => {
+  const valid = Buffer.from(validText(), 'utf8');
+
+  it('reads a valid file by the plain reading alone, as the exact reading does', async () => {
+    for (const bytes of [valid, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), valid, Buffer.from(' \n')])]) {
+      for (const chunkBytes of [1 << 18, 1, 17]) {
+        const file = writeFile(bytes);
+        const plain = new Recorder();
+        assert.equal(await readPlain(file, bytes.length, plain, undefined, { chunkBytes }), null, `chunks of ${chunkBytes}`);
+        const exact = new Recorder();
+        await readExact(file, bytes.length, exact, undefined, { chunkBytes });
+        assert.deepEqual(plain.events, exact.events);
+        assert.equal(plain.events.filter((e) => (e as unknown[])[0] === 'problem').length, 0);
+        assert.ok(plain.events.length > 20);
+      }
+    }
+  });
+
+  it('stops the plain reading at a name given twice in a record, and the exact one reports it', async () => {
+    const text = validText().replace('"id": "br-1"', '"id": "br-1",\r\n\t\t "id": "br-9"');
+    assert.notEqual(text, validText());
+    const bytes = Buffer.from(text, 'utf8');
+    assert.notEqual(await readPlain(writeFile(bytes), bytes.length, new Recorder(), undefined, {}), null);
+    const { combined, exact } = await bothReadings(bytes, {});
+    assert.deepEqual(combined, exact);
+    assert.ok(combined.some((e) => JSON.stringify(e).includes('is given twice in the record')));
+  });
+
+  it('hands over what the exact reading alone does, for any edits of a valid file, in chunks of any size', async (t) => {
+    await checkProperty(
+      t,
+      'import file readings agree',
+      150,
+      fc.asyncProperty(fc.array(edit, { minLength: 1, maxLength: 3 }), fc.constantFrom(1 << 18, 3, 64), async (edits, chunkBytes) => {
+        const bytes = edits.reduce(apply, valid);
+        const { combined, exact } = await bothReadings(bytes, { chunkBytes });
+        assert.deepEqual(combined, exact);
+      }),
+    );
+  });
+});
