@@ -76,7 +76,7 @@ export class PlainScanner {
 
   constructor(private readonly events: ScanEvents) {}
 
-  /** Takes `buffer` (whole characters of the file, in order). */
+  /** Takes the file's next bytes (a character may be cut between two writes). */
   write(buffer: Buffer): void {
     const fileStart = this.atFileStart;
     this.atFileStart = false;

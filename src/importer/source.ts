@@ -3,10 +3,12 @@
  * memory does not grow with the file), or a value already in memory (the demo, tests).
  * Both hand the same calls to an `Intake` (intake.ts) and apply the same rules to the
  * file's top level: one object, known keys, each once, arrays of records, and `deleted`
- * an object of arrays of ids. A JSON syntax error is reported with its line and column.
+ * an object of arrays of ids. A file is read plainly (scan.ts) and, where that stops,
+ * exactly: a JSON syntax error is reported with its line and column.
  */
 import { isUtf8 } from 'node:buffer';
 import fs from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { Tokenizer, TokenParser, TokenType, type ParsedElementInfo, type ParsedTokenInfo } from '@streamparser/json';
 import type { ImportError } from './errors.js';
 import { NotPlain, PlainScanner } from './scan.js';
@@ -346,25 +348,60 @@ export interface FileReading {
  * A JSON file read as a stream of records: by the plain reading (scan.ts), several times
  * faster, and where that stops, by the exact one, which reads the file again from the
  * start, hands over only what the plain one had not, and says what is wrong, if anything.
+ * Both read the same open file; one whose size or times change meanwhile is refused.
  */
 export function fileSource(file: string, size: number, reading: FileReading = {}): Source {
   return {
     estimate: Math.ceil(size / RECORD_BYTES),
     async feed(intake, onProgress) {
-      const handed = new Handover(intake, 0);
-      const stopped = await readPlain(file, size, handed, onProgress, reading);
-      if (stopped === null) return;
-      const resumed = onProgress && ((progress: Progress) => progress.bytes >= stopped.bytes && onProgress(progress));
-      await readExact(file, size, new Handover(intake, handed.count), resumed, reading);
+      const handle = await fs.promises.open(file);
+      try {
+        const opened = await handle.stat();
+        const unchanged = async () => {
+          const now = await handle.stat();
+          return now.size === opened.size && now.mtimeMs === opened.mtimeMs && now.ctimeMs === opened.ctimeMs;
+        };
+        const handed = new Handover(intake, 0);
+        const read = await readPlain(handle, size, handed, onProgress, reading);
+        if (await unchanged()) {
+          // A full intake takes nothing more: the exact reading would only be lost on it.
+          if (read || intake.full) return;
+          await readExact(handle, size, new Handover(intake, handed.count), onProgress, reading);
+          if (await unchanged()) return;
+        }
+        intake.problem(fileError('the file changed while it was read'));
+      } finally {
+        await handle.close();
+      }
     },
   };
 }
 
+/** A file to read: its path, or a handle open on it, read from its start each time. */
+export type FileBytes = string | FileHandle;
+
+/** The file's chunks, each a buffer of its own, from its start. */
+async function* chunksOf(file: FileBytes, reading: FileReading): AsyncGenerator<Buffer> {
+  const handle = typeof file === 'string' ? await fs.promises.open(file) : file;
+  const size = reading.chunkBytes ?? CHUNK_BYTES;
+  try {
+    for (let position = 0; ; ) {
+      const chunk = Buffer.allocUnsafe(size);
+      const { bytesRead } = await handle.read(chunk, 0, size, position);
+      if (bytesRead === 0) return;
+      position += bytesRead;
+      yield chunk.subarray(0, bytesRead);
+    }
+  } finally {
+    if (handle !== file) await handle.close();
+  }
+}
+
 /**
- * The plain reading of a file (scan.ts): null once the file is read (or the intake is
- * full), else the bytes read when it stopped at what it does not read.
+ * The plain reading of a file (scan.ts): true once the file is read (or the intake is
+ * full), false if it stopped at what it does not read.
  */
-export async function readPlain(file: string, size: number, intake: Intake, onProgress: ((progress: Progress) => void) | undefined, reading: FileReading): Promise<{ bytes: number } | null> {
+export async function readPlain(file: FileBytes, size: number, intake: Intake, onProgress: ((progress: Progress) => void) | undefined, reading: FileReading): Promise<boolean> {
   const top = new TopLevel(intake);
   let role: Role = 'skip';
   let records = 0;
@@ -373,8 +410,8 @@ export async function readPlain(file: string, size: number, intake: Intake, onPr
       role = top.key(name, kind);
     },
     value(key, value) {
-      if (intake.full) return;
       if (typeof role === 'object') {
+        if (intake.full) return;
         records += 1;
         intake.record(role.array, key as number, value);
       } else if (role === 'deleted') {
@@ -386,13 +423,12 @@ export async function readPlain(file: string, size: number, intake: Intake, onPr
       role = 'skip';
     },
   });
-  const stream = fs.createReadStream(file, { highWaterMark: reading.chunkBytes ?? CHUNK_BYTES });
   const pieces = new CharacterPieces();
   let bytes = 0;
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
+    for await (const chunk of chunksOf(file, reading)) {
       const piece = pieces.next(chunk);
-      if (!isUtf8(piece)) return { bytes };
+      if (!isUtf8(piece)) return false;
       for (let at = 0; at < piece.length; at += SLICE_BYTES) {
         if (at > 0) await turn();
         scanner.write(piece.subarray(at, at + SLICE_BYTES));
@@ -400,26 +436,24 @@ export async function readPlain(file: string, size: number, intake: Intake, onPr
       bytes += chunk.length;
       await intake.settle();
       onProgress?.({ records, bytes, totalBytes: size });
-      if (intake.full) return null;
+      if (intake.full) return true;
     }
-    if (pieces.unfinished > 0) return { bytes };
+    if (pieces.unfinished > 0) return false;
     scanner.end();
   } catch (err) {
-    if (err instanceof NotPlain) return { bytes };
+    if (err instanceof NotPlain) return false;
     throw err;
-  } finally {
-    stream.destroy();
   }
   await intake.settle();
   onProgress?.({ records, bytes, totalBytes: size });
-  return null;
+  return true;
 }
 
 /**
  * The exact reading of a file: every token through @streamparser/json, with the line and
  * column of what is wrong. Reports what the file breaks of JSON or of the top level's rules.
  */
-export async function readExact(file: string, size: number, intake: Intake, onProgress: ((progress: Progress) => void) | undefined, reading: FileReading): Promise<void> {
+export async function readExact(file: FileBytes, size: number, intake: Intake, onProgress: ((progress: Progress) => void) | undefined, reading: FileReading): Promise<void> {
   const lines = new Lines();
   const tokenizer = newTokenizer();
   const parser = new TokenParser({ paths: ['$.*.*'], keepStack: false });
@@ -512,12 +546,11 @@ export async function readExact(file: string, size: number, intake: Intake, onPr
     return new JsonSyntaxError(`the file is not UTF-8 text at line ${line}, column ${column}: the bytes there are not UTF-8`);
   };
 
-  const stream = fs.createReadStream(file, { highWaterMark: reading.chunkBytes ?? CHUNK_BYTES });
   const pieces = new CharacterPieces();
   let bytes = 0;
   let fed = 0;
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
+    for await (const chunk of chunksOf(file, reading)) {
       const piece = pieces.next(chunk);
       lines.next(piece);
       if (!isUtf8(piece)) throw notUtf8(fed + Math.max(0, firstInvalid(piece)));
@@ -555,7 +588,5 @@ export async function readExact(file: string, size: number, intake: Intake, onPr
   } catch (err) {
     if (!(err instanceof JsonSyntaxError)) throw err;
     intake.problem(fileError(err.message));
-  } finally {
-    stream.destroy();
   }
 }

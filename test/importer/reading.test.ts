@@ -15,7 +15,10 @@ import { fileSource, readExact, readPlain, type FileReading, type Intake } from 
 import { checkProperty } from '../helpers/fuzz.js';
 import { sampleFile } from './helpers.js';
 
-/** An intake that writes down what it is handed; full after a few problems, as the real one is after its maximum. */
+/**
+ * An intake that writes down what it is handed until it is full, after a few problems, as
+ * the real one takes nothing more past its maximum.
+ */
 class Recorder implements Intake {
   readonly events: unknown[] = [];
   private problems = 0;
@@ -26,25 +29,29 @@ class Recorder implements Intake {
     return this.problems >= this.maxProblems;
   }
 
+  private add(event: unknown[]): void {
+    if (!this.full) this.events.push(event);
+  }
+
   problem(error: ImportError): void {
+    this.add(['problem', error]);
     this.problems += 1;
-    this.events.push(['problem', error]);
   }
 
   unreadable(array: string): void {
-    this.events.push(['unreadable', array]);
+    this.add(['unreadable', array]);
   }
 
   record(array: string, index: number, value: unknown): void {
-    this.events.push(['record', array, index, value]);
+    this.add(['record', array, index, value]);
   }
 
   deleted(resource: string, ids: unknown): void {
-    this.events.push(['deleted', resource, ids]);
+    this.add(['deleted', resource, ids]);
   }
 
   arrayEnd(array: string): void {
-    this.events.push(['arrayEnd', array]);
+    this.add(['arrayEnd', array]);
   }
 
   settle(): Promise<void> {
@@ -62,11 +69,11 @@ function writeFile(bytes: Buffer): string {
   return file;
 }
 
-async function bothReadings(bytes: Buffer, reading: FileReading): Promise<{ combined: unknown[]; exact: unknown[] }> {
+async function bothReadings(bytes: Buffer, reading: FileReading, maxProblems = 5): Promise<{ combined: unknown[]; exact: unknown[] }> {
   const file = writeFile(bytes);
-  const combined = new Recorder();
+  const combined = new Recorder(maxProblems);
   await fileSource(file, bytes.length, reading).feed(combined);
-  const exact = new Recorder();
+  const exact = new Recorder(maxProblems);
   await readExact(file, bytes.length, exact, undefined, reading);
   return { combined: combined.events, exact: exact.events };
 }
@@ -76,11 +83,17 @@ function validText(): string {
   const file = { ...sampleFile(), deleted: { students: ['st-old-1', 'st-old-2'], lessons: [] } } as Record<string, unknown>;
   const students = file.students as Record<string, unknown>[];
   students[0]!.notes = 'кавычки " и \\ обратная черта, \u2028, \uFEFF, \ud83d\ude97, \t';
+  // Past 16 KiB, so that values are cut where the reading slices a chunk, too.
+  for (let i = 0; i < 60; i++) students.push({ ...students[i % 2]!, id: `st-more-${i}`, full_name: `Ученик ${i} «${'ё'.repeat(i)}»` });
   return JSON.stringify(file, null, '\t').replaceAll('\n\t\t', '\r\n\t\t ');
 }
 
 /** Pieces an edit inserts: JSON's punctuation, bits of values, and bytes that are not UTF-8 or not allowed. */
-const SNIPPETS = ['{', '}', '[', ']', ',', ':', '"', '\\', ' ', '\n', 'x', '1', '-', '0.', '1e', 'tru', 'null', '"a":1,', '"id":"dup",', '{}', '[]', '\uFEFF', '\u0000', 'é', '\ud83d\ude97'].map((s) => Buffer.from(s, 'utf8'));
+const SNIPPETS = [
+  ...['{', '}', '[', ']', ',', ':', '"', '\\', ' ', '\n', '\f', '\v', '\u00a0', 'x', '1', '-', '0.', '1e', '-0', '1e400', 'tru', 'null', '{}', '[]', '\uFEFF', '\u0000', 'é', '\ud83d\ude97'],
+  ...['"a":1,', '"id":"dup",', '"__proto__":{"x":1},', '"\\u00e9\\ud83d":"\\ud800",', '"students":[],', '"deleted":{"students":["a"]},', '"zz":[{"a":1}],', '"x":1,'],
+  '['.repeat(40) + ']'.repeat(40),
+].map((s) => Buffer.from(s, 'utf8'));
 const INVALID = [Buffer.from([0xff]), Buffer.from([0xc3]), Buffer.from([0xe2, 0x82]), Buffer.from([0xef, 0xbb])];
 
 const edit = fc.oneof(
@@ -88,6 +101,9 @@ const edit = fc.oneof(
   fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), length: fc.integer({ min: 1, max: 12 }) }),
   fc.record({ kind: fc.constant('repeatName' as const), at: fc.nat() }),
   fc.record({ kind: fc.constant('cut' as const), at: fc.nat() }),
+  // Where a top-level member begins: the structure the plain reading follows itself.
+  fc.record({ kind: fc.constant('topLevel' as const), at: fc.nat(), what: fc.constantFrom(...SNIPPETS, ...INVALID) }),
+  fc.record({ kind: fc.constant('bom' as const), at: fc.constant(0) }),
 );
 type Edit = typeof edit extends fc.Arbitrary<infer T> ? T : never;
 
@@ -100,6 +116,13 @@ function apply(bytes: Buffer, change: Edit): Buffer {
       return Buffer.concat([bytes.subarray(0, at), bytes.subarray(at + change.length)]);
     case 'cut':
       return bytes.subarray(0, at);
+    case 'bom':
+      return Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes]);
+    case 'topLevel': {
+      const starts = [...bytes.toString('latin1').matchAll(/\n\t"/g)].map((m) => m.index + 1);
+      const where = starts.length === 0 ? at : starts[change.at % starts.length]!;
+      return Buffer.concat([bytes.subarray(0, where), change.what, bytes.subarray(where)]);
+    }
     case 'repeatName': {
       // The first field of the next record given again at its end: a name given twice.
       const open = bytes.indexOf('{"', at) === -1 ? bytes.indexOf('{\r\n', at) : bytes.indexOf('{"', at);
@@ -117,10 +140,10 @@ describe('reading an import file', () => {
 
   it('reads a valid file by the plain reading alone, as the exact reading does', async () => {
     for (const bytes of [valid, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), valid, Buffer.from(' \n')])]) {
-      for (const chunkBytes of [1 << 18, 1, 17]) {
+      for (const chunkBytes of [1 << 18, 2, 17]) {
         const file = writeFile(bytes);
         const plain = new Recorder();
-        assert.equal(await readPlain(file, bytes.length, plain, undefined, { chunkBytes }), null, `chunks of ${chunkBytes}`);
+        assert.equal(await readPlain(file, bytes.length, plain, undefined, { chunkBytes }), true, `chunks of ${chunkBytes}`);
         const exact = new Recorder();
         await readExact(file, bytes.length, exact, undefined, { chunkBytes });
         assert.deepEqual(plain.events, exact.events);
@@ -134,10 +157,34 @@ describe('reading an import file', () => {
     const text = validText().replace('"id": "br-1"', '"id": "br-1",\r\n\t\t "id": "br-9"');
     assert.notEqual(text, validText());
     const bytes = Buffer.from(text, 'utf8');
-    assert.notEqual(await readPlain(writeFile(bytes), bytes.length, new Recorder(), undefined, {}), null);
+    assert.equal(await readPlain(writeFile(bytes), bytes.length, new Recorder(), undefined, {}), false);
     const { combined, exact } = await bothReadings(bytes, {});
     assert.deepEqual(combined, exact);
     assert.ok(combined.some((e) => JSON.stringify(e).includes('is given twice in the record')));
+  });
+
+  it('refuses a file changed between the plain reading and the exact one', async () => {
+    const bytes = Buffer.concat([valid.subarray(0, -1), Buffer.from(',}')]);
+    const file = writeFile(bytes);
+    // Whole seconds, which the file system keeps exactly, so that the time put back is the same.
+    const [atime, mtime] = [new Date(Date.UTC(2020, 0, 1)), new Date(Date.UTC(2020, 0, 2))];
+    fs.utimesSync(file, atime, mtime);
+    // Written again while the plain reading runs, as long and with its time put back: only its change time tells.
+    const recorder = new (class extends Recorder {
+      private written = false;
+
+      override async settle(): Promise<void> {
+        if (this.written) return;
+        this.written = true;
+        // Past the file system's clock tick, so that the change time moves.
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        fs.writeFileSync(file, Buffer.from(bytes.toString('latin1').replace('br-1', 'br-9'), 'latin1'));
+        fs.utimesSync(file, atime, mtime);
+      }
+    })();
+    await fileSource(file, bytes.length, { chunkBytes: 64 }).feed(recorder);
+    assert.deepEqual(recorder.events.at(-1), ['problem', { array: null, index: null, field: null, reason: 'the file changed while it was read' }]);
+    assert.ok(recorder.events.some((e) => (e as unknown[])[0] === 'record'));
   });
 
   it('hands over what the exact reading alone does, for any edits of a valid file, in chunks of any size', async (t) => {
@@ -145,9 +192,9 @@ describe('reading an import file', () => {
       t,
       'import file readings agree',
       150,
-      fc.asyncProperty(fc.array(edit, { minLength: 1, maxLength: 3 }), fc.constantFrom(1 << 18, 3, 64), async (edits, chunkBytes) => {
+      fc.asyncProperty(fc.array(edit, { minLength: 1, maxLength: 4 }), fc.oneof(fc.constant(1 << 18), fc.integer({ min: 7, max: 20_000 })), fc.constantFrom(1, 2, 5), async (edits, chunkBytes, maxProblems) => {
         const bytes = edits.reduce(apply, valid);
-        const { combined, exact } = await bothReadings(bytes, { chunkBytes });
+        const { combined, exact } = await bothReadings(bytes, { chunkBytes }, maxProblems);
         assert.deepEqual(combined, exact);
       }),
     );
