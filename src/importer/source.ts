@@ -348,12 +348,15 @@ export interface FileReading {
  * A JSON file read as a stream of records: by the plain reading (scan.ts), several times
  * faster, and where that stops, by the exact one, which reads the file again from the
  * start, hands over only what the plain one had not, and says what is wrong, if anything.
- * Both read the same open file; one whose size or times change meanwhile is refused.
+ * Both read the same open file; one whose size or times change meanwhile is refused. A
+ * pipe, which cannot be read twice, is read exactly, once.
  */
 export function fileSource(file: string, size: number, reading: FileReading = {}): Source {
   return {
     estimate: Math.ceil(size / RECORD_BYTES),
     async feed(intake, onProgress) {
+      // What cannot be read twice (a pipe) is read once, as it comes: exactly.
+      if (!fs.statSync(file).isFile()) return readExact(file, size, intake, onProgress, reading);
       const handle = await fs.promises.open(file);
       try {
         const opened = await handle.stat();
@@ -380,14 +383,17 @@ export function fileSource(file: string, size: number, reading: FileReading = {}
 /** A file to read: its path, or a handle open on it, read from its start each time. */
 export type FileBytes = string | FileHandle;
 
-/** The file's chunks, each a buffer of its own, from its start. */
+/**
+ * The file's chunks, each a buffer of its own, from its start: a handle opened here reads on
+ * from where it is (a pipe too), the handle given, by position.
+ */
 async function* chunksOf(file: FileBytes, reading: FileReading): AsyncGenerator<Buffer> {
   const handle = typeof file === 'string' ? await fs.promises.open(file) : file;
   const size = reading.chunkBytes ?? CHUNK_BYTES;
   try {
     for (let position = 0; ; ) {
       const chunk = Buffer.allocUnsafe(size);
-      const { bytesRead } = await handle.read(chunk, 0, size, position);
+      const { bytesRead } = await handle.read(chunk, 0, size, handle === file ? position : null);
       if (bytesRead === 0) return;
       position += bytesRead;
       yield chunk.subarray(0, bytesRead);
