@@ -31,6 +31,7 @@ const RIGHT_BRACKET = 0x5d;
 const CLOSES = 2;
 
 const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+const opens = (b: number) => b === LEFT_BRACE || b === LEFT_BRACKET;
 
 /** Levels a value below the top may open: more than any value of the format, fewer than the exact reader allows. */
 const VALUE_DEPTH = 32;
@@ -59,6 +60,8 @@ export class PlainScanner {
   private state = START;
   private atFileStart = true;
   private memberIsArray = false;
+  /** The byte that ends the current member's value. */
+  private closer = RIGHT_BRACKET;
   private memberName = '';
   private entryName = '';
   private index = 0;
@@ -115,8 +118,9 @@ export class PlainScanner {
           this.state = MEMBER;
           continue;
         case MEMBER:
-          if (b !== LEFT_BRACKET && b !== LEFT_BRACE) throw new NotPlain();
+          if (!opens(b)) throw new NotPlain();
           this.memberIsArray = b === LEFT_BRACKET;
+          this.closer = b + CLOSES;
           this.index = 0;
           this.state = ENTRY_OR_END;
           this.events.member(this.memberName, this.memberIsArray ? 'array' : 'object');
@@ -128,35 +132,27 @@ export class PlainScanner {
           continue;
         case ENTRY_OR_END:
         case ENTRY:
-          if (this.state === ENTRY_OR_END && b === (this.memberIsArray ? RIGHT_BRACKET : RIGHT_BRACE)) {
-            this.state = AFTER_MEMBER;
-            this.events.memberEnd();
+          if (this.state === ENTRY_OR_END && b === this.closer) {
+            this.endMember();
             continue;
           }
+          if (!(this.memberIsArray ? opens(b) : b === QUOTE)) throw new NotPlain();
           start = i;
-          if (!this.memberIsArray) {
-            if (b !== QUOTE) throw new NotPlain();
-            this.begin(ENTRY_NAME);
-          } else {
-            if (b !== LEFT_BRACE && b !== LEFT_BRACKET) throw new NotPlain();
-            this.begin(ENTRY_VALUE_BYTES);
-          }
+          this.begin(this.memberIsArray ? ENTRY_VALUE_BYTES : ENTRY_NAME);
           break;
         case ENTRY_COLON:
           if (b !== COLON) throw new NotPlain();
           this.state = ENTRY_VALUE;
           continue;
         case ENTRY_VALUE:
-          if (b !== LEFT_BRACE && b !== LEFT_BRACKET) throw new NotPlain();
+          if (!opens(b)) throw new NotPlain();
           start = i;
           this.begin(ENTRY_VALUE_BYTES);
           break;
         case AFTER_ENTRY:
           if (b === COMMA) this.state = ENTRY;
-          else if (b === (this.memberIsArray ? RIGHT_BRACKET : RIGHT_BRACE)) {
-            this.state = AFTER_MEMBER;
-            this.events.memberEnd();
-          } else throw new NotPlain();
+          else if (b === this.closer) this.endMember();
+          else throw new NotPlain();
           continue;
         default:
           throw new NotPlain();
@@ -170,6 +166,11 @@ export class PlainScanner {
   /** The file has ended. */
   end(): void {
     if (this.state !== DONE || this.cutting !== NOTHING) throw new NotPlain();
+  }
+
+  private endMember(): void {
+    this.state = AFTER_MEMBER;
+    this.events.memberEnd();
   }
 
   private begin(what: number): void {
@@ -217,7 +218,7 @@ export class PlainScanner {
           names += 1;
           expectName = false;
         }
-      } else if (b === LEFT_BRACE || b === LEFT_BRACKET) {
+      } else if (opens(b)) {
         if (depth === VALUE_DEPTH) throw new NotPlain();
         stack[depth++] = b;
         if (depth === 1) expectName = b === LEFT_BRACE;
