@@ -131,24 +131,27 @@ export class Merge {
     const columns = dataColumns(array);
     this.written.add(array);
     const list = isListTable(array) ? array : null;
-    if (list) await this.noteMoves(list);
+    const stored = list ? await this.noteMoves(list) : null;
 
     const merged = MERGED_COLUMNS[array] ?? [];
     const set = sql.join([...columns, ...merged, ...(list ? ['item'] : [])].map((c) => sql`${sql.ref(c)} = s.${sql.ref(c)}`));
     // A row whose order column changes leaves its place: -1 until placeChanges gives it one.
     const order = list ? sql.ref(LIST_MODELS[list].order) : null;
     const leaves = list ? sql`, pos = case when ${table}.${order} <> s.${order} then -1 else ${table}.pos end` : sql``;
-    // SQLite walks the rows to update by the school's first index, in no order its other
-    // indexes share. When the file holds much of the list, it walks them in the list's
-    // order instead: the indexes of that order, the positions' above all, are then
-    // rewritten page after page rather than at random (docs/performance.md, "Imports").
-    const inOrder = list !== null && !onPostgres(this.q.db) && staged * 2 >= (await listLength(this.q, list, this.schoolId));
-    const target = inOrder ? sql`${table} indexed by ${sql.id(`${array}_pos`)}` : table;
-    const updated = await this.q.run(
-      sql`update ${target} set ${set}${list ? sql`, change_seq = ${this.seq}` : sql``}${leaves}
-            from ${stage} s
-           where ${table}.school_id = ${this.schoolId} and ${table}.id = s.id and ${differs(this.q.db as never, array, array, 's')}`.compile(this.q.db),
-    );
+    // When the file holds much of the list, its rows are updated in the list's order, the
+    // order a first import stores them in: the table and the indexes of that order, the
+    // positions' above all, are then rewritten page after page rather than at random.
+    // SQLite is told to walk the list by its positions; PostgreSQL to read the staged rows
+    // sorted and to find each stored one by its key (its hash join hands them over in no
+    // order) (docs/decisions.md, "A large update walks the list in its order").
+    const inOrder = list !== null && staged * 2 >= (await listLength(this.q, list, this.schoolId));
+    const pg = onPostgres(this.q.db);
+    const target = inOrder && !pg ? sql`${table} indexed by ${sql.id(`${array}_pos`)}` : table;
+    const source = inOrder && pg ? sql`(select * from ${stage} order by ${order}, id) s` : sql`${stage} s`;
+    const update = sql`update ${target} set ${set}${list ? sql`, change_seq = ${this.seq}` : sql``}${leaves}
+            from ${source}
+           where ${table}.school_id = ${this.schoolId} and ${table}.id = s.id and ${differs(this.q.db as never, array, array, 's')}`;
+    const updated = inOrder && pg ? await this.byKeyInOrder(update) : await this.q.run(update.compile(this.q.db));
     this.counts.updated += updated.changed;
 
     const all = ['school_id', 'id', ...columns, ...merged];
@@ -162,6 +165,7 @@ export class Merge {
       this.counts.inserted += inserted.changed;
       return;
     }
+    if (stored === staged) return;
     // New rows that all come after the list's last row get their positions here (an import
     // that adds at the end, or the first import); otherwise placeChanges places them.
     const first = (
@@ -184,6 +188,20 @@ export class Merge {
     if (!appends) this.vacate(list, []);
   }
 
+  /**
+   * Runs `update` (PostgreSQL) with only nested-loop joins allowed, so that it takes its
+   * source's rows in their order; the planner's settings are put back after it (if it
+   * fails, the transaction's rollback puts them back).
+   */
+  private async byKeyInOrder(update: RawBuilder<unknown>): Promise<{ changed: number }> {
+    const joins = ['enable_hashjoin', 'enable_mergejoin'];
+    const before = (await this.q.run(sql`select ${sql.join(joins.map((j) => sql`current_setting(${j}) as ${sql.id(j)}`))}`.compile(this.q.db))).rows[0]!;
+    await this.q.run(sql`select ${sql.join(joins.map((j) => sql`set_config(${j}, 'off', true)`))}`.compile(this.q.db));
+    const updated = await this.q.run(update.compile(this.q.db));
+    await this.q.run(sql`select ${sql.join(joins.map((j) => sql`set_config(${j}, ${before[j] as string}, true)`))}`.compile(this.q.db));
+    return updated;
+  }
+
   /** Notes that `list` needs placeChanges, with more positions its rows left (null: too many to list). */
   private vacate(list: ListTable, positions: number[] | null): void {
     const known = this.vacated.has(list) ? this.vacated.get(list)! : [];
@@ -197,11 +215,16 @@ export class Merge {
     return found.length > PLACE_AT_MOST ? null : found;
   }
 
-  /** Rows whose place in the list changes (their order column): the positions they leave. */
-  private async noteMoves(list: ListTable): Promise<void> {
+  /**
+   * Rows whose place in the list changes (their order column): the positions they leave.
+   * Returns how many of the staged rows the school has (when all, none is new).
+   */
+  private async noteMoves(list: ListTable): Promise<number> {
     const order = sql.ref(LIST_MODELS[list].order);
-    const moved = await this.positionsOf(sql`from ${sql.table(list)} r join ${sql.table(stageTable(list))} s on s.id = r.id where r.school_id = ${this.schoolId} and r.${order} <> s.${order}`);
-    if (moved === null || moved.length > 0) this.vacate(list, moved);
+    const joined = sql`from ${sql.table(list)} r join ${sql.table(stageTable(list))} s on s.id = r.id where r.school_id = ${this.schoolId}`;
+    const counted = (await this.q.run(sql`select count(*) as stored, sum(case when r.${order} <> s.${order} then 1 else 0 end) as moved ${joined}`.compile(this.q.db))).rows[0]!;
+    if (Number(counted.moved ?? 0) > 0) this.vacate(list, await this.positionsOf(sql`${joined} and r.${order} <> s.${order}`));
+    return Number(counted.stored);
   }
 
   /** An id of `deleted.<array>` that the file also imports is an error: a record is either imported or deleted. */
