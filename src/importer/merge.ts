@@ -146,13 +146,21 @@ export class Merge {
     // order) (docs/decisions.md, "A large update walks the list in its order").
     const inOrder = list !== null && staged * 2 >= (await listLength(this.q, list, this.schoolId));
     const pg = onPostgres(this.q.db);
+    // PostgreSQL meets the school's rows through the sorted staged rows: with the school named
+    // on the list itself, a planner that thinks the school has few rows (statistics older than
+    // its data) would scan the school's rows and sort the staged ones again for each.
+    const byKey = inOrder && pg;
     const target = inOrder && !pg ? sql`${table} indexed by ${sql.id(`${array}_pos`)}` : table;
-    const source = inOrder && pg ? sql`(select * from ${stage} order by ${order}, id) s` : sql`${stage} s`;
+    const source = byKey ? sql`(select * from ${stage} where school_id = ${this.schoolId} order by ${order}, id) s` : sql`${stage} s`;
+    const school = byKey ? sql`s.school_id` : sql`${this.schoolId}`;
     const update = sql`update ${target} set ${set}${list ? sql`, change_seq = ${this.seq}` : sql``}${leaves}
             from ${source}
-           where ${table}.school_id = ${this.schoolId} and ${table}.id = s.id and ${differs(this.q.db as never, array, array, 's')}`;
-    const updated = inOrder && pg ? await this.byKeyInOrder(update) : await this.q.run(update.compile(this.q.db));
-    this.counts.updated += updated.changed;
+           where ${table}.school_id = ${school} and ${table}.id = s.id and ${differs(this.q.db as never, array, array, 's')}`;
+    // A list that has none of the staged rows has nothing to update.
+    if (stored !== 0) {
+      const updated = byKey ? await this.byKeyInOrder(update) : await this.q.run(update.compile(this.q.db));
+      this.counts.updated += updated.changed;
+    }
 
     const all = ['school_id', 'id', ...columns, ...merged];
     const absent = sql`not exists (select 1 from ${table} r where r.school_id = ${this.schoolId} and r.id = s.id)`;
@@ -165,19 +173,19 @@ export class Merge {
       this.counts.inserted += inserted.changed;
       return;
     }
-    if (stored === staged) return;
+    // The staged ids are unique (a file that repeats one is refused before its merge), so
+    // the rows the list does not have are the staged rows less the stored ones.
+    const count = staged - stored!;
+    if (count === 0) return;
     // New rows that all come after the list's last row get their positions here (an import
     // that adds at the end, or the first import); otherwise placeChanges places them.
     const first = (
       await this.q.run(
-        sql`select (select count(*) from ${stage} s where ${absent}) as n,
-                   case when exists (select 1 from ${table} r where r.school_id = ${this.schoolId}
+        sql`select case when exists (select 1 from ${table} r where r.school_id = ${this.schoolId}
                                         and (r.${order}, r.id) > (select s.${order}, s.id from ${stage} s where ${absent} order by s.${order}, s.id limit 1))
                         then 1 else 0 end as before`.compile(this.q.db),
       )
     ).rows[0]!;
-    const count = Number(first.n);
-    if (count === 0) return;
     const appends = Number(first.before) === 0;
     const pos = appends ? (await appendPositions(this.q, list, this.schoolId, count))(sql<number>`(row_number() over (order by s.${order}, s.id) - 1)`) : sql`-1`;
     const inserted = await this.q.run(
@@ -189,9 +197,9 @@ export class Merge {
   }
 
   /**
-   * Runs `update` (PostgreSQL) with only nested-loop joins allowed, so that it takes its
-   * source's rows in their order; the planner's settings are put back after it (if it
-   * fails, the transaction's rollback puts them back).
+   * Runs `update` (PostgreSQL) with only nested-loop joins allowed, so that, its source
+   * being the only side that can lead, it takes the source's rows in their order; the
+   * planner's settings are put back after it (if it fails, the rollback puts them back).
    */
   private async byKeyInOrder(update: RawBuilder<unknown>): Promise<{ changed: number }> {
     const joins = ['enable_hashjoin', 'enable_mergejoin'];

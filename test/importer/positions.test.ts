@@ -153,6 +153,46 @@ describe('importer: blocks of positions against ORDER BY/OFFSET', () => {
     await check(school);
   });
 
+  it('holds when a file rewrites most of a list in its order, with rows moved both ways and new ones among them', async () => {
+    const school = await addSchool(store.db);
+    const first = Array.from({ length: 700 }, (_, i) => pay(`p-${String(i).padStart(4, '0')}`, 10 + Math.floor(i / 2)));
+    ok(await importData(store.db, school, { ...sampleFile(), payments: first }));
+    const changedBy = async (seq: number | null) =>
+      (await store.db.selectFrom('payments').select('id').where('school_id', '=', school).where('change_seq', '=', Number(seq)).orderBy('id').execute()).map((r) => r.id);
+
+    // Half the list and more (the update walks it in its order): ten moved, to the very
+    // start, back and forward; three new in the middle and two at the end; the rest as stored.
+    const moves = new Map([
+      [3, 0],
+      [40, 2],
+      [41, 350],
+      [120, 5],
+      [200, 11],
+      [260, 400],
+      [300, 3000],
+      [333, 150],
+      [420, 1],
+      [480, 12],
+    ]);
+    const file = first.slice(0, 500).map((p, i) => (moves.has(i) ? { ...p, paid_at: pay('x', moves.get(i)!).paid_at } : p));
+    const added = [pay('n-mid-1', 175), pay('n-mid-2', 175), pay('n-mid-3', 176), pay('n-end-1', 9000), pay('n-end-2', 9001)];
+    const result = await importData(store.db, school, { payments: [...file, ...added] });
+    ok(result);
+    await check(school);
+    assert.equal(result.changes, 15);
+    const expected = [...[...moves.keys()].map((i) => first[i]!.id), ...added.map((p) => p.id)].sort();
+    assert.deepEqual(await changedBy(result.seq), expected, 'the moved and the new rows, and no other, carry the import');
+    assert.equal((await ordered(school)).length, 705);
+
+    // The same rows again, four more moved and none new: every staged row is stored.
+    const again = [...file, ...added].map((p, i) => ([10, 250, 499, 502].includes(i) ? { ...p, paid_at: pay('x', 20 + i).paid_at } : p));
+    const second = await importData(store.db, school, { payments: again });
+    ok(second);
+    await check(school);
+    assert.equal(second.changes, 4);
+    assert.deepEqual(await changedBy(second.seq), [again[10]!.id, again[250]!.id, again[499]!.id, again[502]!.id].sort());
+  });
+
   it('describes the positions of an older store (0, 1, 2 ...) by blocks without rewriting a row, and lays a list out when an import needs room', async () => {
     const school = await addSchool(store.db);
     const first = Array.from({ length: 300 }, (_, i) => pay(`p-${String(i).padStart(4, '0')}`, 10 + i));
