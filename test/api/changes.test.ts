@@ -285,4 +285,24 @@ describe('the changes feed', () => {
     const tag = String(first.headers.etag);
     assert.equal((await t.request('/api/public/v1/changes?limit=5', { key: w.a.key, headers: { 'if-none-match': tag } })).status, 304);
   });
+
+  it('gives a page of hundreds of changes whole and in order, deletions among them, as pages of any size give them', async () => {
+    const start = await readAll(w.b.key);
+    const leads = Array.from({ length: 260 }, (_, i) => ({
+      id: `l-many-${String(i).padStart(3, '0')}`, full_name: `Лид ${i}`, phone: '+79990000044', email: null, category: 'B', source: 'website', status: 'new', student_id: null, created_at: '2026-03-07T10:00:00Z',
+    }));
+    const added = await importData(t.store.db, w.b.id, { leads });
+    assert.ok(added.ok, JSON.stringify(added));
+    const gone = leads.filter((_, i) => i % 7 === 0).map((l) => l.id);
+    const dropped = await importData(t.store.db, w.b.id, { deleted: { leads: gone } });
+    assert.ok(dropped.ok, JSON.stringify(dropped));
+
+    const whole = await page(w.b.key, `?limit=1000&after=${start.cursor}`);
+    assert.equal(whole.items.length, 260);
+    assert.equal(whole.items.filter((c) => c.change === 'delete').length, gone.length);
+    assert.equal(whole.meta.has_more, false);
+    assert.deepEqual(whole.items, (await readAll(w.b.key, start.cursor, 7)).changes);
+    // From the beginning too: one page of up to 1,000 and pages of 3 agree.
+    assert.deepEqual((await readAll(w.b.key)).changes, (await readAll(w.b.key, undefined, 3)).changes);
+  });
 });

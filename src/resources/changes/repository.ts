@@ -12,15 +12,22 @@ import type { Place } from './cursor.js';
 
 /** A page of the feed as the database made it. */
 export interface ChangePage {
-  /** The page's changes as JSON objects joined with commas, as text or bytes (`asBytes`); null when there are none. */
-  items: string | Buffer | null;
+  /**
+   * The page's changes as JSON objects joined with commas, in parts in the change order,
+   * each as text or bytes (`asBytes`); empty when there are none. The parts are to be
+   * joined with commas.
+   */
+  items: (string | Buffer)[];
   /** Whether changes follow the page's last. */
   more: boolean;
   /** The place of the page's last change and its batch's stamp, for the next cursor; null when there are none. */
   last: (Place & { stamp: string }) | null;
 }
 
+/** A row of the page: one part of its items, and the same page-wide values on each. */
 interface PageRow {
+  /** The part's number, in the change order (null: no changes). */
+  part: number | null;
   items: string | Buffer | null;
   /** The changes read: the page's, and one more when more follow. */
   n: number | string;
@@ -37,6 +44,14 @@ type Window = { schoolId: string; seq: number; resource: string; id: string; lim
 const bound = (value: unknown) => sql`${value} + 0`;
 /** The page's size and one more, which says whether more follow. */
 const andOne = (value: unknown) => sql`${value} + 1`;
+
+/**
+ * The changes in one part of a page's body on PostgreSQL. The driver reads each value into
+ * one string: a whole page of 1,000 changes would be a string of a third of a megabyte,
+ * which V8 keeps among its large objects until a full collection; parts of this many stay
+ * in the young generation (docs/performance.md, "The feed's page in parts").
+ */
+const PART = 100;
 
 /** The places of one table's rows after the window's place. */
 function rowPlaces(table: ListTable, q: Window): RawBuilder<unknown> {
@@ -69,11 +84,16 @@ const changesAfter = prepared((db, q: Window) => {
   const items = tables.map(
     (t) => sql`select k.seq, k.resource, k.id, r.item from page k join ${sql.table(t)} r on r.school_id = ${q.schoolId} and r.id = k.id where k.live = 1 and k.resource = ${sql.lit(t)}`,
   );
-  // The page's changes joined in the change order: PostgreSQL is told the order in the
-  // aggregate; SQLite keeps a FROM-subquery's order for it (as common/list.ts).
-  const joined = onPostgres(db)
-    ? sql<string>`(select string_agg(change, ',' order by seq, resource, id) from shown)`
-    : sql<string>`(select string_agg(change, ',') from (select change from shown order by seq, resource, id) as ordered)`;
+  // The page's changes joined in the change order, in parts: PostgreSQL is told the order in
+  // the aggregate; SQLite, whose driver hands over bytes (no large string), makes one part,
+  // and keeps a FROM-subquery's order for its aggregate (as common/list.ts).
+  const pg = onPostgres(db);
+  const shown = pg
+    ? sql`select *, (row_number() over (order by seq, resource, id) - 1) / ${sql.lit(PART)} as part from changes order by seq, resource, id limit ${bound(q.limit)}`
+    : sql`select * from changes order by seq, resource, id limit ${bound(q.limit)}`;
+  const parts = pg
+    ? sql`select part, string_agg(change, ',' order by seq, resource, id) as items from shown group by part`
+    : sql`select 0 as part, ${asBytes(db, sql`string_agg(change, ',')`)} as items from (select change from shown order by seq, resource, id) as ordered`;
   const query = sql<PageRow>`with page as materialized (
       select * from (${places}) as places order by seq, resource, id limit ${andOne(q.limit)}
     ),
@@ -82,10 +102,13 @@ const changesAfter = prepared((db, q: Window) => {
       select c.seq, c.resource, c.id, b.stamp, ${changeJson} as change
       from paged c join change_batches b on b.school_id = ${q.schoolId} and b.seq = c.seq
     ),
-    shown as (select * from changes order by seq, resource, id limit ${bound(q.limit)})
-    select body.items, body.n, tail.seq, tail.resource, tail.id, tail.stamp
-    from (select ${asBytes(db, joined)} as items, (select count(*) from changes) as n) as body
-    left join (select seq, resource, id, stamp from shown order by seq desc, resource desc, id desc limit 1) as tail on 1 = 1`;
+    shown as (${shown}),
+    parts as (${parts})
+    select parts.part, parts.items, body.n, tail.seq, tail.resource, tail.id, tail.stamp
+    from (select count(*) as n from changes) as body
+    left join parts on 1 = 1
+    left join (select seq, resource, id, stamp from shown order by seq desc, resource desc, id desc limit 1) as tail on 1 = 1
+    order by parts.part`;
   return { compile: () => query.compile(db) };
 });
 
@@ -93,8 +116,10 @@ const changesAfter = prepared((db, q: Window) => {
 export async function changePage(reads: Reader, schoolId: string, resources: readonly ListTable[], after: Place, limit: number): Promise<ChangePage> {
   const window = { schoolId, seq: after.seq, resource: after.resource, id: after.id, limit } as Window;
   for (const table of LIST_TABLES) window[table] = resources.includes(table) ? true : undefined;
-  const [row] = await changesAfter(reads, window);
-  const { items, n, seq, resource, id, stamp } = row!;
+  const rows = await changesAfter(reads, window);
+  const { n, seq, resource, id, stamp } = rows[0]!;
+  // In the parts' order whatever order the rows came in (a batched read: src/db/reader.ts).
+  const items = rows.filter((row) => row.items !== null).sort((a, b) => Number(a.part) - Number(b.part)).map((row) => row.items!);
   // bigint columns come back as numbers from both drivers (src/db/index.ts); a count may not.
   const last = seq === null ? null : { seq: Number(seq), resource: resource!, id: id!, stamp: stamp! };
   return { items, more: Number(n) > limit, last };

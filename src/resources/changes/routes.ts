@@ -1,6 +1,7 @@
 import type { Reader } from '../../db/index.js';
 import { scopeBit, type ScopeSet } from '../../domain/scopes.js';
 import type { Tenant } from '../../domain/tenant.js';
+import { utf8 } from '../../edge/answer.js';
 import { Problem, type InvalidParam } from '../../problems/index.js';
 import { endpoint } from '../common/route.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
@@ -66,13 +67,19 @@ async function placeOf(reads: Reader, place: Place | undefined, tenant: Tenant):
 }
 
 /** What a key reads whose scopes hold none of the feed's resources (finance only). */
-const NOTHING: ChangePage = { items: null, more: false, last: null };
+const NOTHING: ChangePage = { items: [], more: false, last: null };
 
-/** `head`, the page's items made by the database, and `tail`: one body, bytes if the items are. */
-function bodyOf(head: string, items: string | Buffer | null, tail: string): string | Buffer {
-  if (items === null) return head + tail;
-  if (typeof items === 'string') return head + items + tail;
-  return Buffer.concat([Buffer.from(head), items, Buffer.from(tail)]);
+const COMMA = Buffer.from(',');
+
+/** `head`, the parts of the page's items made by the database joined with commas, and `tail`: the body's bytes, copied once. */
+function bodyOf(head: string, items: (string | Buffer)[], tail: string): Buffer {
+  const pieces: Buffer[] = [Buffer.from(head)];
+  for (const part of items) {
+    if (pieces.length > 1) pieces.push(COMMA);
+    pieces.push(typeof part === 'string' ? utf8(part) : part);
+  }
+  pieces.push(Buffer.from(tail));
+  return Buffer.concat(pieces);
 }
 
 export const changeEndpoints = [
