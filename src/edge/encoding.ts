@@ -51,6 +51,8 @@ export interface KeptBody {
   gzipped: boolean;
   /** The length of the body as sent without compression. */
   plainLength: number;
+  /** Told when a gzipped body is unzipped to be sent (the stored answers keep a hot one as sent again). */
+  unzipped?: (kept: KeptBody, plain: Buffer) => void;
 }
 
 /** gzip at zlib's fastest level: what the stored answers and fresh answers both use. */
@@ -60,8 +62,11 @@ export function gzip(plain: Buffer): Buffer {
 
 /** The body as sent without compression. */
 export function plainBody(kept: KeptBody): Buffer {
+  if (!kept.gzipped) return kept.body;
   // Sized to the body, zlib makes it in one buffer instead of 16 KiB pieces joined.
-  return kept.gzipped ? gunzipSync(kept.body, { chunkSize: kept.plainLength + 64 }) : kept.body;
+  const plain = gunzipSync(kept.body, { chunkSize: kept.plainLength + 64 });
+  kept.unzipped?.(kept, plain);
+  return plain;
 }
 
 /** The bytes to send for a body in `encoding` (none: the plain body). */

@@ -5,8 +5,8 @@
  * - an entry is keyed by school, data version, time zone, currency, the target byte
  *   for byte and the key's scopes when it has not all of them, so an import that commits makes every older entry unreachable on every instance;
  * - memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB); answers are kept as sent while they
- *   fit, then the oldest compressible one is gzipped; when none is left, the larger of two
- *   entries picked at random is removed;
+ *   fit, then the oldest compressible one is gzipped (a hot one is kept as sent again:
+ *   `unzipped`); when none is left, the larger of two entries picked at random is removed;
  * - once full, a new answer is stored with probability ADMIT_WHEN_FULL.
  */
 import { ALL_SCOPES } from '../domain/scopes.js';
@@ -24,6 +24,9 @@ interface Entry extends StoredResponse {
   /** Where the entry is in `order`, for removal in constant time. */
   slot: number;
   bytes: number;
+  /** Times the gzipped body was unzipped to be sent since `unzipsSince` (ms, performance.now()). */
+  unzips: number;
+  unzipsSince: number;
 }
 
 /**
@@ -42,6 +45,14 @@ const WORTH_COMPRESSING = 7 / 8;
  * the API's JSON loses 75-90 % (a card's 600 bytes are not compressed at all).
  */
 const EXPECTED_SAVING = 1 / 2;
+/**
+ * A gzipped answer unzipped this many times within HOT_WINDOW_MS is hot: unzipping it for
+ * every client that takes no compression costs more than keeping it as sent. Answers read
+ * less often (a loop of pages larger than the memory) stay gzipped, so keeping one as sent
+ * is not paid for again and again.
+ */
+const HOT_UNZIPS = 8;
+const HOT_WINDOW_MS = 1000;
 
 export interface ResponseCacheOptions {
   /** Bodies from this size on are gzipped when room is needed (the app passes COMPRESS_FROM_BYTES); none when not given. */
@@ -83,6 +94,8 @@ export class ResponseCache {
   private compressibleBytes = 0;
   private hits = 0;
   private misses = 0;
+  /** Each entry's `unzipped` hook (one function for all). */
+  private readonly onUnzip = (kept: KeptBody, plain: Buffer) => this.unzipped(kept as Entry, plain);
 
   private readonly compressFrom: number;
   private readonly plainBytes: number;
@@ -141,7 +154,9 @@ export class ResponseCache {
     if (bytes > room && this.random() >= ADMIT_WHEN_FULL) return;
     while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
     const compressible = body.length >= this.compressFrom;
-    const entry: Entry = { key, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, bytes };
+    const entry: Entry = {
+      key, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip,
+    };
     this.order.push(entry);
     this.entries.set(key, entry);
     this.bytes += bytes;
@@ -185,6 +200,32 @@ export class ResponseCache {
     entry.gzipped = true;
     entry.bytes -= saved;
     this.bytes -= saved;
+  }
+
+  /**
+   * Counts an unzip of `entry`; the HOT_UNZIPS-th within HOT_WINDOW_MS keeps it as sent
+   * again (its plain body, just made), at the back of the answers to gzip, and makes room
+   * as storing an answer does: the oldest answers kept as sent are gzipped first.
+   */
+  private unzipped(entry: Entry, plain: Buffer): void {
+    const now = performance.now();
+    if (now - entry.unzipsSince > HOT_WINDOW_MS) {
+      entry.unzipsSince = now;
+      entry.unzips = 0;
+    }
+    entry.unzips += 1;
+    // Not when it was removed since the hit, nor when no answer may be kept as sent.
+    if (entry.unzips < HOT_UNZIPS || !entry.gzipped || this.entries.get(entry.key) !== entry || plain.length > this.plainBytes) return;
+    const grown = plain.length - entry.body.length;
+    entry.body = ownMemory(plain);
+    entry.gzipped = false;
+    entry.unzips = 0;
+    entry.bytes += grown;
+    this.bytes += grown;
+    this.toCompress.push(entry);
+    this.compressibleBytes += plain.length;
+    while (this.compressibleBytes > this.plainBytes) this.compressOldest();
+    while (this.bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
   }
 
   /** Entries and bytes held now (for tests and the metrics). */

@@ -327,6 +327,42 @@ describe('ResponseCache', () => {
     assert.ok(Array.from({ length: 30 }, (_, i) => noise.get(tenant('s'), `/n${i}`)).every((e) => e === undefined || !e.gzipped));
   });
 
+  it('keeps a gzipped answer that clients read often as sent again, gzipping the oldest others to make room', () => {
+    const json = (i: number) => Buffer.from(JSON.stringify({ items: Array.from({ length: 200 }, (_, j) => ({ id: `l${i}-${j}`, starts_at: '2026-03-01T09:00:00Z', status: 'completed' })) }));
+    const size = json(0).length;
+    const limit = 10 * (size + 700);
+    const cache = new ResponseCache(limit, { compressFrom: 1024, random: seededRandom(7) });
+    for (let i = 0; i < 50; i++) cache.set(tenant('s'), `/p${i}`, json(i), 'application/json', 'v');
+    const kept = (target: string) => cache.get(tenant('s'), target)!;
+    const hot = kept('/p0');
+    assert.equal(hot.gzipped, true, 'the oldest was gzipped when room was needed');
+    const plainBefore = Array.from({ length: 50 }, (_, i) => kept(`/p${i}`)).filter((e) => !e.gzipped).length;
+
+    // A few unzips are not enough; the eighth within a second keeps it as sent.
+    for (let n = 1; n < 8; n++) assert.deepEqual(plainBody(kept('/p0')), json(0));
+    assert.equal(hot.gzipped, true);
+    assert.deepEqual(plainBody(kept('/p0')), json(0));
+    assert.equal(hot.gzipped, false);
+    assert.deepEqual(hot.body, json(0));
+    // Its room came from gzipping others: the store is within its memory, with no entry lost.
+    assert.ok(cache.size.bytes <= limit, `${cache.size.bytes} > ${limit}`);
+    assert.equal(cache.size.entries, 50);
+    const plainAfter = Array.from({ length: 50 }, (_, i) => kept(`/p${i}`)).filter((e) => !e.gzipped);
+    assert.ok(plainAfter.length <= plainBefore, `${plainAfter.length} kept as sent, ${plainBefore} before`);
+    for (let i = 0; i < 50; i++) assert.deepEqual(plainBody(kept(`/p${i}`)), json(i));
+
+    // Unzipped once each (a loop of pages), none is kept as sent again.
+    const cold = Array.from({ length: 50 }, (_, i) => kept(`/p${i}`)).filter((e) => e.gzipped);
+    for (const e of cold) plainBody(e);
+    assert.ok(cold.every((e) => e.gzipped));
+
+    // Told to keep none as sent, it keeps none, however often one is read.
+    const zipped = new ResponseCache(1 << 20, { compressFrom: 1024, plainBytes: 0 });
+    zipped.set(tenant('s'), '/p0', json(0), 'application/json', 'v');
+    for (let n = 0; n < 20; n++) plainBody(zipped.get(tenant('s'), '/p0')!);
+    assert.equal(zipped.get(tenant('s'), '/p0')!.gzipped, true);
+  });
+
   it('stores nothing when given no memory', () => {
     const cache = new ResponseCache(0);
     cache.set(tenant('s'), '/a', body(10), 'application/json', 'v');
