@@ -51,7 +51,7 @@ export interface KeptBody {
   gzipped: boolean;
   /** The length of the body as sent without compression. */
   plainLength: number;
-  /** Told when a gzipped body is unzipped to be sent (the stored answers keep a hot one as sent again). */
+  /** Told when a gzipped body is unzipped for a client that takes no compression (the stored answers keep a hot one as sent again). */
   unzipped?: (kept: KeptBody, plain: Buffer) => void;
 }
 
@@ -64,16 +64,17 @@ export function gzip(plain: Buffer): Buffer {
 export function plainBody(kept: KeptBody): Buffer {
   if (!kept.gzipped) return kept.body;
   // Sized to the body, zlib makes it in one buffer instead of 16 KiB pieces joined.
-  const plain = gunzipSync(kept.body, { chunkSize: kept.plainLength + 64 });
-  kept.unzipped?.(kept, plain);
-  return plain;
+  return gunzipSync(kept.body, { chunkSize: kept.plainLength + 64 });
 }
 
 /** The bytes to send for a body in `encoding` (none: the plain body). */
 export function encoded(kept: KeptBody, encoding: Encoding | undefined): Buffer {
   if (encoding === 'gzip' && kept.gzipped) return kept.body;
   const plain = plainBody(kept);
-  if (encoding === undefined) return plain;
+  if (encoding === undefined) {
+    if (kept.gzipped) kept.unzipped?.(kept, plain);
+    return plain;
+  }
   if (encoding === 'gzip') return gzip(plain);
   if (encoding === 'br') return brotliCompressSync(plain, { params: { [constants.BROTLI_PARAM_QUALITY]: 4, [constants.BROTLI_PARAM_SIZE_HINT]: plain.length } });
   return deflateSync(plain, { level: constants.Z_BEST_SPEED });

@@ -203,9 +203,9 @@ export class ResponseCache {
   }
 
   /**
-   * Counts an unzip of `entry`; the HOT_UNZIPS-th within HOT_WINDOW_MS keeps it as sent
-   * again (its plain body, just made), at the back of the answers to gzip, and makes room
-   * as storing an answer does: the oldest answers kept as sent are gzipped first.
+   * Counts an unzip of `entry` for a client that takes no compression; the HOT_UNZIPS-th
+   * within HOT_WINDOW_MS keeps it as sent again (its plain body, just made), at the back of
+   * the answers to gzip, when gzipping the older ones makes its room.
    */
   private unzipped(entry: Entry, plain: Buffer): void {
     const now = performance.now();
@@ -216,7 +216,10 @@ export class ResponseCache {
     entry.unzips += 1;
     // Not when it was removed since the hit, nor when no answer may be kept as sent.
     if (entry.unzips < HOT_UNZIPS || !entry.gzipped || this.entries.get(entry.key) !== entry || plain.length > this.plainBytes) return;
+    // Only when gzipping others makes its room: nothing is removed for it, and it is not
+    // gzipped again at once (which would gzip every answer kept as sent, for nothing).
     const grown = plain.length - entry.body.length;
+    if (grown > this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING) return;
     entry.body = ownMemory(plain);
     entry.gzipped = false;
     entry.unzips = 0;
@@ -224,7 +227,8 @@ export class ResponseCache {
     this.bytes += grown;
     this.toCompress.push(entry);
     this.compressibleBytes += plain.length;
-    while (this.compressibleBytes > this.plainBytes) this.compressOldest();
+    while ((this.bytes > this.maxBytes || this.compressibleBytes > this.plainBytes) && this.toCompress[this.toCompressHead] !== entry) this.compressOldest();
+    // gzip freed less than counted on: room is made as for a new answer.
     while (this.bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
   }
 

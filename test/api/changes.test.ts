@@ -302,6 +302,16 @@ describe('the changes feed', () => {
     assert.equal(whole.items.filter((c) => c.change === 'delete').length, gone.length);
     assert.equal(whole.meta.has_more, false);
     assert.deepEqual(whole.items, (await readAll(w.b.key, start.cursor, 7)).changes);
+    // Pages at the parts' edges (100, 200) with more after them, and pages read in one turn
+    // (on PostgreSQL, one batched statement).
+    for (const limit of [100, 200]) {
+      const first = await page(w.b.key, `?limit=${limit}&after=${start.cursor}`);
+      assert.equal(first.meta.has_more, true);
+      assert.deepEqual(first.items, whole.items.slice(0, limit));
+      assert.deepEqual((await readAll(w.b.key, start.cursor, limit)).changes, whole.items);
+    }
+    const together = await Promise.all([1000, 200, 150, 99].map((limit) => page(w.b.key, `?limit=${limit}&after=${start.cursor}`)));
+    for (const [i, limit] of [1000, 200, 150, 99].entries()) assert.deepEqual(together[i]!.items, whole.items.slice(0, limit));
     // From the beginning too: one page of up to 1,000 and pages of 3 agree.
     assert.deepEqual((await readAll(w.b.key)).changes, (await readAll(w.b.key, undefined, 3)).changes);
   });

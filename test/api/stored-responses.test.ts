@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { importData } from '../../src/importer/index.js';
 import { revokeKey } from '../../src/management/keys.js';
 import { ApiMetrics } from '../../src/ops/metrics.js';
-import { COMPRESS_FROM_BYTES, plainBody } from '../../src/edge/encoding.js';
+import { COMPRESS_FROM_BYTES, encoded, plainBody } from '../../src/edge/encoding.js';
 import { ResponseCache } from '../../src/resources/cache.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { stableHeaders, type TestResponse } from '../helpers/http.js';
@@ -327,40 +327,58 @@ describe('ResponseCache', () => {
     assert.ok(Array.from({ length: 30 }, (_, i) => noise.get(tenant('s'), `/n${i}`)).every((e) => e === undefined || !e.gzipped));
   });
 
-  it('keeps a gzipped answer that clients read often as sent again, gzipping the oldest others to make room', () => {
+  it('keeps a gzipped answer that clients taking no compression read often as sent again, gzipping the oldest others for its room', () => {
     const json = (i: number) => Buffer.from(JSON.stringify({ items: Array.from({ length: 200 }, (_, j) => ({ id: `l${i}-${j}`, starts_at: '2026-03-01T09:00:00Z', status: 'completed' })) }));
     const size = json(0).length;
     const limit = 10 * (size + 700);
     const cache = new ResponseCache(limit, { compressFrom: 1024, random: seededRandom(7) });
     for (let i = 0; i < 50; i++) cache.set(tenant('s'), `/p${i}`, json(i), 'application/json', 'v');
     const kept = (target: string) => cache.get(tenant('s'), target)!;
+    const all = () => Array.from({ length: 50 }, (_, i) => kept(`/p${i}`));
+    /** The store's bytes, counted from its entries as `set` counts them. */
+    const counted = () => all().reduce((sum, e, i) => sum + e.body.length + ResponseCache.key(tenant('s'), `/p${i}`).length * 2 + 600, 0);
     const hot = kept('/p0');
     assert.equal(hot.gzipped, true, 'the oldest was gzipped when room was needed');
-    const plainBefore = Array.from({ length: 50 }, (_, i) => kept(`/p${i}`)).filter((e) => !e.gzipped).length;
+    const plainBefore = all().filter((e) => !e.gzipped).length;
 
-    // A few unzips are not enough; the eighth within a second keeps it as sent.
-    for (let n = 1; n < 8; n++) assert.deepEqual(plainBody(kept('/p0')), json(0));
+    // Unzips for br and deflate clients do not count; for plain clients, the eighth within a second keeps it as sent.
+    for (let n = 0; n < 10; n++) assert.deepEqual(brotliDecompressSync(encoded(kept('/p0'), 'br')), json(0));
+    for (let n = 1; n < 8; n++) assert.deepEqual(encoded(kept('/p0'), undefined), json(0));
     assert.equal(hot.gzipped, true);
-    assert.deepEqual(plainBody(kept('/p0')), json(0));
+    assert.deepEqual(encoded(kept('/p0'), undefined), json(0));
     assert.equal(hot.gzipped, false);
     assert.deepEqual(hot.body, json(0));
-    // Its room came from gzipping others: the store is within its memory, with no entry lost.
+    // Its room came from gzipping others: the store is within its memory, counted right, no entry lost.
     assert.ok(cache.size.bytes <= limit, `${cache.size.bytes} > ${limit}`);
+    assert.equal(cache.size.bytes, counted());
     assert.equal(cache.size.entries, 50);
-    const plainAfter = Array.from({ length: 50 }, (_, i) => kept(`/p${i}`)).filter((e) => !e.gzipped);
-    assert.ok(plainAfter.length <= plainBefore, `${plainAfter.length} kept as sent, ${plainBefore} before`);
+    assert.ok(all().filter((e) => !e.gzipped).length <= plainBefore);
     for (let i = 0; i < 50; i++) assert.deepEqual(plainBody(kept(`/p${i}`)), json(i));
 
     // Unzipped once each (a loop of pages), none is kept as sent again.
-    const cold = Array.from({ length: 50 }, (_, i) => kept(`/p${i}`)).filter((e) => e.gzipped);
-    for (const e of cold) plainBody(e);
+    const cold = all().filter((e) => e.gzipped);
+    for (const e of cold) encoded(e, undefined);
     assert.ok(cold.every((e) => e.gzipped));
 
+    // Where gzipping the others cannot make its room, it stays gzipped and nothing else is gzipped for it.
+    const tight = new ResponseCache(size + 3000, { compressFrom: 1024, random: seededRandom(7) });
+    tight.set(tenant('s'), '/p0', json(0), 'application/json', 'v');
+    tight.set(tenant('s'), '/small', Buffer.from(`{"id":"${'x'.repeat(1500)}"}`), 'application/json', 'v');
+    tight.set(tenant('s'), '/p1', json(1), 'application/json', 'v');
+    const zipped = tight.get(tenant('s'), '/p0')!;
+    assert.equal(zipped.gzipped, true);
+    const small = tight.get(tenant('s'), '/small')!;
+    const smallGzipped = small.gzipped;
+    for (let n = 0; n < 20; n++) encoded(tight.get(tenant('s'), '/p0')!, undefined);
+    assert.equal(zipped.gzipped, true);
+    assert.equal(small.gzipped, smallGzipped);
+
     // Told to keep none as sent, it keeps none, however often one is read.
-    const zipped = new ResponseCache(1 << 20, { compressFrom: 1024, plainBytes: 0 });
-    zipped.set(tenant('s'), '/p0', json(0), 'application/json', 'v');
-    for (let n = 0; n < 20; n++) plainBody(zipped.get(tenant('s'), '/p0')!);
-    assert.equal(zipped.get(tenant('s'), '/p0')!.gzipped, true);
+    const none = new ResponseCache(1 << 20, { compressFrom: 1024, plainBytes: 0 });
+    none.set(tenant('s'), '/p0', json(0), 'application/json', 'v');
+    const body = none.get(tenant('s'), '/p0')!.body;
+    for (let n = 0; n < 20; n++) encoded(none.get(tenant('s'), '/p0')!, undefined);
+    assert.equal(none.get(tenant('s'), '/p0')!.body, body, 'not unzipped and gzipped again');
   });
 
   it('stores nothing when given no memory', () => {
