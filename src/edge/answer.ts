@@ -253,10 +253,12 @@ export function answerWriter(deps: WriterDeps): Writer {
     }
     // A 304 has no body, and no header that describes one.
     if (status !== 304) {
-      bytes = typeof body === 'string' ? body : encoded(body, encoding);
+      // A HEAD answer sent plain has its GET's length, known without unzipping a stored body.
+      const plainHead = method === 'HEAD' && encoding === undefined && typeof body !== 'string';
+      bytes = typeof body === 'string' ? body : plainHead ? EMPTY : encoded(body, encoding);
       headers.push(...answer.headers, 'Content-Type', answer.contentType);
       if (encoding !== undefined) headers.push('Content-Encoding', encoding);
-      headers.push('Content-Length', String(typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.length));
+      headers.push('Content-Length', String(plainHead ? body.plainLength : typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.length));
     }
     if (closing()) headers.push('Connection', 'close');
     if (isRead(method) && request.arrivedInTurn === currentTurn()) holdUntilTurnEnd(() => write(request, res, status, headers, bytes));
