@@ -215,7 +215,7 @@ export class ResponseCache {
     }
     entry.unzips += 1;
     // Not when it was removed since the hit, nor when no answer may be kept as sent.
-    if (entry.unzips < HOT_UNZIPS || !entry.gzipped || this.entries.get(entry.key) !== entry || plain.length > this.plainBytes) return;
+    if (entry.unzips < HOT_UNZIPS || this.entries.get(entry.key) !== entry || plain.length > this.plainBytes) return;
     // Only when gzipping others makes its room: nothing is removed for it, and it is not
     // gzipped again at once (which would gzip every answer kept as sent, for nothing).
     const grown = plain.length - entry.body.length;

@@ -204,6 +204,8 @@ function seededRandom(seed: number): () => number {
 describe('ResponseCache', () => {
   const tenant = (id: string, dataVersion = 1) => ({ id, timezone: 'Europe/Moscow', currency: 'RUB', dataVersion, dataStamp: 'AAAAAAAA', scopes: ALL_SCOPES });
   const body = (n: number) => Buffer.alloc(n, 120);
+  /** A list's body of 200 items, different for each i. */
+  const json = (i: number) => Buffer.from(JSON.stringify({ items: Array.from({ length: 200 }, (_, j) => ({ id: `l${i}-${j}`, starts_at: '2026-03-01T09:00:00Z', status: 'completed' })) }));
 
   it('keeps what fits in its bytes, making room by removing entries', () => {
     const cache = new ResponseCache(64 * 1024);
@@ -285,7 +287,6 @@ describe('ResponseCache', () => {
   });
 
   it('stores answers as sent, and gzips the ones compression would send gzipped when it needs room', () => {
-    const json = (i: number) => Buffer.from(JSON.stringify({ items: Array.from({ length: 200 }, (_, j) => ({ id: `l${i}-${j}`, starts_at: '2026-03-01T09:00:00Z', status: 'completed' })) }));
     const size = json(0).length;
     // Room for ten of them as sent.
     const cache = new ResponseCache(10 * (size + 700), { compressFrom: 1024, random: seededRandom(5) });
@@ -328,7 +329,6 @@ describe('ResponseCache', () => {
   });
 
   it('keeps a gzipped answer that clients taking no compression read often as sent again, gzipping the oldest others for its room', () => {
-    const json = (i: number) => Buffer.from(JSON.stringify({ items: Array.from({ length: 200 }, (_, j) => ({ id: `l${i}-${j}`, starts_at: '2026-03-01T09:00:00Z', status: 'completed' })) }));
     const size = json(0).length;
     const limit = 10 * (size + 700);
     const cache = new ResponseCache(limit, { compressFrom: 1024, random: seededRandom(7) });

@@ -107,8 +107,7 @@ const changesAfter = prepared((db, q: Window) => {
     select parts.part, parts.items, body.n, tail.seq, tail.resource, tail.id, tail.stamp
     from (select count(*) as n from changes) as body
     left join parts on 1 = 1
-    left join (select seq, resource, id, stamp from shown order by seq desc, resource desc, id desc limit 1) as tail on 1 = 1
-    order by parts.part`;
+    left join (select seq, resource, id, stamp from shown order by seq desc, resource desc, id desc limit 1) as tail on 1 = 1`;
   return { compile: () => query.compile(db) };
 });
 
@@ -118,7 +117,7 @@ export async function changePage(reads: Reader, schoolId: string, resources: rea
   for (const table of LIST_TABLES) window[table] = resources.includes(table) ? true : undefined;
   const rows = await changesAfter(reads, window);
   const { n, seq, resource, id, stamp } = rows[0]!;
-  // In the parts' order whatever order the rows came in (a batched read: src/db/reader.ts).
+  // The rows come in no set order: the parts are put in theirs here.
   const items = rows.filter((row) => row.items !== null).sort((a, b) => Number(a.part) - Number(b.part)).map((row) => row.items!);
   // bigint columns come back as numbers from both drivers (src/db/index.ts); a count may not.
   const last = seq === null ? null : { seq: Number(seq), resource: resource!, id: id!, stamp: stamp! };
