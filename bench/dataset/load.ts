@@ -142,9 +142,6 @@ export async function ensureDataset(loc: DatasetLocation, shape: DatasetShape, r
       await sql`insert into list_blocks (school_id, list, first_pos, first_rank, n)
                 select school_id, ${table}, ${block} * ${sql.lit(BLOCK_SPAN)}, ${block} * ${sql.lit(BLOCK_ROWS)}, count(*) from ${sql.table(table)} group by school_id, ${block}`.execute(stats.db);
     }
-    for (const table of LIST_TABLES) {
-      await sql`insert into list_changes (school_id, resource, id, change_seq) select school_id, ${table}, id, 1 from ${sql.table(table)}`.execute(stats.db);
-    }
     await sql`insert into change_batches (school_id, seq, committed_at) select id, 1, ${`${new Date().toISOString().slice(0, 19)}Z`} from schools`.execute(stats.db);
     for (const [part, version] of Object.entries(READ_MODEL_VERSIONS)) {
       await stats.db.updateTable('read_model_versions').set({ version }).where('part', '=', part).execute();
@@ -164,10 +161,10 @@ export async function ensureDataset(loc: DatasetLocation, shape: DatasetShape, r
 
 /**
  * The columns written per table: a list's table also gets its read model
- * (src/resources/items.ts); its change marks are written after the rows.
+ * (src/resources/items.ts) and the change seq of the school's first batch.
  */
 const WRITTEN: Record<Table, readonly string[]> = Object.fromEntries(
-  (Object.keys(COLUMNS) as Table[]).map((table) => [table, isListTable(table) ? [...COLUMNS[table], 'item', 'pos'] : COLUMNS[table]]),
+  (Object.keys(COLUMNS) as Table[]).map((table) => [table, isListTable(table) ? [...COLUMNS[table], 'item', 'pos', 'change_seq'] : COLUMNS[table]]),
 ) as unknown as Record<Table, readonly string[]>;
 
 /** Where each table's id is in its generated rows. */
@@ -202,7 +199,7 @@ function withReadModel(table: Table, row: unknown[], at: Map<Table, Map<unknown,
   if (!isListTable(table)) return row;
   const columns = COLUMNS[table] as readonly string[];
   const record = Object.fromEntries(columns.map((c, i) => [c, row[i]])) as unknown as ListRow<ListTable>;
-  return [...row, itemJson(table, record), laidOut(at.get(table)!.get(idOf(table, row))!)];
+  return [...row, itemJson(table, record), laidOut(at.get(table)!.get(idOf(table, row))!), 1];
 }
 
 /** Streams every generated row into the sink, table by table in batches, committing every so often. */

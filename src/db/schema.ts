@@ -12,12 +12,14 @@ import type { Generated, ColumnType, Insertable, Selectable } from 'kysely';
 /**
  * The read model every list's table carries (migration 0003, src/resources/items.ts): the
  * row's list item as JSON text, and its position in its list's order within its school
- * (a block's first position plus the row's slot in it: migration 0009). The importer
- * writes both with the row, and the row's change mark in `list_changes`.
+ * (a block's first position plus the row's slot in it: migration 0009);
+ * and the change log's mark (migration 0006): the school's change seq of the import that
+ * last changed the row's data or item. The importer writes all three with the row.
  */
 export interface Listed {
   item: string;
   pos: ColumnType<number, number | undefined, number>;
+  change_seq: ColumnType<number, number | undefined, number>;
 }
 
 export interface SchoolsTable {
@@ -241,17 +243,6 @@ export interface ExpenseMonthsTable {
   amount_minor: number;
 }
 
-/**
- * One record of a list's table: the school's change seq of the import that last changed
- * its data or item (migration 0016; before, the row's own `change_seq`).
- */
-export interface ListChangesTable {
-  school_id: string;
-  resource: string;
-  id: string;
-  change_seq: number;
-}
-
 /** One deleted record of a list's table: which import (seq) deleted it (migration 0006). */
 export interface TombstonesTable {
   school_id: string;
@@ -388,7 +379,6 @@ export interface Database {
   directors: DirectorsTable;
   cabinet_sessions: CabinetSessionsTable;
   cabinet_form_nonces: CabinetFormNoncesTable;
-  list_changes: ListChangesTable;
   tombstones: TombstonesTable;
   change_batches: ChangeBatchesTable;
   read_model_versions: ReadModelVersionsTable;

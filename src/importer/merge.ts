@@ -1,10 +1,10 @@
 /**
  * The merge: in one transaction under the school's lock, the staged rows become the
  * school's rows. Only real changes are written: a staged row identical to the stored one
- * is left alone, and each row that does change (or is new) gets the import's change seq
- * (its mark in list_changes). Then the deletions (with their tombstones), the day totals
- * and contract balances of what changed, the items of contracts whose balance moved, and
- * the lists' positions (src/importer/read-model.ts).
+ * is left alone, and each row that does change (or is new) gets the import's change seq.
+ * Then the deletions (with their tombstones), the day totals and contract balances of
+ * what changed, the items of contracts whose balance moved, and the lists' positions
+ * (src/importer/read-model.ts).
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { onPostgres } from '../db/index.js';
@@ -18,7 +18,6 @@ import { ROW_COLUMNS } from './rows.js';
 import type { Sql } from './run.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
 import { goneTable, MERGED_COLUMNS, stageTable } from './stage.js';
-import { markChanged } from './write.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tables are chosen at run time
 type Untyped = Kysely<any>;
@@ -154,14 +153,12 @@ export class Merge {
     const target = inOrder && !pg ? sql`${table} indexed by ${sql.id(`${array}_pos`)}` : table;
     const source = byKey ? sql`(select * from ${stage} where school_id = ${this.schoolId} order by ${order}, id) s` : sql`${stage} s`;
     const school = byKey ? sql`s.school_id` : sql`${this.schoolId}`;
-    const update = sql`update ${target} set ${set}${leaves}
+    const update = sql`update ${target} set ${set}${list ? sql`, change_seq = ${this.seq}` : sql``}${leaves}
             from ${source}
            where ${table}.school_id = ${school} and ${table}.id = s.id and ${differs(this.q.db as never, array, array, 's')}`;
     // A list that has none of the staged rows has nothing to update.
     if (stored !== 0) {
-      const run = (statement: RawBuilder<unknown>) => (byKey ? this.byKeyInOrder(statement) : this.q.run(statement.compile(this.q.db)));
-      const differing = sql`select s.id from ${stage} s join ${table} r on r.school_id = ${this.schoolId} and r.id = s.id where ${differs(this.q.db as never, array, 'r', 's')}`;
-      const updated = list ? await this.writeMarked(list, update, sql`${table}.id`, differing, run) : await run(update);
+      const updated = byKey ? await this.byKeyInOrder(update) : await this.q.run(update.compile(this.q.db));
       this.counts.updated += updated.changed;
     }
 
@@ -191,30 +188,12 @@ export class Merge {
     ).rows[0]!;
     const appends = Number(first.before) === 0;
     const pos = appends ? (await appendPositions(this.q, list, this.schoolId, count))(sql<number>`(row_number() over (order by s.${order}, s.id) - 1)`) : sql`-1`;
-    const insert = sql`insert into ${table} (${sql.join([...all, 'item', 'pos'].map((c) => sql.ref(c)))})
-          select ${sql.join([...all, 'item'].map((c) => sql.ref(`s.${c}`)))}, ${pos} from ${stage} s where ${absent} order by s.${order}, s.id`;
-    const inserted = await this.writeMarked(list, insert, sql`id`, sql`select s.id from ${stage} s where ${absent}`, (statement) => this.q.run(statement.compile(this.q.db)));
+    const inserted = await this.q.run(
+      sql`insert into ${table} (${sql.join([...all, 'item', 'change_seq', 'pos'].map((c) => sql.ref(c)))})
+          select ${sql.join([...all, 'item'].map((c) => sql.ref(`s.${c}`)))}, ${this.seq}, ${pos} from ${stage} s where ${absent} order by s.${order}, s.id`.compile(this.q.db),
+    );
     this.counts.inserted += inserted.changed;
     if (!appends) this.vacate(list, []);
-  }
-
-  /**
-   * Runs `write` (through `run`), an update or insert of rows of `list`, and marks the rows
-   * it writes with the import's seq. PostgreSQL marks the ids the write returns (`returned`:
-   * the id column as its RETURNING names it) in the same statement; SQLite, which has no
-   * writes inside WITH, first marks the rows `ids` selects, the ones the write will write.
-   * Returns how many rows were written.
-   */
-  private async writeMarked(
-    list: ListTable,
-    write: RawBuilder<unknown>,
-    returned: RawBuilder<unknown>,
-    ids: RawBuilder<unknown>,
-    run: (statement: RawBuilder<unknown>) => Promise<{ changed: number }>,
-  ): Promise<{ changed: number }> {
-    if (onPostgres(this.q.db)) return run(sql`with written as (${write} returning ${returned} as id) ${markChanged(this.schoolId, list, this.seq, sql`select id from written`)}`);
-    await this.q.run(markChanged(this.schoolId, list, this.seq, ids).compile(this.q.db));
-    return run(write);
   }
 
   /**
@@ -297,7 +276,6 @@ export class Merge {
       await this.q.run(
         sql`insert into tombstones (school_id, resource, id, change_seq) select ${this.schoolId}, ${array}, id, ${this.seq} from ${gone}`.compile(this.q.db),
       );
-      await this.q.run(sql`delete from list_changes where school_id = ${this.schoolId} and resource = ${array} and id in (select id from ${gone})`.compile(this.q.db));
     }
     const deleted = await this.q.run(sql`delete from ${table} where school_id = ${this.schoolId} and id in (select id from ${gone})`.compile(this.q.db));
     if (deleted.changed > 0) this.deletedFrom.add(array);
@@ -367,9 +345,7 @@ export class Merge {
     // one statement; then their rows by key, a batch at a time.
     const differ = (
       await this.q.run(
-        sql`select b.id, m.change_seq from balances b join contracts c on c.school_id = ${this.schoolId} and c.id = b.id
-              left join list_changes m on m.school_id = c.school_id and m.resource = 'contracts' and m.id = c.id
-             where c.paid_minor <> b.paid order by b.id`.compile(this.q.db),
+        sql`select b.id, c.change_seq from balances b join contracts c on c.school_id = ${this.schoolId} and c.id = b.id where c.paid_minor <> b.paid order by b.id`.compile(this.q.db),
       )
     ).rows;
     // A contract the import wrote (merged before all the file's payments and deletions
@@ -389,11 +365,10 @@ export class Merge {
       if (values.length > 0) {
         await this.q.run(
           sql`with v(id, paid, item) as (values ${sql.join(values)})
-              update contracts set paid_minor = v.paid, item = v.item
+              update contracts set paid_minor = v.paid, item = v.item, change_seq = ${this.seq}
                 from v
                where contracts.school_id = ${this.schoolId} and contracts.id = v.id`.compile(this.q.db),
         );
-        await this.q.run(markChanged(this.schoolId, 'contracts', this.seq, sql`select id from contracts where school_id = ${this.schoolId} and id in (${sql.join(ids)})`).compile(this.q.db));
       }
     }
     return moved;

@@ -9,7 +9,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { BLOCK_ROWS, BLOCK_SPAN, itemJson, LIST_MODELS, LIST_TABLES, type ListRow, type ListTable } from '../resources/items.js';
 import { viaKysely, type Sql } from './run.js';
-import { lockSchool, markChanged, recordBatch } from './write.js';
+import { lockSchool, recordBatch } from './write.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the table is chosen at run time; each caller's rows are typed
 type Untyped = Kysely<any>;
@@ -286,15 +286,17 @@ async function writePositions(q: Sql, table: ListTable, schoolId: string, moved:
 }
 
 /**
- * Makes again the items of one school's rows of `table`, writes the ones that differ, and
- * marks them with `seq` in the change log when given. Returns how many differed.
+ * Makes again the items of one school's rows of `table` (only those marked `only` when
+ * given), writes the ones that differ, and marks them with `seq` when given. Returns how
+ * many differed.
  */
-export async function remakeItems(q: Sql, table: ListTable, schoolId: string, seq: number | null): Promise<number> {
+export async function remakeItems(q: Sql, table: ListTable, schoolId: string, seq: number | null, only?: number): Promise<number> {
   const db = q.db as unknown as Untyped;
   let after: string | null = null;
   let changed = 0;
   for (;;) {
     let query = db.selectFrom(table).selectAll().where('school_id', '=', schoolId);
+    if (only !== undefined) query = query.where('change_seq', '=', only);
     if (after !== null) query = query.where('id', '>', after);
     const rows = (await q.run(query.orderBy('id').limit(BATCH))).rows;
     const differ: [string, string][] = [];
@@ -309,14 +311,10 @@ export async function remakeItems(q: Sql, table: ListTable, schoolId: string, se
           .with('v(id, item)', () => sql`(values ${values})`)
           .updateTable(table)
           .from('v')
-          .set((eb) => ({ item: eb.ref('v.item') }))
+          .set((eb) => (seq === null ? { item: eb.ref('v.item') } : { item: eb.ref('v.item'), change_seq: seq }))
           .where(`${table}.school_id`, '=', schoolId)
           .whereRef(`${table}.id`, '=', 'v.id'),
       );
-      if (seq !== null) {
-        const ids = sql`select id from ${sql.table(table)} where school_id = ${schoolId} and id in (${sql.join(differ.map(([id]) => id))})`;
-        await q.run(markChanged(schoolId, table, seq, ids).compile(q.db));
-      }
       changed += differ.length;
     }
     if (rows.length < BATCH) return changed;

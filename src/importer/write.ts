@@ -1,16 +1,15 @@
 /**
  * The school's lock and change sequence. Imports into one school are serialised by the
- * lock, and an import that changes something takes `seq = data_version + 1`, marks with
- * it every row it changed (`list_changes`, markChanged) and records the batch (`change_batches`, `schools.data_version`)
+ * lock, and an import that changes something takes `seq = data_version + 1`, writes it on
+ * every row it changed and records the batch (`change_batches`, `schools.data_version`)
  * as the last thing before its commit. Once it commits, no response stored for the
  * earlier data is served again (src/resources/cache.ts keys them by data_version). Each
  * batch has a random stamp besides: after a restored copy of the database, a seq taken
  * again names another stamp, so entity tags and feed cursors of the lost data do not match.
  */
 import { randomBytes } from 'node:crypto';
-import { sql, type RawBuilder } from 'kysely';
+import { sql } from 'kysely';
 import { onPostgres } from '../db/index.js';
-import type { ListTable } from '../resources/items.js';
 import type { Sql } from './run.js';
 
 /** First key of the two-key advisory lock of a school's data; the second is the schema and the school's id hashed. */
@@ -35,17 +34,6 @@ export async function lockSchool(q: Sql, schoolId: string): Promise<number> {
   }
   const { rows } = await q.run(q.db.selectFrom('schools').select('data_version').where('id', '=', schoolId));
   return Number(rows[0]?.data_version ?? 0);
-}
-
-/**
- * The statement that marks the rows of `list` that `ids` (a query of their `id`) selects
- * as changed by the batch `seq`, whether they had a mark or not.
- */
-export function markChanged(schoolId: string, list: ListTable, seq: number, ids: RawBuilder<unknown>): RawBuilder<unknown> {
-  // `where true`: SQLite would read the ON after a bare FROM as a join's.
-  return sql`insert into list_changes (school_id, resource, id, change_seq)
-             select ${schoolId}, ${list}, id, ${seq} from (${ids}) as written where true
-             on conflict (school_id, resource, id) do update set change_seq = excluded.change_seq`;
 }
 
 /** UTC now, whole seconds, as every stored timestamp. */

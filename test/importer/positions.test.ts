@@ -158,7 +158,7 @@ describe('importer: blocks of positions against ORDER BY/OFFSET', () => {
     const first = Array.from({ length: 700 }, (_, i) => pay(`p-${String(i).padStart(4, '0')}`, 10 + Math.floor(i / 2)));
     ok(await importData(store.db, school, { ...sampleFile(), payments: first }));
     const changedBy = async (seq: number | null) =>
-      (await store.db.selectFrom('list_changes').select('id').where('school_id', '=', school).where('resource', '=', 'payments').where('change_seq', '=', Number(seq)).orderBy('id').execute()).map((r) => r.id);
+      (await store.db.selectFrom('payments').select('id').where('school_id', '=', school).where('change_seq', '=', Number(seq)).orderBy('id').execute()).map((r) => r.id);
 
     // Half the list and more (the update walks it in its order): ten moved, to the very
     // start, back and forward; three new in the middle and two at the end; the rest as stored.
