@@ -110,7 +110,7 @@ async function freshTarget(dir: string): Promise<Target> {
 
 /**
  * A bare COPY of the school's rows, table by table, into copies of the tables with the
- * same indexes: the store's own speed for the same rows. Returns rows and seconds.
+ * same indexes and storage parameters: the store's own speed for the same rows. Returns rows and seconds.
  */
 async function bareCopy(url: string, school: string, dir: string): Promise<{ rows: number; seconds: number }> {
   const client = new pg.Client({ connectionString: url });
@@ -123,6 +123,9 @@ async function bareCopy(url: string, school: string, dir: string): Promise<{ row
       await pipeline(client.query(copyTo(`COPY (select * from ${table} where school_id = '${school}') TO STDOUT`)), fs.createWriteStream(file));
       await client.query(`drop table if exists copy_${table}`);
       await client.query(`create table copy_${table} (like ${table} including all)`);
+      // The same table: its storage parameters too (a list's fillfactor), which LIKE leaves out.
+      const { rows: options } = await client.query<{ reloptions: string[] | null }>(`select reloptions from pg_class where oid = '${table}'::regclass`);
+      if (options[0]?.reloptions) await client.query(`alter table copy_${table} set (${options[0].reloptions.join(', ')})`);
       const started = process.hrtime.bigint();
       const stream = client.query(copyFrom(`COPY copy_${table} FROM STDIN`));
       await pipeline(fs.createReadStream(file), stream);

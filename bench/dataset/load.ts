@@ -142,6 +142,9 @@ export async function ensureDataset(loc: DatasetLocation, shape: DatasetShape, r
       await sql`insert into list_blocks (school_id, list, first_pos, first_rank, n)
                 select school_id, ${table}, ${block} * ${sql.lit(BLOCK_SPAN)}, ${block} * ${sql.lit(BLOCK_ROWS)}, count(*) from ${sql.table(table)} group by school_id, ${block}`.execute(stats.db);
     }
+    for (const table of LIST_TABLES) {
+      await sql`insert into list_changes (school_id, resource, change_seq, id) select school_id, ${table}, change_seq, id from ${sql.table(table)}`.execute(stats.db);
+    }
     await sql`insert into change_batches (school_id, seq, committed_at) select id, 1, ${`${new Date().toISOString().slice(0, 19)}Z`} from schools`.execute(stats.db);
     for (const [part, version] of Object.entries(READ_MODEL_VERSIONS)) {
       await stats.db.updateTable('read_model_versions').set({ version }).where('part', '=', part).execute();
@@ -161,7 +164,8 @@ export async function ensureDataset(loc: DatasetLocation, shape: DatasetShape, r
 
 /**
  * The columns written per table: a list's table also gets its read model
- * (src/resources/items.ts) and the change seq of the school's first batch.
+ * (src/resources/items.ts) and the change seq of the school's first batch (its change
+ * marks are written after the rows).
  */
 const WRITTEN: Record<Table, readonly string[]> = Object.fromEntries(
   (Object.keys(COLUMNS) as Table[]).map((table) => [table, isListTable(table) ? [...COLUMNS[table], 'item', 'pos', 'change_seq'] : COLUMNS[table]]),

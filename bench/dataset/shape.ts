@@ -10,7 +10,7 @@ import type { Plan } from '../../src/domain/enums.js';
 import { Random } from '../../src/demo/random.js';
 
 /** Bump when the generator changes what it writes: a stored data set of another version is rebuilt. */
-export const DATASET_VERSION = 4;
+export const DATASET_VERSION = 5;
 
 /** Sizes at scale 1 (the default). */
 const FULL = {

@@ -24,6 +24,7 @@ import * as m0012 from './migrations/0012_form_nonces.js';
 import * as m0013 from './migrations/0013_tombstone_place.js';
 import * as m0014 from './migrations/0014_key_watchers.js';
 import * as m0015 from './migrations/0015_month_totals.js';
+import * as m0016 from './migrations/0016_list_changes.js';
 import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
@@ -75,6 +76,7 @@ const migrations: Record<string, Migration> = {
   '0013_tombstone_place': m0013,
   '0014_key_watchers': m0014,
   '0015_month_totals': m0015,
+  '0016_list_changes': m0016,
 };
 
 export function sqlitePath(config: Pick<Config, 'dataDir'>): string {

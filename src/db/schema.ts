@@ -13,8 +13,9 @@ import type { Generated, ColumnType, Insertable, Selectable } from 'kysely';
  * The read model every list's table carries (migration 0003, src/resources/items.ts): the
  * row's list item as JSON text, and its position in its list's order within its school
  * (a block's first position plus the row's slot in it: migration 0009);
- * and the change log's mark (migration 0006): the school's change seq of the import that
- * last changed the row's data or item. The importer writes all three with the row.
+ * and the school's change seq of the import that last changed the row's data or item
+ * (migration 0006), which names the row's mark in `list_changes` (migration 0016). The
+ * importer writes all three with the row, and the mark.
  */
 export interface Listed {
   item: string;
@@ -243,6 +244,17 @@ export interface ExpenseMonthsTable {
   amount_minor: number;
 }
 
+/**
+ * The change mark of one record of a list's table (migration 0016): the seq of the import
+ * that last changed it, the same as the row's `change_seq`; all four columns are the key.
+ */
+export interface ListChangesTable {
+  school_id: string;
+  resource: string;
+  change_seq: number;
+  id: string;
+}
+
 /** One deleted record of a list's table: which import (seq) deleted it (migration 0006). */
 export interface TombstonesTable {
   school_id: string;
@@ -379,6 +391,7 @@ export interface Database {
   directors: DirectorsTable;
   cabinet_sessions: CabinetSessionsTable;
   cabinet_form_nonces: CabinetFormNoncesTable;
+  list_changes: ListChangesTable;
   tombstones: TombstonesTable;
   change_batches: ChangeBatchesTable;
   read_model_versions: ReadModelVersionsTable;

@@ -154,14 +154,14 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
 /**
  * The tables an import that changed something wrote: the arrays it staged rows of or
  * deleted from, contracts when payments moved their balances, the tables every such
- * import keeps (positions' blocks, tombstones, the change log), and the day and month
- * totals of payments and expenses when it wrote those.
+ * import keeps (positions' blocks, the change log: marks, tombstones, batches), and the
+ * day and month totals of payments and expenses when it wrote those.
  */
 function writtenTables(staged: Record<ArrayName, number>, deleted: Record<ArrayName, number>): (keyof Database)[] {
   const arrays = ARRAY_NAMES.filter((a) => staged[a] > 0 || deleted[a] > 0);
   if (arrays.includes('payments') && !arrays.includes('contracts')) arrays.push('contracts');
   const totals = FINANCE_SIDES.filter((side) => arrays.includes(side.rows)).flatMap((side) => [side.totals, side.months]);
-  return [...arrays, 'list_blocks', 'tombstones', 'change_batches', 'schools', ...totals];
+  return [...arrays, 'list_blocks', 'list_changes', 'tombstones', 'change_batches', 'schools', ...totals];
 }
 
 /** Reports that the merge begins `step`, which writes `records` of the file's records. */

@@ -1,8 +1,8 @@
 /**
  * The merge: in one transaction under the school's lock, the staged rows become the
  * school's rows. Only real changes are written: a staged row identical to the stored one
- * is left alone, and each row that does change (or is new) gets the import's change seq.
- * Then the deletions (with their tombstones), the day totals and contract balances of
+ * is left alone, and each row that does change (or is new) gets the import's change seq,
+ * and its change mark moves to it. Then the deletions (with their tombstones), the day totals and contract balances of
  * what changed, the items of contracts whose balance moved, and the lists' positions
  * (src/importer/read-model.ts).
  */
@@ -18,6 +18,7 @@ import { ROW_COLUMNS } from './rows.js';
 import type { Sql } from './run.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
 import { goneTable, MERGED_COLUMNS, stageTable } from './stage.js';
+import { appendMarks, dropMarks } from './write.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tables are chosen at run time
 type Untyped = Kysely<any>;
@@ -153,13 +154,32 @@ export class Merge {
     const target = inOrder && !pg ? sql`${table} indexed by ${sql.id(`${array}_pos`)}` : table;
     const source = byKey ? sql`(select * from ${stage} where school_id = ${this.schoolId} order by ${order}, id) s` : sql`${stage} s`;
     const school = byKey ? sql`s.school_id` : sql`${this.schoolId}`;
-    const update = sql`update ${target} set ${set}${list ? sql`, change_seq = ${this.seq}` : sql``}${leaves}
-            from ${source}
-           where ${table}.school_id = ${school} and ${table}.id = s.id and ${differs(this.q.db as never, array, array, 's')}`;
+    const run = (statement: RawBuilder<unknown>) => (byKey ? this.byKeyInOrder(statement) : this.q.run(statement.compile(this.q.db)));
     // A list that has none of the staged rows has nothing to update.
-    if (stored !== 0) {
-      const updated = byKey ? await this.byKeyInOrder(update) : await this.q.run(update.compile(this.q.db));
+    if (stored !== 0 && list && pg) {
+      // The changed rows with the seq they had, then their marks moved, in one statement.
+      const changed = sql`(select s.*, o.change_seq as old_seq from ${source} join ${table} o on o.school_id = ${school} and o.id = s.id
+                            where ${differs(this.q.db as never, array, 'o', 's')}) s`;
+      const updated = await run(
+        sql`with written as (
+              update ${target} set ${set}, change_seq = ${this.seq}${leaves} from ${changed}
+               where ${table}.school_id = ${school} and ${table}.id = s.id
+              returning ${table}.id, s.old_seq),
+            gone as (${dropMarks(this.schoolId, list, sql`select old_seq, id from written`)})
+            ${appendMarks(this.schoolId, list, this.seq, sql`select id from written`)}`,
+      );
       this.counts.updated += updated.changed;
+    } else if (stored !== 0) {
+      if (list) {
+        // SQLite has no writes inside WITH: the marks of the rows about to change move first.
+        const changed = sql`from ${stage} s join ${table} r on r.school_id = ${this.schoolId} and r.id = s.id where ${differs(this.q.db as never, array, 'r', 's')}`;
+        await this.q.run(dropMarks(this.schoolId, list, sql`select r.change_seq, r.id ${changed}`).compile(this.q.db));
+        await this.q.run(appendMarks(this.schoolId, list, this.seq, sql`select s.id ${changed}`).compile(this.q.db));
+      }
+      const update = sql`update ${target} set ${set}${list ? sql`, change_seq = ${this.seq}` : sql``}${leaves}
+              from ${source}
+             where ${table}.school_id = ${school} and ${table}.id = s.id and ${differs(this.q.db as never, array, array, 's')}`;
+      this.counts.updated += (await run(update)).changed;
     }
 
     const all = ['school_id', 'id', ...columns, ...merged];
@@ -188,10 +208,12 @@ export class Merge {
     ).rows[0]!;
     const appends = Number(first.before) === 0;
     const pos = appends ? (await appendPositions(this.q, list, this.schoolId, count))(sql<number>`(row_number() over (order by s.${order}, s.id) - 1)`) : sql`-1`;
-    const inserted = await this.q.run(
-      sql`insert into ${table} (${sql.join([...all, 'item', 'change_seq', 'pos'].map((c) => sql.ref(c)))})
-          select ${sql.join([...all, 'item'].map((c) => sql.ref(`s.${c}`)))}, ${this.seq}, ${pos} from ${stage} s where ${absent} order by s.${order}, s.id`.compile(this.q.db),
-    );
+    const insert = sql`insert into ${table} (${sql.join([...all, 'item', 'change_seq', 'pos'].map((c) => sql.ref(c)))})
+          select ${sql.join([...all, 'item'].map((c) => sql.ref(`s.${c}`)))}, ${this.seq}, ${pos} from ${stage} s where ${absent} order by s.${order}, s.id`;
+    // Their marks: on PostgreSQL from the rows the insert returns; SQLite's first.
+    if (!pg) await this.q.run(appendMarks(this.schoolId, list, this.seq, sql`select s.id from ${stage} s where ${absent}`).compile(this.q.db));
+    const statement = pg ? sql`with written as (${insert} returning id) ${appendMarks(this.schoolId, list, this.seq, sql`select id from written`)}` : insert;
+    const inserted = await this.q.run(statement.compile(this.q.db));
     this.counts.inserted += inserted.changed;
     if (!appends) this.vacate(list, []);
   }
@@ -276,6 +298,7 @@ export class Merge {
       await this.q.run(
         sql`insert into tombstones (school_id, resource, id, change_seq) select ${this.schoolId}, ${array}, id, ${this.seq} from ${gone}`.compile(this.q.db),
       );
+      await this.q.run(dropMarks(this.schoolId, array, sql`select r.change_seq, r.id from ${table} r join ${gone} g on g.id = r.id where r.school_id = ${this.schoolId}`).compile(this.q.db));
     }
     const deleted = await this.q.run(sql`delete from ${table} where school_id = ${this.schoolId} and id in (select id from ${gone})`.compile(this.q.db));
     if (deleted.changed > 0) this.deletedFrom.add(array);
@@ -362,6 +385,13 @@ export class Merge {
         const item = itemOf('contracts', { ...row, paid_minor: balance });
         return sql`(${row.id}, cast(${balance} as bigint), ${item})`;
       });
+      // The marks of those this import had not marked yet move to its seq.
+      const earlier = rows.filter((row) => Number(row.change_seq) !== this.seq);
+      if (earlier.length > 0) {
+        const marks = sql.join(earlier.map((row) => sql`(cast(${Number(row.change_seq)} as bigint), ${row.id})`));
+        await this.q.run(dropMarks(this.schoolId, 'contracts', sql`values ${marks}`).compile(this.q.db));
+        await this.q.run(appendMarks(this.schoolId, 'contracts', this.seq, sql`select id from contracts where school_id = ${this.schoolId} and id in (${sql.join(earlier.map((row) => row.id))})`).compile(this.q.db));
+      }
       if (values.length > 0) {
         await this.q.run(
           sql`with v(id, paid, item) as (values ${sql.join(values)})

@@ -9,7 +9,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { BLOCK_ROWS, BLOCK_SPAN, itemJson, LIST_MODELS, LIST_TABLES, type ListRow, type ListTable } from '../resources/items.js';
 import { viaKysely, type Sql } from './run.js';
-import { lockSchool, recordBatch } from './write.js';
+import { appendMarks, dropMarks, lockSchool, recordBatch } from './write.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the table is chosen at run time; each caller's rows are typed
 type Untyped = Kysely<any>;
@@ -287,8 +287,8 @@ async function writePositions(q: Sql, table: ListTable, schoolId: string, moved:
 
 /**
  * Makes again the items of one school's rows of `table` (only those marked `only` when
- * given), writes the ones that differ, and marks them with `seq` when given. Returns how
- * many differed.
+ * given), writes the ones that differ, and gives them the change seq `seq` (and their
+ * marks) when given. Returns how many differed.
  */
 export async function remakeItems(q: Sql, table: ListTable, schoolId: string, seq: number | null, only?: number): Promise<number> {
   const db = q.db as unknown as Untyped;
@@ -300,9 +300,18 @@ export async function remakeItems(q: Sql, table: ListTable, schoolId: string, se
     if (after !== null) query = query.where('id', '>', after);
     const rows = (await q.run(query.orderBy('id').limit(BATCH))).rows;
     const differ: [string, string][] = [];
+    const marked: RawBuilder<unknown>[] = [];
     for (const row of rows) {
       const item = itemOf(table, row);
-      if (item !== row.item) differ.push([row.id as string, item]);
+      if (item === row.item) continue;
+      differ.push([row.id as string, item]);
+      if (seq !== null && Number(row.change_seq) !== seq) marked.push(sql`(cast(${Number(row.change_seq)} as bigint), ${row.id})`);
+    }
+    if (marked.length > 0) {
+      // The marks move before the rows' seq does: the rows' ids name the new ones.
+      await q.run(dropMarks(schoolId, table, sql`values ${sql.join(marked)}`).compile(q.db));
+      const ids = sql.join(differ.map(([id]) => id));
+      await q.run(appendMarks(schoolId, table, seq!, sql`select id from ${sql.table(table)} where school_id = ${schoolId} and id in (${ids}) and change_seq <> ${seq}`).compile(q.db));
     }
     if (differ.length > 0) {
       const values = sql.join(differ.map(([id, item]) => sql`(${id}, ${item})`));

@@ -1,15 +1,17 @@
 /**
  * The school's lock and change sequence. Imports into one school are serialised by the
  * lock, and an import that changes something takes `seq = data_version + 1`, writes it on
- * every row it changed and records the batch (`change_batches`, `schools.data_version`)
+ * every row it changed and moves the rows' marks to it (`list_changes`: dropMarks, then
+ * appendMarks), and records the batch (`change_batches`, `schools.data_version`)
  * as the last thing before its commit. Once it commits, no response stored for the
  * earlier data is served again (src/resources/cache.ts keys them by data_version). Each
  * batch has a random stamp besides: after a restored copy of the database, a seq taken
  * again names another stamp, so entity tags and feed cursors of the lost data do not match.
  */
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { onPostgres } from '../db/index.js';
+import type { ListTable } from '../resources/items.js';
 import type { Sql } from './run.js';
 
 /** First key of the two-key advisory lock of a school's data; the second is the schema and the school's id hashed. */
@@ -34,6 +36,22 @@ export async function lockSchool(q: Sql, schoolId: string): Promise<number> {
   }
   const { rows } = await q.run(q.db.selectFrom('schools').select('data_version').where('id', '=', schoolId));
   return Number(rows[0]?.data_version ?? 0);
+}
+
+/**
+ * The statement that deletes the change marks of rows of `list` that `marks` (a query of
+ * their `change_seq` and `id`, in that order) names: what a row's seq was before a change.
+ */
+export function dropMarks(schoolId: string, list: ListTable, marks: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`delete from list_changes where school_id = ${schoolId} and resource = ${list} and (change_seq, id) in (${marks})`;
+}
+
+/**
+ * The statement that appends the marks of the batch `seq` for the rows of `list` that `ids`
+ * (a query of their `id`) selects, in the key's order. None may have a mark of `seq` yet.
+ */
+export function appendMarks(schoolId: string, list: ListTable, seq: number, ids: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`insert into list_changes (school_id, resource, change_seq, id) select ${schoolId}, ${list}, ${seq}, id from (${ids}) as marked order by id`;
 }
 
 /** UTC now, whole seconds, as every stored timestamp. */

@@ -35,8 +35,13 @@ describe('importer: deletions and the change log', () => {
     batches: (await store.db.selectFrom('change_batches').select(['seq', 'committed_at']).where('school_id', '=', school).orderBy('seq').execute()).map((b) => ({ seq: Number(b.seq), at: b.committed_at })),
     tombstones: (await store.db.selectFrom('tombstones').select(['resource', 'id', 'change_seq']).where('school_id', '=', school).orderBy('resource').orderBy('id').execute()).map((r) => [r.resource, r.id, Number(r.change_seq)]),
   });
-  const seqs = async (school: string, table: 'students' | 'contracts' | 'payments' | 'lessons') =>
-    Object.fromEntries((await store.db.selectFrom(table).select(['id', 'change_seq']).where('school_id', '=', school).execute()).map((r) => [r.id, Number(r.change_seq)]));
+  /** Each record's change seq by id, checked against its change mark: one per record, none of a deleted one. */
+  const seqs = async (school: string, table: 'students' | 'contracts' | 'payments' | 'lessons') => {
+    const rows = (await store.db.selectFrom(table).select(['id', 'change_seq']).where('school_id', '=', school).orderBy('id').execute()).map((r) => [r.id, Number(r.change_seq)]);
+    const marks = (await store.db.selectFrom('list_changes').select(['id', 'change_seq']).where('school_id', '=', school).where('resource', '=', table).orderBy('id').execute()).map((r) => [r.id, Number(r.change_seq)]);
+    assert.deepEqual(marks, rows, `the marks of ${table} are its rows' seqs`);
+    return Object.fromEntries(rows);
+  };
 
   it('gives the first import seq 1 on every row and one batch; the same file again changes nothing', async () => {
     const school = await addSchool(store.db);

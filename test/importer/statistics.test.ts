@@ -39,8 +39,8 @@ describe('statistics after a large import', { skip: usePostgres() ? false : 'Pos
     assert.ok((await importData(store.db, school, { leads })).ok);
     const { rows } = await sql<{ attname: string }>`select attname from pg_stats where schemaname = current_schema() and tablename = 'leads'`.execute(store.db);
     const columns = new Set(rows.map((r) => r.attname));
-    for (const indexed of ['school_id', 'id', 'pos', 'status', 'created_at', 'change_seq']) assert.ok(columns.has(indexed), `leads.${indexed} has statistics`);
-    for (const text of ['full_name', 'phone', 'item']) assert.ok(!columns.has(text), `leads.${text} has none`);
+    for (const indexed of ['school_id', 'id', 'pos', 'status', 'created_at']) assert.ok(columns.has(indexed), `leads.${indexed} has statistics`);
+    for (const text of ['full_name', 'phone', 'item', 'change_seq']) assert.ok(!columns.has(text), `leads.${text} has none`);
   });
 
   it('analyzes a table with an index on an expression whole (named columns would leave the expression without statistics)', async () => {

@@ -1,9 +1,10 @@
 /**
  * The changes feed's query: one statement over the school's change log (docs/data-model.md,
  * "Change log"), so a page is read from one snapshot. The places after `after` are found
- * in the (school_id, change_seq, id) indexes alone, at most `limit` + 1 per table, merged in
- * the change order (seq, resource, id); only then are the page's items read, and each
- * change's JSON is made and joined by the database, as a list's body is (common/list.ts).
+ * in the keys of the change marks and the tombstones' index alone, at most `limit` + 1 per
+ * list, merged in the change order (seq, resource, id); only then are the page's items
+ * read, and each change's JSON is made and joined by the database, as a list's body is
+ * (common/list.ts).
  */
 import { sql, type RawBuilder } from 'kysely';
 import { asBytes, onPostgres, prepared, type Reader } from '../../db/index.js';
@@ -53,12 +54,12 @@ const andOne = (value: unknown) => sql`${value} + 1`;
  */
 const PART = 100;
 
-/** The places of one table's rows after the window's place. */
+/** The places of one list's rows after the window's place (their change marks). */
 function rowPlaces(table: ListTable, q: Window): RawBuilder<unknown> {
   const name = sql.lit(table);
   return sql`select * from (
-    select change_seq as seq, ${name} as resource, id, 1 as live from ${sql.table(table)}
-    where school_id = ${q.schoolId} and change_seq >= ${q.seq}
+    select change_seq as seq, ${name} as resource, id, 1 as live from list_changes
+    where school_id = ${q.schoolId} and resource = ${name} and change_seq >= ${q.seq}
       and (change_seq > ${q.seq} or ${name} > ${q.resource} or (${name} = ${q.resource} and id > ${q.id}))
     order by change_seq, id limit ${andOne(q.limit)}) as ${sql.id(`after_${table}`)}`;
 }
