@@ -37,10 +37,10 @@ describe('importer: deletions and the change log', () => {
   });
   /** Each record's change seq by id, checked against its change mark: one per record, none of a deleted one. */
   const seqs = async (school: string, table: 'students' | 'contracts' | 'payments' | 'lessons') => {
-    const rows = (await store.db.selectFrom(table).select(['id', 'change_seq']).where('school_id', '=', school).orderBy('id').execute()).map((r) => [r.id, Number(r.change_seq)]);
-    const marks = (await store.db.selectFrom('list_changes').select(['id', 'change_seq']).where('school_id', '=', school).where('resource', '=', table).orderBy('id').execute()).map((r) => [r.id, Number(r.change_seq)]);
+    const rows = (await store.db.selectFrom(table).select(['id', 'change_seq']).where('school_id', '=', school).orderBy('id').execute()).map((r): [string, number] => [r.id, Number(r.change_seq)]);
+    const marks = (await store.db.selectFrom('list_changes').select(['id', 'change_seq']).where('school_id', '=', school).where('resource', '=', table).orderBy('id').execute()).map((r): [string, number] => [r.id, Number(r.change_seq)]);
     assert.deepEqual(marks, rows, `the marks of ${table} are its rows' seqs`);
-    return Object.fromEntries(rows);
+    return Object.fromEntries(rows) as Record<string, number>;
   };
 
   it('gives the first import seq 1 on every row and one batch; the same file again changes nothing', async () => {

@@ -1,15 +1,10 @@
 /**
- * The lists' change marks in a table of their own, so that the lists' rows have no indexed
- * column that every change writes: `list_changes` holds, for every row of a list's table,
- * (school_id, resource, change_seq, id), all four its key, in the feed's order. The row keeps
- * its `change_seq` (no longer indexed), which names its mark. An import appends the marks of
- * the rows it changes and deletes their previous ones. On PostgreSQL an update that leaves a
- * row's indexed columns alone can then stay on the row's page (heap-only), and the lists'
- * tables leave half of each page for that (fillfactor 50; pages written before keep what they
- * hold until the table is rewritten).
- *
- * No foreign key to `schools`: its check would cost every mark a lookup, and nothing deletes
- * a school (docs/data-model.md, "Change log").
+ * The lists' change marks in a table of their own, `list_changes`: (school_id, resource,
+ * change_seq, id), all four the key, in the feed's order. The row keeps its `change_seq`,
+ * no longer indexed, which names its mark; so no indexed column of a list's row changes with
+ * every change, and on PostgreSQL an update that leaves the indexed columns alone can stay
+ * on the row's page (heap-only), for which the lists keep half of each page (fillfactor 50).
+ * No foreign key to `schools`: nothing deletes a school (docs/data-model.md, "Change log").
  */
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 
