@@ -108,9 +108,14 @@ async function freshTarget(dir: string): Promise<Target> {
   return { env: { ...base, DATABASE_URL: scoped.toString() }, url: scoped.toString(), schema };
 }
 
+/** The tables a school's records are stored in: the arrays' and the lists' change marks. */
+const STORED = [...ARRAY_NAMES, 'list_changes'] as const;
+
 /**
  * A bare COPY of the school's rows, table by table, into copies of the tables with the
- * same indexes and storage parameters: the store's own speed for the same rows. Returns rows and seconds.
+ * same indexes and storage parameters: the store's own speed for the same rows. The
+ * records' change marks (`list_changes`, what an index on the rows' seq held before
+ * migration 0016) are copied too. Returns the records' rows (not the marks) and seconds.
  */
 async function bareCopy(url: string, school: string, dir: string): Promise<{ rows: number; seconds: number }> {
   const client = new pg.Client({ connectionString: url });
@@ -118,7 +123,7 @@ async function bareCopy(url: string, school: string, dir: string): Promise<{ row
   let rows = 0;
   let seconds = 0;
   try {
-    for (const table of ARRAY_NAMES) {
+    for (const table of STORED) {
       const file = path.join(dir, `${table}.copy`);
       await pipeline(client.query(copyTo(`COPY (select * from ${table} where school_id = '${school}') TO STDOUT`)), fs.createWriteStream(file));
       await client.query(`drop table if exists copy_${table}`);
@@ -130,7 +135,7 @@ async function bareCopy(url: string, school: string, dir: string): Promise<{ row
       const stream = client.query(copyFrom(`COPY copy_${table} FROM STDIN`));
       await pipeline(fs.createReadStream(file), stream);
       seconds += Number(process.hrtime.bigint() - started) / 1e9;
-      rows += stream.rowCount;
+      if (table !== 'list_changes') rows += stream.rowCount;
       fs.rmSync(file);
     }
   } finally {
@@ -144,8 +149,9 @@ async function bareCopy(url: string, school: string, dir: string): Promise<{ row
  * prepared statement a row through the same driver, in one transaction, into copies of
  * the tables with the same indexes, on a connection set up as the import's. The rows go
  * in in the order the import writes them (a list's, else the key's), SQLite's fastest:
- * in the order of the file, the same inserts took nearly twice as long. The rows are read
- * into memory first; only the inserts and the commit are timed.
+ * in the order of the file, the same inserts took nearly twice as long. The change marks
+ * go too, in their key's order. The rows are read into memory first; only the inserts and
+ * the commit are timed.
  */
 function bareInsert(dataDir: string, school: string): { rows: number; seconds: number } {
   const database = new SQLite(sqlitePath({ dataDir }));
@@ -154,14 +160,15 @@ function bareInsert(dataDir: string, school: string): { rows: number; seconds: n
   try {
     setUpBulkSqlite(database);
     const quoted = (name: string) => `"${name}"`;
-    for (const table of ARRAY_NAMES) {
+    for (const table of STORED) {
       const copy = `copy_${table}`;
       const schema = database.prepare('select type, sql from sqlite_master where tbl_name = ? and sql is not null order by type desc').all(table) as { type: string; sql: string }[];
       database.exec(`drop table if exists ${quoted(copy)}`);
       for (const { sql } of schema) {
         database.exec(sql.replaceAll(quoted(table), quoted(copy)).replaceAll(`"${table}_`, `"${copy}_`));
       }
-      const data = database.prepare(`select * from ${quoted(table)} where school_id = ? order by ${isListTable(table) ? 'pos' : 'id'}`).raw().all(school) as unknown[][];
+      const order = table === 'list_changes' ? 'resource, change_seq, id' : isListTable(table) ? 'pos' : 'id';
+      const data = database.prepare(`select * from ${quoted(table)} where school_id = ? order by ${order}`).raw().all(school) as unknown[][];
       if (data.length === 0) continue;
       const insert = database.prepare(`insert into ${quoted(copy)} values (${data[0]!.map(() => '?').join(', ')})`);
       const started = process.hrtime.bigint();
@@ -169,7 +176,7 @@ function bareInsert(dataDir: string, school: string): { rows: number; seconds: n
       for (const row of data) insert.run(row);
       database.exec('commit');
       seconds += Number(process.hrtime.bigint() - started) / 1e9;
-      rows += data.length;
+      if (table !== 'list_changes') rows += data.length;
       database.exec(`drop table ${quoted(copy)}`);
     }
   } finally {
@@ -205,7 +212,7 @@ async function bulk(records: number, rounds: number): Promise<void> {
       const bare = target.url ? await bareCopy(target.url, school.id, dir) : bareInsert(target.env.SCHOOL_DATA_DIR!, school.id);
       const ratio = records / run.seconds / (bare.rows / bare.seconds);
       ratios.get(label)!.push(ratio);
-      say(`  bare ${how === 'COPY' ? how : 'INSERT (one prepared statement a row, one transaction)'} of the same ${bare.rows.toLocaleString('en-US')} rows into the same tables and indexes: ${bare.seconds.toFixed(1)} s, ${Math.round(bare.rows / bare.seconds).toLocaleString('en-US')} rows/s`);
+      say(`  bare ${how === 'COPY' ? how : 'INSERT (one prepared statement a row, one transaction)'} of the same ${bare.rows.toLocaleString('en-US')} rows and their change marks into the same tables and indexes: ${bare.seconds.toFixed(1)} s, ${Math.round(bare.rows / bare.seconds).toLocaleString('en-US')} rows/s`);
       say(`  import ${label}: ${ratio.toFixed(2)} of the bare ${how}'s speed`);
     }
   }
