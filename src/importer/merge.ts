@@ -48,6 +48,20 @@ function differs(db: Kysely<unknown>, array: ArrayName, stored: string, staged: 
   return sql<boolean>`not (${sql.join(columns.map((c) => sql`${sql.ref(`${stored}.${c}`)} is ${sql.ref(`${staged}.${c}`)}`), sql` and `)})`;
 }
 
+/**
+ * SQLite: a trigger of the connection's own (dropped after the one update it serves, or by
+ * the rollback) that moves the change mark of each row of `list` whose seq changes.
+ */
+function marksMoved(list: ListTable): RawBuilder<unknown> {
+  const resource = sql.lit(list);
+  return sql`create temp trigger marks_moved after update of change_seq on main.${sql.table(list)}
+             for each row when old.change_seq <> new.change_seq
+             begin
+               delete from list_changes where school_id = old.school_id and resource = ${resource} and change_seq = old.change_seq and id = old.id;
+               insert into list_changes (school_id, resource, change_seq, id) values (new.school_id, ${resource}, new.change_seq, new.id);
+             end`;
+}
+
 /** Contracts read and written per statement when their balances are made. */
 const BALANCE_BATCH = 500;
 
@@ -170,16 +184,13 @@ export class Merge {
       );
       this.counts.updated += updated.changed;
     } else if (stored !== 0) {
-      if (list) {
-        // SQLite has no writes inside WITH: the marks of the rows about to change move first.
-        const changed = sql`from ${stage} s join ${table} r on r.school_id = ${this.schoolId} and r.id = s.id where ${differs(this.q.db as never, array, 'r', 's')}`;
-        await this.q.run(dropMarks(this.schoolId, list, sql`select r.change_seq, r.id ${changed}`).compile(this.q.db));
-        await this.q.run(appendMarks(this.schoolId, list, this.seq, sql`select s.id ${changed}`).compile(this.q.db));
-      }
+      // SQLite has no writes inside WITH: a trigger of this statement's own moves the marks.
+      if (list) await this.q.run(marksMoved(list).compile(this.q.db));
       const update = sql`update ${target} set ${set}${list ? sql`, change_seq = ${this.seq}` : sql``}${leaves}
               from ${source}
              where ${table}.school_id = ${school} and ${table}.id = s.id and ${differs(this.q.db as never, array, array, 's')}`;
       this.counts.updated += (await run(update)).changed;
+      if (list) await this.q.run(sql`drop trigger temp.marks_moved`.compile(this.q.db));
     }
 
     const all = ['school_id', 'id', ...columns, ...merged];
