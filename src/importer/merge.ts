@@ -171,7 +171,8 @@ export class Merge {
     const run = (statement: RawBuilder<unknown>) => (byKey ? this.byKeyInOrder(statement) : this.q.run(statement.compile(this.q.db)));
     // A list that has none of the staged rows has nothing to update.
     if (stored !== 0 && list && pg) {
-      // The changed rows with the seq they had, then their marks moved, in one statement.
+      // The changed rows with the seq they had, then their marks moved, in one statement (a
+      // row this import had marked already keeps its mark and is counted once).
       const changed = sql`(select s.*, o.change_seq as old_seq from ${source} join ${table} o on o.school_id = ${school} and o.id = s.id
                             where ${differs(this.q.db as never, array, 'o', 's')}) s`;
       const updated = await run(
@@ -179,8 +180,8 @@ export class Merge {
               update ${target} set ${set}, change_seq = ${this.seq}${leaves} from ${changed}
                where ${table}.school_id = ${school} and ${table}.id = s.id
               returning ${table}.id, s.old_seq),
-            gone as (${dropMarks(this.schoolId, list, sql`select old_seq, id from written`)})
-            ${appendMarks(this.schoolId, list, this.seq, sql`select id from written`)}`,
+            gone as (${dropMarks(this.schoolId, list, sql`select old_seq, id from written where old_seq <> ${this.seq}`)})
+            ${appendMarks(this.schoolId, list, this.seq, sql`select id from written where old_seq <> ${this.seq}`)}`,
       );
       this.counts.updated += updated.changed;
     } else if (stored !== 0) {

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { importData, type ImportResult } from '../../src/importer/index.js';
 import { createKey } from '../../src/management/keys.js';
+import { LIST_TABLES } from '../../src/resources/items.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 import { addSchool, sampleFile, snapshot } from './helpers.js';
@@ -30,17 +31,28 @@ describe('importer: deletions and the change log', () => {
     await store.close();
   });
 
-  const log = async (school: string) => ({
+  /** Every list's change marks are its rows' (id, seq): one per record, none of a deleted one. */
+  const marksMatch = async (school: string) => {
+    for (const table of LIST_TABLES) {
+      const rows = (await store.db.selectFrom(table).select(['id', 'change_seq']).where('school_id', '=', school).orderBy('id').execute()).map((r): [string, number] => [r.id, Number(r.change_seq)]);
+      const marks = (await store.db.selectFrom('list_changes').select(['id', 'change_seq']).where('school_id', '=', school).where('resource', '=', table).orderBy('id').execute()).map(
+        (r): [string, number] => [r.id, Number(r.change_seq)],
+      );
+      assert.deepEqual(marks, rows, `the marks of ${table} are its rows' seqs`);
+    }
+  };
+  const log = async (school: string) => {
+    await marksMatch(school);
+    return {
     version: Number((await store.db.selectFrom('schools').select('data_version').where('id', '=', school).executeTakeFirstOrThrow()).data_version),
     batches: (await store.db.selectFrom('change_batches').select(['seq', 'committed_at']).where('school_id', '=', school).orderBy('seq').execute()).map((b) => ({ seq: Number(b.seq), at: b.committed_at })),
     tombstones: (await store.db.selectFrom('tombstones').select(['resource', 'id', 'change_seq']).where('school_id', '=', school).orderBy('resource').orderBy('id').execute()).map((r) => [r.resource, r.id, Number(r.change_seq)]),
-  });
+    };
+  };
   /** Each record's change seq by id, checked against its change mark: one per record, none of a deleted one. */
   const seqs = async (school: string, table: 'students' | 'contracts' | 'payments' | 'lessons') => {
-    const rows = (await store.db.selectFrom(table).select(['id', 'change_seq']).where('school_id', '=', school).orderBy('id').execute()).map((r): [string, number] => [r.id, Number(r.change_seq)]);
-    const marks = (await store.db.selectFrom('list_changes').select(['id', 'change_seq']).where('school_id', '=', school).where('resource', '=', table).orderBy('id').execute()).map((r): [string, number] => [r.id, Number(r.change_seq)]);
-    assert.deepEqual(marks, rows, `the marks of ${table} are its rows' seqs`);
-    return Object.fromEntries(rows) as Record<string, number>;
+    await marksMatch(school);
+    return Object.fromEntries((await store.db.selectFrom(table).select(['id', 'change_seq']).where('school_id', '=', school).execute()).map((r) => [r.id, Number(r.change_seq)])) as Record<string, number>;
   };
 
   it('gives the first import seq 1 on every row and one batch; the same file again changes nothing', async () => {
@@ -79,6 +91,7 @@ describe('importer: deletions and the change log', () => {
   it('writes a contract once, with its balance, when its record and its payments change together', async () => {
     const school = await addSchool(store.db);
     const contract = async (id: string) => {
+      await marksMatch(school);
       const row = await store.db.selectFrom('contracts').select(['paid_minor', 'item', 'change_seq']).where('school_id', '=', school).where('id', '=', id).executeTakeFirstOrThrow();
       return { paid: Number(row.paid_minor), shown: (JSON.parse(row.item) as Json).paid, seq: Number(row.change_seq) };
     };
@@ -266,6 +279,7 @@ describe('importer: deletions and the change log', () => {
     ok(emptied);
     assert.deepEqual([emptied.deleted.leads, emptied.deleted.lessons], [1, 0]);
     assert.deepEqual((await snapshot(store.db, school)).leads, []);
+    await marksMatch(school);
   });
 
   it('prunes tombstones older than the retention and remembers the highest seq dropped', async () => {
