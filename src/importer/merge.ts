@@ -2,9 +2,9 @@
  * The merge: in one transaction under the school's lock, the staged rows become the
  * school's rows. Only real changes are written: a staged row identical to the stored one
  * is left alone, and each row that does change (or is new) gets the import's change seq,
- * and its change mark moves to it. Then the deletions (with their tombstones), the day totals and contract balances of
- * what changed, the items of contracts whose balance moved, and the lists' positions
- * (src/importer/read-model.ts).
+ * and its change mark moves to it. Then the deletions (with their tombstones), the day
+ * totals and contract balances of what changed, the items of contracts whose balance
+ * moved, and the lists' positions (src/importer/read-model.ts).
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { onPostgres } from '../db/index.js';

@@ -1,12 +1,12 @@
 /**
  * The school's lock and change sequence. Imports into one school are serialised by the
  * lock, and an import that changes something takes `seq = data_version + 1`, writes it on
- * every row it changed and moves the rows' marks to it (`list_changes`: dropMarks, then
- * appendMarks), and records the batch (`change_batches`, `schools.data_version`)
- * as the last thing before its commit. Once it commits, no response stored for the
- * earlier data is served again (src/resources/cache.ts keys them by data_version). Each
- * batch has a random stamp besides: after a restored copy of the database, a seq taken
- * again names another stamp, so entity tags and feed cursors of the lost data do not match.
+ * every row it changed and moves the rows' change marks to it (`list_changes`), and
+ * records the batch (`change_batches`, `schools.data_version`) as the last thing before
+ * its commit. Once it commits, no response stored for the earlier data is served again
+ * (src/resources/cache.ts keys them by data_version). Each batch has a random stamp
+ * besides: after a restored copy of the database, a seq taken again names another stamp,
+ * so entity tags and feed cursors of the lost data do not match.
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
