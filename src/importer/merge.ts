@@ -18,7 +18,7 @@ import { ROW_COLUMNS } from './rows.js';
 import type { Sql } from './run.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
 import { goneTable, MERGED_COLUMNS, stageTable } from './stage.js';
-import { appendMarks, dropMarks } from './write.js';
+import { appendMarks, dropMarks, moveMarks } from './write.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tables are chosen at run time
 type Untyped = Kysely<any>;
@@ -397,13 +397,7 @@ export class Merge {
         const item = itemOf('contracts', { ...row, paid_minor: balance });
         return sql`(${row.id}, cast(${balance} as bigint), ${item})`;
       });
-      // The marks of those this import had not marked yet move to its seq.
-      const earlier = rows.filter((row) => Number(row.change_seq) !== this.seq);
-      if (earlier.length > 0) {
-        const marks = sql.join(earlier.map((row) => sql`(cast(${Number(row.change_seq)} as bigint), ${row.id})`));
-        await this.q.run(dropMarks(this.schoolId, 'contracts', sql`values ${marks}`).compile(this.q.db));
-        await this.q.run(appendMarks(this.schoolId, 'contracts', this.seq, sql`select id from contracts where school_id = ${this.schoolId} and id in (${sql.join(earlier.map((row) => row.id))})`).compile(this.q.db));
-      }
+      await moveMarks(this.q, this.schoolId, 'contracts', this.seq, rows.map((row) => ({ id: row.id as string, seq: Number(row.change_seq) })));
       if (values.length > 0) {
         await this.q.run(
           sql`with v(id, paid, item) as (values ${sql.join(values)})

@@ -9,7 +9,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { BLOCK_ROWS, BLOCK_SPAN, itemJson, LIST_MODELS, LIST_TABLES, type ListRow, type ListTable } from '../resources/items.js';
 import { viaKysely, type Sql } from './run.js';
-import { appendMarks, dropMarks, lockSchool, recordBatch } from './write.js';
+import { lockSchool, moveMarks, recordBatch } from './write.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the table is chosen at run time; each caller's rows are typed
 type Untyped = Kysely<any>;
@@ -300,19 +300,14 @@ export async function remakeItems(q: Sql, table: ListTable, schoolId: string, se
     if (after !== null) query = query.where('id', '>', after);
     const rows = (await q.run(query.orderBy('id').limit(BATCH))).rows;
     const differ: [string, string][] = [];
-    const marked: RawBuilder<unknown>[] = [];
+    const marked: { id: string; seq: number }[] = [];
     for (const row of rows) {
       const item = itemOf(table, row);
       if (item === row.item) continue;
       differ.push([row.id as string, item]);
-      if (seq !== null && Number(row.change_seq) !== seq) marked.push(sql`(cast(${Number(row.change_seq)} as bigint), ${row.id})`);
+      marked.push({ id: row.id as string, seq: Number(row.change_seq) });
     }
-    if (marked.length > 0) {
-      // The marks move before the rows' seq does: the rows' ids name the new ones.
-      await q.run(dropMarks(schoolId, table, sql`values ${sql.join(marked)}`).compile(q.db));
-      const ids = sql.join(differ.map(([id]) => id));
-      await q.run(appendMarks(schoolId, table, seq!, sql`select id from ${sql.table(table)} where school_id = ${schoolId} and id in (${ids}) and change_seq <> ${seq}`).compile(q.db));
-    }
+    if (seq !== null) await moveMarks(q, schoolId, table, seq, marked);
     if (differ.length > 0) {
       const values = sql.join(differ.map(([id, item]) => sql`(${id}, ${item})`));
       await q.run(

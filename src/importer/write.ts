@@ -54,6 +54,18 @@ export function appendMarks(schoolId: string, list: ListTable, seq: number, ids:
   return sql`insert into list_changes (school_id, resource, change_seq, id) select ${schoolId}, ${list}, ${seq}, id from (${ids}) as marked order by id`;
 }
 
+/**
+ * Moves the change marks of `rows` of `list` (each id with the seq its row has now) to the
+ * batch `seq`, before the rows themselves take it; a row already at `seq` keeps its mark.
+ */
+export async function moveMarks(q: Sql, schoolId: string, list: ListTable, seq: number, rows: readonly { id: string; seq: number }[]): Promise<void> {
+  const moving = rows.filter((row) => row.seq !== seq);
+  if (moving.length === 0) return;
+  await q.run(dropMarks(schoolId, list, sql`values ${sql.join(moving.map((row) => sql`(cast(${row.seq} as bigint), ${row.id})`))}`).compile(q.db));
+  const ids = sql`select id from ${sql.table(list)} where school_id = ${schoolId} and id in (${sql.join(moving.map((row) => row.id))})`;
+  await q.run(appendMarks(schoolId, list, seq, ids).compile(q.db));
+}
+
 /** UTC now, whole seconds, as every stored timestamp. */
 export function utcNow(): string {
   return `${new Date().toISOString().slice(0, 19)}Z`;
