@@ -25,6 +25,7 @@ import * as m0013 from './migrations/0013_tombstone_place.js';
 import * as m0014 from './migrations/0014_key_watchers.js';
 import * as m0015 from './migrations/0015_month_totals.js';
 import * as m0016 from './migrations/0016_list_changes.js';
+import * as m0017 from './migrations/0017_import_tables_unchecked.js';
 import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
@@ -77,6 +78,7 @@ const migrations: Record<string, Migration> = {
   '0014_key_watchers': m0014,
   '0015_month_totals': m0015,
   '0016_list_changes': m0016,
+  '0017_import_tables_unchecked': m0017,
 };
 
 export function sqlitePath(config: Pick<Config, 'dataDir'>): string {

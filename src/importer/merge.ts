@@ -172,15 +172,17 @@ export class Merge {
     // A list that has none of the staged rows has nothing to update.
     if (stored !== 0 && list && pg) {
       // The changed rows with the seq they had, then their marks moved, in one statement (a
-      // row this import had marked already keeps its mark and is counted once).
-      const changed = sql`(select s.*, o.change_seq as old_seq from ${source} join ${table} o on o.school_id = ${school} and o.id = s.id
+      // row this import had marked already keeps its mark and is counted once). Each stored
+      // row is found once, by its key; the update takes it by its place (ctid): no other
+      // statement writes the school's rows while the import holds its lock.
+      const changed = sql`(select s.*, o.ctid as stored_row, o.change_seq as old_seq from ${source} join ${table} o on o.school_id = ${school} and o.id = s.id
                             where ${differs(this.q.db as never, array, 'o', 's')}) s`;
       const updated = await run(
         sql`with written as (
               update ${target} set ${set}, change_seq = ${this.seq}${leaves} from ${changed}
-               where ${table}.school_id = ${school} and ${table}.id = s.id
+               where ${table}.ctid = s.stored_row
               returning ${table}.id, s.old_seq),
-            gone as (${dropMarks(this.schoolId, list, sql`select old_seq, id from written where old_seq <> ${this.seq}`)})
+            gone as (${dropMarks(this.q, this.schoolId, list, sql`select old_seq, id from written where old_seq <> ${this.seq}`)})
             ${appendMarks(this.schoolId, list, this.seq, sql`select id from written where old_seq <> ${this.seq}`)}`,
       );
       this.counts.updated += updated.changed;
@@ -310,7 +312,7 @@ export class Merge {
       await this.q.run(
         sql`insert into tombstones (school_id, resource, id, change_seq) select ${this.schoolId}, ${array}, id, ${this.seq} from ${gone}`.compile(this.q.db),
       );
-      await this.q.run(dropMarks(this.schoolId, array, sql`select r.change_seq, r.id from ${table} r join ${gone} g on g.id = r.id where r.school_id = ${this.schoolId}`).compile(this.q.db));
+      await this.q.run(dropMarks(this.q, this.schoolId, array, sql`select r.change_seq, r.id from ${table} r join ${gone} g on g.id = r.id where r.school_id = ${this.schoolId}`).compile(this.q.db));
     }
     const deleted = await this.q.run(sql`delete from ${table} where school_id = ${this.schoolId} and id in (select id from ${gone})`.compile(this.q.db));
     if (deleted.changed > 0) this.deletedFrom.add(array);

@@ -22,8 +22,8 @@ const SCHOOL_DATA_LOCK_CLASS = 0x5d_a7b;
  * PostgreSQL takes an advisory lock of the school's data, not a lock of its row: an
  * import holds it from its first record read to its commit, and a lock of the row would
  * stop whatever locks the row meanwhile, such as the key changes of the school's director
- * (the row is locked by the import's own writes only as far as their foreign keys do, and
- * at its end, by the data version's update). Only the holders of this lock change the
+ * (the import locks the row only at its end, by the data version's update: the tables it
+ * writes have no foreign key to it on PostgreSQL). Only the holders of this lock change the
  * data version. SQLite has one writer at a time, taken here by a write that changes
  * nothing (a SQLite transaction that read first could not upgrade to writing once another
  * connection had written).
@@ -41,9 +41,13 @@ export async function lockSchool(q: Sql, schoolId: string): Promise<number> {
 /**
  * The statement that deletes the change marks of rows of `list` that `marks` (a query of
  * their `change_seq` and `id`, in that order) names: what a row's seq was before a change.
+ * PostgreSQL finds them in the key's order, so that many are found page after page.
  */
-export function dropMarks(schoolId: string, list: ListTable, marks: RawBuilder<unknown>): RawBuilder<unknown> {
-  return sql`delete from list_changes where school_id = ${schoolId} and resource = ${list} and (change_seq, id) in (${marks})`;
+export function dropMarks(q: Sql, schoolId: string, list: ListTable, marks: RawBuilder<unknown>): RawBuilder<unknown> {
+  if (!onPostgres(q.db)) return sql`delete from list_changes where school_id = ${schoolId} and resource = ${list} and (change_seq, id) in (${marks})`;
+  return sql`delete from list_changes using (select * from (${marks}) as m order by 1, 2) as gone (change_seq, id)
+              where list_changes.school_id = ${schoolId} and list_changes.resource = ${list}
+                and list_changes.change_seq = gone.change_seq and list_changes.id = gone.id`;
 }
 
 /**
@@ -61,7 +65,7 @@ export function appendMarks(schoolId: string, list: ListTable, seq: number, ids:
 export async function moveMarks(q: Sql, schoolId: string, list: ListTable, seq: number, rows: readonly { id: string; seq: number }[]): Promise<void> {
   const moving = rows.filter((row) => row.seq !== seq);
   if (moving.length === 0) return;
-  await q.run(dropMarks(schoolId, list, sql`values ${sql.join(moving.map((row) => sql`(cast(${row.seq} as bigint), ${row.id})`))}`).compile(q.db));
+  await q.run(dropMarks(q, schoolId, list, sql`values ${sql.join(moving.map((row) => sql`(cast(${row.seq} as bigint), ${row.id})`))}`).compile(q.db));
   const ids = sql`select id from ${sql.table(list)} where school_id = ${schoolId} and id in (${sql.join(moving.map((row) => row.id))})`;
   await q.run(appendMarks(schoolId, list, seq, ids).compile(q.db));
 }

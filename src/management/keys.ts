@@ -203,8 +203,9 @@ function checkName(rawName: string): Outcome<string> {
  * The school locked for a key change (on PostgreSQL the row is locked, so two concurrent
  * creates cannot both pass the limit, nor the plan change under them; SQLite runs one
  * write transaction at a time), with its count of active keys, or why no key can be made
- * for it. The lock does not stop the writes of a running import, whose foreign keys share
- * the row's key (FOR NO KEY UPDATE, not FOR UPDATE).
+ * for it. The lock does not stop the writes that only refer to the school, whose foreign
+ * keys share the row's key (FOR NO KEY UPDATE, not FOR UPDATE); a running import locks the
+ * row only with the data version's update just before its commit.
  */
 async function placeForKey(trx: Transaction<Database>, schoolId: string, now: string, policy: KeyPolicy): Promise<Outcome<null>> {
   let schoolQuery = trx.selectFrom('schools').select(['id', 'plan']).where('id', '=', schoolId);

@@ -2,7 +2,8 @@
  * PostgreSQL: an import that changes only unindexed columns of a list's rows updates them in
  * place (heap-only): a row's change mark is in `list_changes`, not an indexed column of the
  * row, and the lists' pages keep room for the next versions (fillfactor 50). The list's
- * indexes then get no new entries: none of them grows.
+ * indexes then get no new entries: none of them grows. And no row an import writes waits
+ * for a foreign key's check of its school (migration 0017).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -39,5 +40,12 @@ describe('a list updated in place', { skip: usePostgres() ? false : 'PostgreSQL 
     assert.deepEqual(await indexSizes(), before, "every lead's new version stayed on its page: no index grew");
     const marks = await store.db.selectFrom('list_changes').select(['change_seq']).distinct().where('school_id', '=', school).where('resource', '=', 'leads').execute();
     assert.deepEqual(marks.map((m) => Number(m.change_seq)), [2]);
+  });
+
+  it('checks no foreign key to the schools on the tables an import writes', async () => {
+    const { rows } = await sql<{ name: string }>`select conrelid::regclass::text as name from pg_constraint
+                                                  where contype = 'f' and confrelid = 'schools'::regclass order by 1`.execute(store.db);
+    // The school's keys, directors and key events keep theirs: none is written by an import.
+    assert.deepEqual(rows.map((r) => r.name), ['api_keys', 'directors', 'key_events']);
   });
 });
