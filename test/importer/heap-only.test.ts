@@ -41,6 +41,15 @@ describe('a list updated in place', { skip: usePostgres() ? false : 'PostgreSQL 
     const marks = await store.db.selectFrom('list_changes').select(['change_seq']).distinct().where('school_id', '=', school).where('resource', '=', 'leads').execute();
     assert.deepEqual(marks.map((m) => Number(m.change_seq)), [2]);
   });
+});
+
+describe('the tables an import writes', { skip: usePostgres() ? false : 'PostgreSQL only: SQLite keeps its foreign keys' }, () => {
+  let store: TestStore;
+
+  before(async () => {
+    store = await createTestStore();
+  });
+  after(() => store.close());
 
   it('checks no foreign key to the schools on the tables an import writes', async () => {
     const { rows } = await sql<{ name: string }>`select conrelid::regclass::text as name from pg_constraint
