@@ -78,11 +78,12 @@ export function importFile(db: Kysely<Database>, schoolId: string, file: string,
 
 const perArray = (n: (a: ArrayName) => number) => Object.fromEntries(ARRAY_NAMES.map((a) => [a, n(a)])) as Record<ArrayName, number>;
 
+/** The refusal of an import into a school that is not there (or was removed while it ran). */
+const noSchool = (schoolId: string): ImportResult => ({ ok: false, errors: [{ array: null, index: null, field: null, reason: `school "${schoolId}" does not exist` }] });
+
 async function runImport(db: Kysely<Database>, schoolId: string, source: Source, options: ImportOptions): Promise<ImportResult> {
   const school = await db.selectFrom('schools').select('currency').where('id', '=', schoolId).executeTakeFirst();
-  if (!school) {
-    return { ok: false, errors: [{ array: null, index: null, field: null, reason: `school "${schoolId}" does not exist` }] };
-  }
+  if (!school) return noSchool(schoolId);
   const conn = await openBulkConnection(db);
   const transaction = { begun: false, committed: false };
   try {
@@ -106,6 +107,7 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
     const early = conn.dialect === 'postgres';
     if (early) {
       work = await beginMerge(conn, schoolId, source.estimate < STATISTICS_AFTER, transaction, step);
+      if (!work) return noSchool(schoolId);
       current = null;
     }
     const stage = new Stage(
@@ -140,6 +142,7 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
     if (!work) {
       const small = ARRAY_NAMES.reduce((n, a) => n + stage.staged[a] + intake.deletes[a].size, 0) < STATISTICS_AFTER;
       work = await beginMerge(conn, schoolId, small, transaction, step);
+      if (!work) return noSchool(schoolId);
     }
     const result = await merge(conn, schoolId, intake, stage, errors, options, step, work, transaction);
     // The school's data version moved: every PostgreSQL server drops the key rows it kept with the old one.
@@ -172,7 +175,8 @@ type StepReport = (step: MergeStep, records?: number) => void;
  * import of the school to commit); the Merge it returns writes with the import's seq.
  * `small`: an import of few rows.
  */
-async function beginMerge(conn: BulkConnection, schoolId: string, small: boolean, transaction: { begun: boolean }, step: StepReport): Promise<Merge> {
+/** Begins the merge's transaction and takes the school's lock; null when the school is gone meanwhile. */
+async function beginMerge(conn: BulkConnection, schoolId: string, small: boolean, transaction: { begun: boolean }, step: StepReport): Promise<Merge | null> {
   // SQLite: take the write lock now; a transaction that read first could not write later if another connection wrote meanwhile.
   await conn.run(CompiledQuery.raw(conn.dialect === 'sqlite' ? 'begin immediate' : 'begin'));
   transaction.begun = true;
@@ -183,6 +187,7 @@ async function beginMerge(conn: BulkConnection, schoolId: string, small: boolean
   }
   step('locking the school');
   const version = await lockSchool(conn, schoolId);
+  if (version === null) return null;
   const work = new Merge(conn, schoolId, version + 1);
   await work.createTouched();
   return work;
@@ -247,7 +252,8 @@ async function merge(
   await work.refreshTotals();
   await work.placeChanges();
   await pruneTombstones(conn, schoolId, options.tombstoneDays ?? DEFAULT_TOMBSTONE_DAYS);
-  await recordBatch(conn, schoolId, work.seq);
+  // Removed by hand without its lock (docs/operations.md): nothing of it may be committed.
+  if (!(await recordBatch(conn, schoolId, work.seq))) return noSchool(schoolId);
   step('commit');
   await conn.run(CompiledQuery.raw('commit'));
   transaction.committed = true;

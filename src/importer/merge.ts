@@ -180,7 +180,7 @@ export class Merge {
       const updated = await run(
         sql`with written as (
               update ${target} set ${set}, change_seq = ${this.seq}${leaves} from ${changed}
-               where ${table}.ctid = s.stored_row
+               where ${table}.ctid = s.stored_row and ${table}.school_id = ${school}
               returning ${table}.id, s.old_seq),
             gone as (${dropMarks(this.q, this.schoolId, list, sql`select old_seq, id from written where old_seq <> ${this.seq}`)})
             ${appendMarks(this.schoolId, list, this.seq, sql`select id from written where old_seq <> ${this.seq}`)}`,

@@ -332,14 +332,22 @@ export async function remakeItems(q: Sql, table: ListTable, schoolId: string, se
  */
 export async function remakeAllItems(db: Kysely<Database>): Promise<void> {
   const schools = await db.selectFrom('schools').select('id').orderBy('id').execute();
+  // Thrown to roll back the items of a school removed by hand while they were made.
+  const removed = new Error('school removed');
   for (const { id } of schools) {
-    await db.transaction().execute(async (trx) => {
-      const q = viaKysely(trx);
-      const version = await lockSchool(q, id);
-      let changed = 0;
-      for (const table of LIST_TABLES) changed += await remakeItems(q, table, id, version + 1);
-      if (changed > 0) await recordBatch(q, id, version + 1);
-    });
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        const q = viaKysely(trx);
+        const version = await lockSchool(q, id);
+        if (version === null) return;
+        let changed = 0;
+        for (const table of LIST_TABLES) changed += await remakeItems(q, table, id, version + 1);
+        if (changed > 0 && !(await recordBatch(q, id, version + 1))) throw removed;
+      })
+      .catch((err: unknown) => {
+        if (err !== removed) throw err;
+      });
   }
 }
 
@@ -364,7 +372,7 @@ export async function layOutAll(db: Kysely<Database>): Promise<void> {
   for (const { id } of schools) {
     await db.transaction().execute(async (trx) => {
       const q = viaKysely(trx);
-      await lockSchool(q, id);
+      if ((await lockSchool(q, id)) === null) return;
       for (const table of LIST_TABLES) await layOut(q, table, id);
     });
   }

@@ -14,11 +14,15 @@ import { onPostgres } from '../db/index.js';
 import type { ListTable } from '../resources/items.js';
 import type { Sql } from './run.js';
 
-/** First key of the two-key advisory lock of a school's data; the second is the schema and the school's id hashed. */
+/**
+ * First key of the two-key advisory lock of a school's data; the second is the schema and
+ * the school's id hashed. docs/operations.md names it (383611) for removing a school by hand.
+ */
 const SCHOOL_DATA_LOCK_CLASS = 0x5d_a7b;
 
 /**
- * Takes the school's lock inside the caller's transaction and returns its data version.
+ * Takes the school's lock inside the caller's transaction and returns its data version,
+ * or null when the school is no longer there (removed by hand since the caller looked).
  * PostgreSQL takes an advisory lock of the school's data, not a lock of its row: an
  * import holds it from its first record read to its commit, and a lock of the row would
  * stop whatever locks the row meanwhile, such as the key changes of the school's director
@@ -28,14 +32,14 @@ const SCHOOL_DATA_LOCK_CLASS = 0x5d_a7b;
  * nothing (a SQLite transaction that read first could not upgrade to writing once another
  * connection had written).
  */
-export async function lockSchool(q: Sql, schoolId: string): Promise<number> {
+export async function lockSchool(q: Sql, schoolId: string): Promise<number | null> {
   if (onPostgres(q.db)) {
     await q.run(sql`select pg_advisory_xact_lock(${sql.lit(SCHOOL_DATA_LOCK_CLASS)}, hashtext(current_schema() || '/' || ${schoolId}))`.compile(q.db));
   } else {
     await q.run(q.db.updateTable('schools').set((eb) => ({ data_version: eb.ref('data_version') })).where('id', '=', schoolId));
   }
   const { rows } = await q.run(q.db.selectFrom('schools').select('data_version').where('id', '=', schoolId));
-  return Number(rows[0]?.data_version ?? 0);
+  return rows[0] ? Number(rows[0].data_version ?? 0) : null;
 }
 
 /**
@@ -77,12 +81,16 @@ export function utcNow(): string {
 
 /**
  * Records the batch `seq` of the school: its commit time (now: call it last), a random
- * stamp, and the school's data version and stamp.
+ * stamp, and the school's data version and stamp. False, and nothing recorded, when the
+ * school's row is gone: the caller must not commit (on PostgreSQL no foreign key would
+ * stop rows of a school that is not there).
  */
-export async function recordBatch(q: Sql, schoolId: string, seq: number): Promise<void> {
+export async function recordBatch(q: Sql, schoolId: string, seq: number): Promise<boolean> {
   const stamp = randomBytes(6).toString('base64url');
-  await q.run(q.db.updateTable('schools').set({ data_version: seq, data_stamp: stamp }).where('id', '=', schoolId));
+  const school = await q.run(q.db.updateTable('schools').set({ data_version: seq, data_stamp: stamp }).where('id', '=', schoolId));
+  if (school.changed === 0) return false;
   await q.run(q.db.insertInto('change_batches').values({ school_id: schoolId, seq, committed_at: utcNow(), stamp }));
+  return true;
 }
 
 /**

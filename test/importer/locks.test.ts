@@ -1,7 +1,9 @@
 /**
  * What a long import leaves free (PostgreSQL, where an import holds its transaction from
  * the first record read to its commit): a director can create and revoke the school's keys
- * while it runs; a second import of the same school waits for the first.
+ * while it runs; a second import of the same school waits for the first; the removal of a
+ * school by hand, as docs/operations.md gives it, waits for the import, and an import that
+ * meets a school removed meanwhile is refused with nothing of it left.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -9,10 +11,28 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { importFile, importData } from '../../src/importer/index.js';
 import { createKey, revokeKey } from '../../src/management/keys.js';
 import { createTestStore, usePostgres, type TestStore } from '../helpers/store.js';
 import { addSchool } from './helpers.js';
+
+/** The PostgreSQL block of docs/operations.md, "Removing a school by hand", for `school`. */
+function removalBlock(school: string): string {
+  const doc = fs.readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('## Removing a school by hand'));
+  const block = /```sql\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(block?.includes('sch_0123456789ab'), 'docs/operations.md has the removal block');
+  return block!.replaceAll('sch_0123456789ab', school);
+}
+
+/** Rows of `school` left in the tables an import writes. */
+async function rowsLeft(db: TestStore['db'], school: string): Promise<number> {
+  const tables = ['students', 'groups', 'leads', 'list_changes', 'list_blocks', 'change_batches', 'tombstones'];
+  let n = 0;
+  for (const table of tables) n += Number((await sql<{ n: string }>`select count(*) as n from ${sql.table(table)} where school_id = ${school}`.execute(db)).rows[0]!.n);
+  return n;
+}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -99,5 +119,56 @@ describe('an import running on PostgreSQL', { skip: usePostgres() ? false : 'Pos
     assert.deepEqual(batches.map((b) => Number(b.seq)), [1, 2]);
     const leads = await store.db.selectFrom('leads').select('id').where('school_id', '=', school).orderBy('id').execute();
     assert.deepEqual(leads.map((l) => l.id), ['ld-1', 'ld-2']);
+  });
+
+  it('makes the removal of the school by hand wait for the import, then removes all it wrote', async () => {
+    const school = await addSchool(store.db);
+    const held = await heldImport(school);
+    const removing = sql.raw(removalBlock(school)).execute(store.db);
+    assert.equal(await within(1_000, removing), 'waiting', 'the removal did not wait for the import');
+    assert.ok((await held.finish()).ok);
+    await removing;
+    assert.equal(await rowsLeft(store.db, school), 0);
+    assert.equal((await store.db.selectFrom('schools').select('id').where('id', '=', school).execute()).length, 0);
+  });
+
+  it('refuses an import whose school is removed before it takes the lock, and leaves nothing of it', async () => {
+    const school = await addSchool(store.db);
+    // The removal holds the school's lock and has deleted the rows, not yet committed.
+    const remover = new pg.Client({ connectionString: store.url! });
+    await remover.connect();
+    try {
+      await remover.query('begin');
+      await remover.query(removalBlock(school));
+      const importing = importData(store.db, school, { leads: [{ id: 'ld-1', full_name: 'Лид', phone: '+79990001122', source: 'website', status: 'new', created_at: '2025-11-10T10:00:00Z' }] });
+      assert.equal(await within(1_000, importing), 'waiting', 'the import did not wait for the removal');
+      await remover.query('commit');
+      const result = await importing;
+      assert.equal(result.ok, false);
+      assert.match(JSON.stringify(result), /does not exist/);
+      assert.equal(await rowsLeft(store.db, school), 0);
+    } finally {
+      await remover.end();
+    }
+  });
+
+  it('refuses an import whose school is removed without its lock, and commits nothing of it', async () => {
+    const school = await addSchool(store.db);
+    const remover = new pg.Client({ connectionString: store.url! });
+    await remover.connect();
+    try {
+      await remover.query('begin');
+      await remover.query('delete from schools where id = $1', [school]);
+      // The import writes its rows, then waits for the school's row to record its batch.
+      const importing = importData(store.db, school, { leads: [{ id: 'ld-1', full_name: 'Лид', phone: '+79990001122', source: 'website', status: 'new', created_at: '2025-11-10T10:00:00Z' }] });
+      assert.equal(await within(1_000, importing), 'waiting');
+      await remover.query('commit');
+      const result = await importing;
+      assert.equal(result.ok, false);
+      assert.match(JSON.stringify(result), /does not exist/);
+      assert.equal(await rowsLeft(store.db, school), 0);
+    } finally {
+      await remover.end();
+    }
   });
 });
