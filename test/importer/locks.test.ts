@@ -132,14 +132,17 @@ describe('an import running on PostgreSQL', { skip: usePostgres() ? false : 'Pos
     assert.equal((await store.db.selectFrom('schools').select('id').where('id', '=', school).execute()).length, 0);
   });
 
-  it('refuses an import whose school is removed before it takes the lock, and leaves nothing of it', async () => {
-    const school = await addSchool(store.db);
-    // The removal holds the school's lock and has deleted the rows, not yet committed.
+  /**
+   * Runs `removal` in a transaction of another session, starts an import of one lead while
+   * it is open (the import must wait), commits it, and checks the import was refused and
+   * left nothing of the school.
+   */
+  async function importDuringRemoval(school: string, removal: (client: pg.Client) => Promise<unknown>): Promise<void> {
     const remover = new pg.Client({ connectionString: store.url! });
     await remover.connect();
     try {
       await remover.query('begin');
-      await remover.query(removalBlock(school));
+      await removal(remover);
       const importing = importData(store.db, school, { leads: [{ id: 'ld-1', full_name: 'Лид', phone: '+79990001122', source: 'website', status: 'new', created_at: '2025-11-10T10:00:00Z' }] });
       assert.equal(await within(1_000, importing), 'waiting', 'the import did not wait for the removal');
       await remover.query('commit');
@@ -150,25 +153,17 @@ describe('an import running on PostgreSQL', { skip: usePostgres() ? false : 'Pos
     } finally {
       await remover.end();
     }
+  }
+
+  it('refuses an import whose school is removed before it takes the lock, and leaves nothing of it', async () => {
+    const school = await addSchool(store.db);
+    // The removal holds the school's lock and has deleted the rows, not yet committed.
+    await importDuringRemoval(school, (remover) => remover.query(removalBlock(school)));
   });
 
   it('refuses an import whose school is removed without its lock, and commits nothing of it', async () => {
     const school = await addSchool(store.db);
-    const remover = new pg.Client({ connectionString: store.url! });
-    await remover.connect();
-    try {
-      await remover.query('begin');
-      await remover.query('delete from schools where id = $1', [school]);
-      // The import writes its rows, then waits for the school's row to record its batch.
-      const importing = importData(store.db, school, { leads: [{ id: 'ld-1', full_name: 'Лид', phone: '+79990001122', source: 'website', status: 'new', created_at: '2025-11-10T10:00:00Z' }] });
-      assert.equal(await within(1_000, importing), 'waiting');
-      await remover.query('commit');
-      const result = await importing;
-      assert.equal(result.ok, false);
-      assert.match(JSON.stringify(result), /does not exist/);
-      assert.equal(await rowsLeft(store.db, school), 0);
-    } finally {
-      await remover.end();
-    }
+    // The import writes its rows, then waits for the school's row to record its batch.
+    await importDuringRemoval(school, (remover) => remover.query('delete from schools where id = $1', [school]));
   });
 });
