@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { schoolData } from '../helpers/fixtures.js';
 import { BIN, runCli, type CliResult } from '../helpers/processes.js';
+import { freePort } from '../helpers/redis.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 describe('school-data CLI', () => {
@@ -85,10 +86,9 @@ describe('school-data CLI', () => {
   });
 
   it('serve stops gracefully on a SIGTERM sent the moment its API port opens', async () => {
-    const free = net.createServer();
-    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
-    const port = (free.address() as net.AddressInfo).port;
-    await new Promise((resolve) => free.close(resolve));
+    // Outside the range of ports given for port 0, so no server of a test running beside this
+    // one can take it and answer the probe below before this child listens.
+    const port = await freePort();
     const child = spawn(process.execPath, [BIN, 'serve'], { env: { ...env, PORT: String(port), SCHOOL_DATA_CABINET_PORT: '0', SCHOOL_DATA_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
