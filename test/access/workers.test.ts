@@ -96,6 +96,28 @@ describe('serve --workers 2', { skip: external ? false : 'needs DATABASE_URL and
     }
   });
 
+  it('with ports of 0, prints the ports the system chose, and both answer there', async () => {
+    const chosen = await startServe(
+      { ...process.env, DATABASE_URL: store.url!, SCHOOL_DATA_DIR: store.dataDir, PORT: '0', SCHOOL_DATA_CABINET_PORT: '0', SCHOOL_DATA_LOG_LEVEL: 'warn' },
+      ['--workers', '2'],
+    );
+    try {
+      // Its JSON value is on stdout, its log lines (warnings) may come between: the URLs are read by name.
+      const out = chosen.output();
+      const api = /"base_url": ?"https:\/\/127\.0\.0\.1:(\d+)\/api\/public\/v1\/"/.exec(out);
+      const cabinet = /"cabinet_url": ?"https:\/\/127\.0\.0\.1:(\d+)\/"/.exec(out);
+      assert.ok(api && cabinet, out);
+      assert.notEqual(api[1], '0');
+      assert.notEqual(cabinet[1], '0');
+      assert.notEqual(cabinet[1], api[1]);
+      assert.equal((await once(`https://127.0.0.1:${api[1]}`, '/api/public/v1/vehicles')).status, 401);
+      assert.equal((await once(`https://127.0.0.1:${cabinet[1]}`, '/metrics')).status, 200);
+    } finally {
+      chosen.child.kill('SIGTERM');
+      assert.equal(await chosen.exited, 0, chosen.output());
+    }
+  });
+
   it('stops, with the reason, when its workers cannot listen (a port another program holds)', async () => {
     const holder = net.createServer();
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));

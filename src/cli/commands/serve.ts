@@ -117,14 +117,20 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
       if (alive === 0) resolve(worst);
     });
   });
-  cluster.on('listening', (worker) => {
+  // The ports as bound (a port of 0 is one the system chose, shared by all workers), in the
+  // order the first worker to listen opens them: the API's, then the cabinet's.
+  const bound: number[] = [];
+  let first: number | undefined;
+  cluster.on('listening', (worker, address) => {
     listens.set(worker.id, (listens.get(worker.id) ?? 0) + 1);
     listening += 1;
+    first ??= worker.id;
+    if (worker.id === first) bound.push(address.port);
     // Each worker listens twice: the API and the director's cabinet.
     if (listening === workers * 2) {
       const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-      const base = `https://${host}:${config.port}/api/public/v1/`;
-      const cabinet = `https://${host}:${config.cabinetPort}/`;
+      const base = `https://${host}:${bound[0] ?? config.port}/api/public/v1/`;
+      const cabinet = `https://${host}:${bound[1] ?? config.cabinetPort}/`;
       out.result(
         { base_url: base, cabinet_url: cabinet, cert: tls.certPath, store: config.databaseUrl ? 'postgres' : 'sqlite', rate_limiter: 'redis', workers },
         `school-data API: ${base} (${workers} workers)\n  director's cabinet: ${cabinet}\n  certificate: ${tls.certPath}\n  stop with Ctrl-C`,
