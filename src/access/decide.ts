@@ -112,6 +112,21 @@ class KeyClock {
   }
 }
 
+/**
+ * Per key row found: its Caller, one object for all its requests, so that what is made of
+ * it once (the access line's fields: src/ops/request-log.ts) is not made again per request.
+ */
+const callers = new WeakMap<KeyRow, Caller>();
+
+function callerOf(found: KeyRow): Caller {
+  let caller = callers.get(found);
+  if (caller === undefined) {
+    caller = { keyId: found.keyId, schoolId: found.schoolId };
+    callers.set(found, caller);
+  }
+  return caller;
+}
+
 /** Whether a key no longer works: revoked, expired, past its roll's overlap, or unused too long. */
 function ended(found: KeyRow, clock: KeyClock): boolean {
   if (found.revokedAt !== null) return true;
@@ -237,7 +252,7 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     // The key lookup was answered: the data store is up.
     database.answered();
     if (found === undefined || ended(found, clock)) return REFUSED_NO_KEY;
-    const caller: Caller = { keyId: found.keyId, schoolId: found.schoolId };
+    const caller = callerOf(found);
     // Counted whatever the answer turns out to be (403, 402, 429, 404 ...): with a shared
     // limiter (Redis) in its round trip, else in this process (usage.ts).
     // Before the plan and the limit: a request from elsewhere spends none of the school's minute.

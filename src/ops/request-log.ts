@@ -14,18 +14,6 @@ export function redactKeys(text: string): string {
   return text.replace(KEY_IN_TEXT, REDACTED_KEY);
 }
 
-export interface LoggedRequest {
-  method: string;
-  url: string;
-  remoteAddress: string | undefined;
-  remotePort: number | undefined;
-}
-
-/** The `req` field of a log line, with keys in the URL masked. */
-function loggedRequest(method: string, url: string, remoteAddress: string | undefined, remotePort: number | undefined): LoggedRequest {
-  return { method, url: redactKeys(url), remoteAddress, remotePort };
-}
-
 /** The key a request was made with and its school, once the key is known (src/access/decide.ts). */
 export interface Caller {
   keyId: string;
@@ -69,17 +57,45 @@ export interface AccessRecord {
 
 const PID = `,"pid":${process.pid}`;
 
+/** A caller's `keyId` and `schoolId` fields, made once per Caller (the access check keeps one per key found). */
+const callerText = new WeakMap<Caller, string>();
+
+function callerPart(caller: Caller): string {
+  let text = callerText.get(caller);
+  if (text === undefined) {
+    text = `,"keyId":${JSON.stringify(caller.keyId)},"schoolId":${JSON.stringify(caller.schoolId)}`;
+    callerText.set(caller, text);
+  }
+  return text;
+}
+
+/** The last client address written as JSON: a connection's requests come from one address. */
+let lastAddress: string | undefined;
+let lastAddressJson = '';
+
+function addressPart(address: string | undefined): string {
+  if (address === undefined) return '';
+  if (address !== lastAddress) {
+    lastAddress = address;
+    lastAddressJson = `,"remoteAddress":${JSON.stringify(address)}`;
+  }
+  return lastAddressJson;
+}
+
 /**
  * A request's access line: the `request completed` line of docs/operations.md, as pino
- * would write it (level, time, pid, request id, key and school, the request, the status,
- * the time). It is formatted here and written straight to the logger's destination by
- * the one writer of answers (src/edge/answer.ts): one line per request,
- * where pino's child logger, serializers and redaction (for a line that never holds a
- * header) would cost more than all the rest of a refused request's logging.
+ * would write it (level, time, pid, request id, key and school, the request with keys in
+ * its URL masked, the status, the time). It is formatted here and written straight to the
+ * logger's destination by the one writer of answers (src/edge/answer.ts): one line per
+ * request, where pino's child logger, serializers and redaction (for a line that never
+ * holds a header) would cost more than all the rest of a refused request's logging. The
+ * fields are written one by one, and the parts that repeat from request to request (the
+ * caller, the address) made once (docs/performance.md, "The access line").
  */
 function accessLine(r: AccessRecord): string {
-  const caller = r.caller === null ? '' : `,"keyId":${JSON.stringify(r.caller.keyId)},"schoolId":${JSON.stringify(r.caller.schoolId)}`;
-  const req = JSON.stringify(loggedRequest(r.method, r.url, r.remoteAddress, r.remotePort));
+  const caller = r.caller === null ? '' : callerPart(r.caller);
+  const port = r.remotePort === undefined ? '' : `,"remotePort":${r.remotePort}`;
+  const req = `{"method":${JSON.stringify(r.method)},"url":${JSON.stringify(redactKeys(r.url))}${addressPart(r.remoteAddress)}${port}}`;
   return `{"level":30,"time":${Date.now()}${PID},"requestId":${JSON.stringify(r.requestId)}${caller},"req":${req},"res":{"statusCode":${r.status}},"responseTime":${r.responseTime},"msg":"request completed"}\n`;
 }
 
