@@ -172,10 +172,9 @@ type StepReport = (step: MergeStep, records?: number) => void;
 
 /**
  * Begins the merge's transaction and takes the school's lock (which waits for another
- * import of the school to commit); the Merge it returns writes with the import's seq.
- * `small`: an import of few rows.
+ * import of the school to commit); the Merge it returns writes with the import's seq, and
+ * is null when the school was removed meanwhile. `small`: an import of few rows.
  */
-/** Begins the merge's transaction and takes the school's lock; null when the school is gone meanwhile. */
 async function beginMerge(conn: BulkConnection, schoolId: string, small: boolean, transaction: { begun: boolean }, step: StepReport): Promise<Merge | null> {
   // SQLite: take the write lock now; a transaction that read first could not write later if another connection wrote meanwhile.
   await conn.run(CompiledQuery.raw(conn.dialect === 'sqlite' ? 'begin immediate' : 'begin'));
