@@ -1,20 +1,31 @@
 /**
- * The baseline: a bare node:https server with the service's certificate and TLS
+ * The baselines: a bare node:https server with the service's certificate and TLS
  * settings and keep-alive, answering every request with one fixed JSON body. It is
  * what one Node process can do with TLS on this machine when the application does
  * nothing, so each scenario is reported as a fraction of it.
+ *
+ * Started with `floor`, it is instead the floor of a stored answer: what the contract asks
+ * of every answered request, written as plainly as Node allows and nothing more (the key
+ * hashed and looked up, the school's request counted, a request id, the answer's headers,
+ * the body kept for that school and target, the key's request log, one access line a
+ * request, written once a turn). No implementation of the service answers a stored answer
+ * for less; `npm run bench:compare -- --floor` measures it beside the bare server.
  *
  * Run by the benchmark as a child process (fork, with an IPC channel): it prints
  * nothing, reports its port as { port }, and takes { size } to change the body's
  * size in bytes, answering { size } once the new body is in place.
  */
+import { hash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import type http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { TLS12_CIPHERS } from '../src/edge/listener.js';
 
-const [certFile, keyFile] = process.argv.slice(2);
-if (!certFile || !keyFile || !process.send) throw new Error('usage: fork bare-server.ts CERT_FILE KEY_FILE (with an IPC channel)');
+const [certFile, keyFile, kind = 'bare'] = process.argv.slice(2);
+if (!certFile || !keyFile || !process.send || (kind !== 'bare' && kind !== 'floor')) throw new Error('usage: fork bare-server.ts CERT_FILE KEY_FILE [bare|floor] (with an IPC channel)');
 const send = process.send.bind(process);
 
 /** A JSON body of exactly `size` bytes (at least 13). */
@@ -26,6 +37,104 @@ function bodyOf(size: number): Buffer {
 let body = bodyOf(1024);
 let headers = { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(body.length) };
 
+function bare(_request: http.IncomingMessage, response: http.ServerResponse): void {
+  response.writeHead(200, headers);
+  response.end(body);
+}
+
+/** A key as the floor knows it: its school, its requests this minute and its last 100 requests. */
+interface FloorKey {
+  keyId: string;
+  schoolId: string;
+  windowStart: number;
+  used: number;
+  /** The request log's ring: the service keeps the same fields per key. */
+  next: number;
+  at: Float64Array;
+  status: Uint16Array;
+  durationMs: Float64Array;
+  requestId: string[];
+  target: string[];
+  address: string[];
+}
+
+const RING = 100;
+const LIMIT = 10_000_000;
+const keys = new Map<string, FloorKey>();
+/** Stored bodies by school and target, each its own copy of the current body, as the service keeps one per answer. */
+const stored = new Map<string, Buffer>();
+const logFile = path.join(os.tmpdir(), `bench-floor-${process.pid}.log`);
+const log = kind === 'floor' ? fs.openSync(logFile, 'w') : -1;
+let lines = '';
+
+/** The turn's access lines, written once it ends. */
+function writeLines(): void {
+  const text = lines;
+  lines = '';
+  fs.write(log, text, () => undefined);
+}
+
+/** A key seen for the first time is taken as valid: the floor measures a found key's cost. */
+function keyOf(hashed: string): FloorKey {
+  let key = keys.get(hashed);
+  if (key === undefined) {
+    const n = keys.size;
+    key = {
+      keyId: `key-${n}`, schoolId: `school-${n}`, windowStart: 0, used: 0, next: 0,
+      at: new Float64Array(RING), status: new Uint16Array(RING), durationMs: new Float64Array(RING),
+      requestId: new Array<string>(RING).fill(''), target: new Array<string>(RING).fill(''), address: new Array<string>(RING).fill(''),
+    };
+    keys.set(hashed, key);
+  }
+  return key;
+}
+
+function floor(request: http.IncomingMessage, response: http.ServerResponse): void {
+  const startedAt = performance.now();
+  const target = request.url ?? '';
+  const authorization = request.headers.authorization;
+  if (authorization === undefined || !authorization.startsWith('Bearer ')) {
+    response.writeHead(401, ['Content-Length', '0']);
+    response.end();
+    return;
+  }
+  const key = keyOf(hash('sha256', authorization.slice(7), 'hex'));
+  const now = Date.now();
+  if (now - key.windowStart >= 60_000) {
+    key.windowStart = now;
+    key.used = 0;
+  }
+  key.used++;
+  const id = randomUUID();
+  const storedKey = `${key.schoolId} ${target}`;
+  let answer = stored.get(storedKey);
+  if (answer === undefined) {
+    answer = Buffer.from(body);
+    stored.set(storedKey, answer);
+  }
+  response.writeHead(200, [
+    'Strict-Transport-Security', 'max-age=31536000', 'X-Content-Type-Options', 'nosniff', 'X-Request-Id', id, 'Cache-Control', 'private, no-cache',
+    'RateLimit-Policy', `"default";q=${LIMIT};w=60`, 'RateLimit', `"default";r=${LIMIT - key.used};t=${60 - Math.floor((now - key.windowStart) / 1000)}`,
+    'Vary', 'accept-encoding, x-no-compression', 'ETag', '"0123456789abcdef-identity"',
+    'Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(answer.length),
+  ]);
+  response.end(answer);
+  const responseTime = performance.now() - startedAt;
+  const address = request.socket.remoteAddress ?? '';
+  const slot = key.next++ % RING;
+  key.at[slot] = now;
+  key.status[slot] = 200;
+  key.durationMs[slot] = responseTime;
+  key.requestId[slot] = id;
+  key.target[slot] = target;
+  key.address[slot] = address;
+  if (lines === '') setImmediate(writeLines);
+  lines +=
+    `{"level":30,"time":${now},"pid":${process.pid},"requestId":"${id}","keyId":"${key.keyId}","schoolId":"${key.schoolId}",` +
+    `"req":{"method":"${request.method}","url":${JSON.stringify(target)},"remoteAddress":"${address}","remotePort":${request.socket.remotePort}},` +
+    `"res":{"statusCode":200},"responseTime":${responseTime},"msg":"request completed"}\n`;
+}
+
 const server = https.createServer(
   {
     cert: fs.readFileSync(certFile),
@@ -35,18 +144,21 @@ const server = https.createServer(
     honorCipherOrder: true,
     keepAliveTimeout: 5_000,
   },
-  (_request, response) => {
-    response.writeHead(200, headers);
-    response.end(body);
-  },
+  kind === 'floor' ? floor : bare,
 );
 
 process.on('message', (message: { size?: number }) => {
   if (typeof message.size !== 'number') return;
   body = bodyOf(message.size);
   headers = { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(body.length) };
+  stored.clear();
   send({ size: body.length });
 });
-process.on('disconnect', () => server.close(() => process.exit(0)));
+process.on('disconnect', () =>
+  server.close(() => {
+    if (log !== -1) fs.rmSync(logFile, { force: true });
+    process.exit(0);
+  }),
+);
 
 server.listen(0, '127.0.0.1', () => send({ port: (server.address() as AddressInfo).port }));

@@ -2,7 +2,8 @@
  * npm run bench:compare -- --before DIR [options]: this checkout's server and another
  * checkout's (built, with its own data set of the same scale), loaded in turns: every
  * round of a scenario measures both, in alternating order, next to a bare baseline
- * slice. Reported per side: the server process's CPU microseconds per answered request
+ * slice (and, with --floor, a slice of the floor of a stored answer, bench/bare-server.ts;
+ * --floor without --before measures this checkout alone against the two). Reported per side: the server process's CPU microseconds per answered request
  * (utime + stime from /proc over the measured slice), which other load on a shared
  * machine moves far less than requests a second; requests a second; the ratio to the
  * bare baseline; as medians with their spread, and after/before per round.
@@ -25,6 +26,7 @@ import { cpuSeconds, cpuSecondsByThread, freePort, OS_EVENTS, osEvents, numberOp
 import { checkWrk, runWrk, requestLines } from './wrk.js';
 
 const USAGE = `usage: npm run bench:compare -- --before DIR [options]
+       npm run bench:compare -- --floor [options]
 
   --before DIR       the other checkout (built with npm run build, its data set made there with
                      npm run bench -- --build-only --scale S, with --before-database-url as its DATABASE_URL)
@@ -47,6 +49,8 @@ const USAGE = `usage: npm run bench:compare -- --before DIR [options]
   --node-args="A B"  flags for both servers' command line, after their NODE_OPTIONS ("${SERVER_NODE_OPTIONS}"):
                      for those NODE_OPTIONS refuses, e.g. --node-args="--trace-gc --min-semi-space-size=8"
   --logs DIR         keep both servers' output there (after.log, before.log), e.g. with --node-args=--trace-gc
+  --floor            each round also measures the floor of a stored answer: a server doing only what the contract
+                     asks of every answered request (bench/bare-server.ts); without --before, this checkout alone
   --label TEXT       added to the report's name
   --out DIR          where reports go (default bench/results/compare)
 
@@ -68,12 +72,14 @@ function wrkLoad(o: { connections: number | null }, scenario?: Scenario) {
 }
 
 type Side = 'before' | 'after';
+/** The servers measured in a round: the two builds, the bare baseline and the floor. */
+type Measured = Side | 'bare' | 'floor';
 
 interface Slice {
   round: number;
   /** Requests of the unmeasured warm-up before the slice. */
   warmupRequests: number;
-  side: Side | 'bare';
+  side: Measured;
   requests: number;
   seconds: number;
   cpuSeconds: number;
@@ -101,7 +107,7 @@ interface ScenarioResult {
   scenario: string;
   bodyBytes: number;
   slices: Slice[];
-  sides: Partial<Record<Side, Figures>>;
+  sides: Partial<Record<Side | 'floor', Figures>>;
   /** after / before, per round, of CPU per request and of requests a second. */
   paired: { cpuMicros: number[]; rps: number[] } | null;
 }
@@ -132,17 +138,18 @@ function parse(argv: string[]) {
       'node-args': { type: 'string' },
       logs: { type: 'string' },
       profile: { type: 'boolean' },
+      floor: { type: 'boolean' },
       out: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   });
-  if (values.help || !values.before) return null;
+  if (values.help || (!values.before && !values.floor)) return null;
   const names = (values.scenarios ?? DEFAULT_SCENARIOS.join(',')).split(',').map((s) => s.trim());
   const unknown = names.filter((n) => !SCENARIOS.some((s) => s.name === n));
   if (unknown.length > 0) throw new Error(`unknown scenario ${unknown.join(', ')}`);
-  const before = path.resolve(values.before);
-  if (!fs.existsSync(path.join(before, 'dist'))) throw new Error(`${before} has no dist/: run npm ci && npm run build there`);
+  const before = values.before === undefined ? null : path.resolve(values.before);
+  if (before !== null && !fs.existsSync(path.join(before, 'dist'))) throw new Error(`${before} has no dist/: run npm ci && npm run build there`);
   return {
     before,
     beforeDatabaseUrl: values['before-database-url'] ?? process.env.DATABASE_URL,
@@ -159,6 +166,7 @@ function parse(argv: string[]) {
     nodeArgs: (values['node-args'] ?? '').split(/\s+/).filter(Boolean),
     logs: values.logs === undefined ? null : path.resolve(values.logs),
     profile: values.profile ?? false,
+    floor: values.floor ?? false,
     out: values.out ?? path.join(ROOT, 'bench/results/compare'),
   };
 }
@@ -193,11 +201,12 @@ async function measure(origin: string, pid: number, file: string, o: Options, ro
   const kernel = Object.fromEntries(OS_EVENTS.map((k) => [k, eventsAfter[k] - events[k]])) as unknown as OsEvents;
   const seconds = r.duration_us / 1e6;
   const asMeasured = { requests: r.requests, seconds, rps: 0, bytes: r.bytes, errors: r.errors, latencyMs: { mean: 0, p50: 0, p90: 0, p99: 0, p999: 0, max: 0 }, cpuSeconds: cpuUsed };
-  const unexpected = side === 'bare' ? 0 : unexpectedResponses(scenario, asMeasured, RATE_LIMIT_PROFI);
+  // The baselines answer every request alike, whatever the scenario expects.
+  const unexpected = side === 'bare' || side === 'floor' ? 0 : unexpectedResponses(scenario, asMeasured, RATE_LIMIT_PROFI);
   return { round, warmupRequests, side, requests: r.requests, seconds, cpuSeconds: cpuUsed, cpuByThread, os: kernel, unexpected, loadAverage: os.loadavg()[0]! };
 }
 
-function figures(slices: Slice[], side: Side): Figures {
+function figures(slices: Slice[], side: Side | 'floor'): Figures {
   const mine = slices.filter((s) => s.side === side);
   const bareOf = (round: number) => slices.find((s) => s.side === 'bare' && s.round === round)!;
   return {
@@ -220,7 +229,7 @@ const unexpectedOf = (r: ScenarioResult, side: Side) => (r.sides[side] ? String(
 
 function markdown(o: Options, results: ScenarioResult[], head: Record<string, unknown>): string {
   const lines = [
-    `# before/after: ${String(head.store)} + ${String(head.limiter)}, stored answers ${o.responseCacheMb} MiB`,
+    `# ${o.before === null ? 'this build against the floor' : 'before/after'}: ${String(head.store)} + ${String(head.limiter)}, stored answers ${o.responseCacheMb} MiB`,
     '',
     `${String(head.date)}; before ${String(head.beforeCommit)}, after ${String(head.afterCommit)}; scale ${o.scale}; ${o.rounds} rounds of ${o.seconds} s per build (${o.warmup} s warm-up each), alternating; ` +
       `${o.connections ?? `${DEFAULT_CONNECTIONS} (a loader: 1)`} connections; load average ${String(head.loadRange)}; ${String(head.cpu)}, Node ${process.version}` +
@@ -271,7 +280,33 @@ function markdown(o: Options, results: ScenarioResult[], head: Record<string, un
     const cell = (side: Side, k: keyof OsEvents, scale: number, digits: number) => (r.sides[side] ? (median(r.sides[side].os[k]) * scale).toFixed(digits) : '-');
     lines.push(`| ${r.scenario} | ${osColumns.map(([k, , scale, d]) => `${cell('before', k, scale, d)} | ${cell('after', k, scale, d)}`).join(' | ')} |`);
   }
+  if (o.floor) lines.push(...floorMarkdown(results));
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The floor beside the bare server and this build: how much of the bare server's rate the
+ * contract's own work leaves (the floor's ratio), and what this build adds to it (after / floor).
+ */
+function floorMarkdown(results: ScenarioResult[]): string[] {
+  const lines = [
+    '',
+    'The floor (bench/bare-server.ts): a server doing only what the contract asks of every answered request, for a stored body. ' +
+      'after/floor: per round, this build\'s CPU per request over the floor\'s.',
+    '',
+    '| scenario | CPU µs/req bare | floor | after | ratio to bare, floor | after | per CPU-s ratio, floor | after | after/floor CPU |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of results) {
+    const { floor, after } = r.sides;
+    if (!floor || !after) continue;
+    const bare = r.slices.filter((x) => x.side === 'bare').map((x) => (1e6 * x.cpuSeconds) / x.requests);
+    lines.push(
+      `| ${r.scenario} | ${fmt(bare, 0)} | ${fmt(floor.cpuMicros, 0)} | ${fmt(after.cpuMicros, 0)} | ${fmt(floor.ratio, 2)} | ${fmt(after.ratio, 2)} | ` +
+        `${fmt(floor.cpuRatio, 2)} | ${fmt(after.cpuRatio, 2)} | ${fmt(after.cpuMicros.map((x, i) => x / floor.cpuMicros[i]!), 2)} |`,
+    );
+  }
+  return lines;
 }
 
 /** A side's CPU profile, summarised, with the requests it covers. */
@@ -285,21 +320,24 @@ function profileOf(dir: string, requests: number, keep: string): ProfileSummary 
 /** Each side's self time per request (µs), by area and for the top functions, side by side. */
 function profileMarkdown(profiled: Partial<Record<Side, ProfileSummary & { requests: number }>>): string {
   const { before, after } = profiled;
-  if (!before || !after) return '';
-  const micros = (p: ProfileSummary & { requests: number }, share: number) => ((share * p.busyMs * 1000) / p.requests).toFixed(1);
+  if (!after) return '';
+  type Profiled = ProfileSummary & { requests: number };
+  const micros = (p: Profiled, share: number) => ((share * p.busyMs * 1000) / p.requests).toFixed(1);
+  // A side not run (--floor alone) reads '-'.
+  const cell = (p: Profiled | undefined, value: (p: Profiled) => string) => (p ? value(p) : '-');
   const rows = (pick: (p: ProfileSummary) => { name: string; share: number }[]) => {
-    const names = [...new Set([...pick(before), ...pick(after)].map((x) => x.name))];
+    const names = [...new Set([...(before ? pick(before) : []), ...pick(after)].map((x) => x.name))];
     return names.map((name) => {
-      const b = pick(before).find((x) => x.name === name);
+      const b = before && pick(before).find((x) => x.name === name);
       const a = pick(after).find((x) => x.name === name);
       return `| ${name} | ${b ? micros(before, b.share) : ''} | ${a ? micros(after, a.share) : ''} |`;
     });
   };
   return [
     '',
-    `## Profile: self time per request (µs), over every request sent (before ${before.requests}, after ${after.requests}; the scenarios above, warm-ups included)`,
+    `## Profile: self time per request (µs), over every request sent (before ${cell(before, (p) => String(p.requests))}, after ${after.requests}; the scenarios above, warm-ups included)`,
     '',
-    `Busy: before ${micros(before, 1)} µs/req, after ${micros(after, 1)} µs/req (the profiler's own cost included).`,
+    `Busy: before ${cell(before, (p) => micros(p, 1))} µs/req, after ${micros(after, 1)} µs/req (the profiler's own cost included).`,
     '',
     '| area | before | after |',
     '|---|---:|---:|',
@@ -330,41 +368,43 @@ async function main(): Promise<number> {
   await checkWrk();
   const shape = datasetShape(o.scale, 1);
   const afterLoc = locateDataset(o.scale, ROOT, process.env.DATABASE_URL);
-  const beforeLoc = locateDataset(o.scale, o.before, o.beforeDatabaseUrl);
-  if (afterLoc.databaseUrl !== null && afterLoc.databaseUrl === beforeLoc.databaseUrl) throw new Error('give the other checkout its own database (--before-database-url): the data sets differ');
-  say(`after:  ${afterLoc.describe}\nbefore: ${beforeLoc.describe} (made by that checkout's own npm run bench -- --build-only --scale ${o.scale})`);
+  const beforeLoc = o.before === null ? null : locateDataset(o.scale, o.before, o.beforeDatabaseUrl);
+  if (beforeLoc !== null && afterLoc.databaseUrl !== null && afterLoc.databaseUrl === beforeLoc.databaseUrl) throw new Error('give the other checkout its own database (--before-database-url): the data sets differ');
+  say(`after:  ${afterLoc.describe}`);
+  if (beforeLoc !== null) say(`before: ${beforeLoc.describe} (made by that checkout's own npm run bench -- --build-only --scale ${o.scale})`);
   await ensureDataset(afterLoc, shape, false);
   await loadTls({ tlsCert: null, tlsKey: null, dataDir: afterLoc.dataDir });
   const paths = selfSignedPaths(afterLoc.dataDir);
 
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-compare-'));
   const bare = await startBareServer(paths.cert, paths.key);
+  const floor = o.floor ? await startBareServer(paths.cert, paths.key, 'floor') : null;
   const profileDir = (side: Side) => (o.profile ? fs.mkdtempSync(path.join(work, `prof-${side}-`)) : undefined);
   const profiles = { after: profileDir('after'), before: profileDir('before') };
-  const sides: Record<Side, Served> = {
-    after: await serve(o, afterLoc, ROOT, process.env.REDIS_URL, path.join(work, 'after.log'), profiles.after),
-    before: await serve(o, beforeLoc, o.before, o.beforeRedisUrl, path.join(work, 'before.log'), profiles.before),
-  };
+  const sides: Partial<Record<Side, Served>> = { after: await serve(o, afterLoc, ROOT, process.env.REDIS_URL, path.join(work, 'after.log'), profiles.after) };
+  if (o.before !== null) sides.before = await serve(o, beforeLoc!, o.before, o.beforeRedisUrl, path.join(work, 'before.log'), profiles.before);
+  const measuredSides = (['before', 'after'] as Side[]).filter((side) => sides[side] !== undefined);
+  const after = sides.after!;
   // Every request sent to each side, warm-ups included: a profile covers them all.
   const sent: Record<Side, number> = { before: 0, after: 0 };
-  let profiled: Partial<Record<Side, ProfileSummary & { requests: number }>> = {};
+  const profiled: Partial<Record<Side, ProfileSummary & { requests: number }>> = {};
   const results: ScenarioResult[] = [];
-  const stopAll = () => Promise.all([sides.after.server.stop(), sides.before.server.stop(), bare.stop()]);
+  const stopAll = () => Promise.all([...measuredSides.map((side) => sides[side]!.server.stop()), bare.stop(), floor?.stop()]);
   // Interrupted: the servers go with it.
   const interrupted = () => void stopAll().finally(() => process.exit(130));
   process.once('SIGINT', interrupted).once('SIGTERM', interrupted);
   try {
     const warm = path.join(work, 'warmup.txt');
     fs.writeFileSync(warm, requestLines(MIXED_SCENARIO.requests(shape)));
-    for (const side of ['before', 'after'] as Side[]) {
-      if (o.serverWarmup > 0) sent[side] += (await runWrk({ origin: sides[side].server.origin, requestsFile: warm, seconds: o.serverWarmup, ...wrkLoad(o) })).requests;
+    for (const side of measuredSides) {
+      if (o.serverWarmup > 0) sent[side] += (await runWrk({ origin: sides[side]!.server.origin, requestsFile: warm, seconds: o.serverWarmup, ...wrkLoad(o) })).requests;
     }
     for (const scenario of o.scenarios) {
-      const built = THIS_BUILD_ONLY.has(scenario.name) ? (['after'] as Side[]) : (['before', 'after'] as Side[]);
+      const built = THIS_BUILD_ONLY.has(scenario.name) ? (['after'] as Side[]) : measuredSides;
       let requests = scenario.requests(shape);
       const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
       try {
-        if (scenario.prepare) requests = await scenario.prepare(requests, (r) => fetchOnce(sides.after.server.origin, sides.after.ca, agent, r));
+        if (scenario.prepare) requests = await scenario.prepare(requests, (r) => fetchOnce(after.server.origin, after.ca, agent, r));
       } finally {
         agent.destroy();
       }
@@ -373,25 +413,29 @@ async function main(): Promise<number> {
       let bodyBytes = 0;
       for (const side of built) {
         // Warmed up first, so that the probe sees what the load will (the 429 flood's limit used up).
-        if (o.warmup > 0) sent[side] += (await runWrk({ origin: sides[side].server.origin, requestsFile: file, seconds: o.warmup, ...wrkLoad(o, scenario) })).requests;
-        const probed = await probe(sides[side].server.origin, sides[side].ca, requests);
+        const { server, ca } = sides[side]!;
+        if (o.warmup > 0) sent[side] += (await runWrk({ origin: server.origin, requestsFile: file, seconds: o.warmup, ...wrkLoad(o, scenario) })).requests;
+        const probed = await probe(server.origin, ca, requests);
         if (!probed.statuses[scenario.expect]) throw new Error(`${scenario.name} (${side}): expected ${scenario.expect}, the probe got ${JSON.stringify(probed.statuses)}`);
         if (side === 'after') bodyBytes = probed.medianBytes;
       }
       await bare.setBodySize(bodyBytes);
+      await floor?.setBodySize(bodyBytes);
       const slices: Slice[] = [];
       for (let round = 1; round <= o.rounds; round++) {
         const order = round % 2 === 1 ? built : [...built].reverse();
         for (const side of order) {
-          const { server } = sides[side];
+          const { server } = sides[side]!;
           const slice = await measure(server.origin, server.servingPids()[0]!, file, o, round, side, scenario);
           sent[side] += slice.warmupRequests + slice.requests;
           slices.push(slice);
         }
         slices.push(await measure(`https://127.0.0.1:${bare.port}`, bare.pid, file, o, round, 'bare', scenario));
+        if (floor !== null) slices.push(await measure(`https://127.0.0.1:${floor.port}`, floor.pid, file, o, round, 'floor', scenario));
       }
       const result: ScenarioResult = { scenario: scenario.name, bodyBytes, slices, sides: {}, paired: null };
       for (const side of built) result.sides[side] = figures(slices, side);
+      if (floor !== null) result.sides.floor = figures(slices, 'floor');
       const { before: b, after: a } = result.sides;
       if (b && a) result.paired = { cpuMicros: a.cpuMicros.map((x, i) => x / b.cpuMicros[i]!), rps: a.rps.map((x, i) => x / b.rps[i]!) };
       results.push(result);
@@ -410,11 +454,11 @@ async function main(): Promise<number> {
     if (o.profile) {
       // Kept beside the data set (git-ignored), for a flame graph: data/bench/compare-<side>.cpuprofile.
       const keep = (side: Side) => path.join(afterLoc.dataDir, '..', `compare-${side}.cpuprofile`);
-      profiled = { before: profileOf(profiles.before!, sent.before, keep('before')), after: profileOf(profiles.after!, sent.after, keep('after')) };
+      for (const side of measuredSides) profiled[side] = profileOf(profiles[side]!, sent[side], keep(side));
     }
     if (o.logs !== null) {
       fs.mkdirSync(o.logs, { recursive: true });
-      for (const side of ['after', 'before'] as const) fs.copyFileSync(path.join(work, `${side}.log`), path.join(o.logs, `${side}.log`));
+      for (const side of measuredSides) fs.copyFileSync(path.join(work, `${side}.log`), path.join(o.logs, `${side}.log`));
     }
     fs.rmSync(work, { recursive: true, force: true });
   }
@@ -425,7 +469,7 @@ async function main(): Promise<number> {
     date,
     store: afterLoc.dialect,
     limiter: process.env.REDIS_URL ? 'redis' : 'memory',
-    beforeCommit: gitHead(o.before),
+    beforeCommit: o.before === null ? 'none' : gitHead(o.before),
     afterCommit: gitHead(ROOT),
     cpu: machine().cpu,
     loadRange: `${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}`,
@@ -434,7 +478,7 @@ async function main(): Promise<number> {
   const name = [date, head.store, head.limiter, `scale${scaleTag(o.scale)}`, o.responseCacheMb !== serviceSettings.responseCacheMb.default ? `stored${o.responseCacheMb}mb` : '', o.label].filter(Boolean).join('-');
   fs.mkdirSync(o.out, { recursive: true });
   fs.writeFileSync(path.join(o.out, `${name}.md`), md);
-  fs.writeFileSync(path.join(o.out, `${name}.json`), `${JSON.stringify({ ...head, profiled, options: { ...o, before: path.basename(o.before), beforeDatabaseUrl: undefined, beforeRedisUrl: undefined, out: undefined, logs: undefined, scenarios: o.scenarios.map((s) => s.name) }, results }, null, 1)}\n`);
+  fs.writeFileSync(path.join(o.out, `${name}.json`), `${JSON.stringify({ ...head, profiled, options: { ...o, before: o.before === null ? null : path.basename(o.before), beforeDatabaseUrl: undefined, beforeRedisUrl: undefined, out: undefined, logs: undefined, scenarios: o.scenarios.map((s) => s.name) }, results }, null, 1)}\n`);
   console.log(md);
   say(`written: ${path.relative(ROOT, path.join(o.out, `${name}.md`))}`);
   return 0;

@@ -160,8 +160,9 @@ export interface BareServer {
   stop(): Promise<void>;
 }
 
-export async function startBareServer(certFile: string, keyFile: string): Promise<BareServer> {
-  const child: ChildProcess = fork(path.join(ROOT, 'bench/bare-server.ts'), [certFile, keyFile], {
+/** `kind`: the bare baseline, or the floor of a stored answer (bench/bare-server.ts says what each does). */
+export async function startBareServer(certFile: string, keyFile: string, kind: 'bare' | 'floor' = 'bare'): Promise<BareServer> {
+  const child: ChildProcess = fork(path.join(ROOT, 'bench/bare-server.ts'), [certFile, keyFile, kind], {
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -174,7 +175,7 @@ export async function startBareServer(certFile: string, keyFile: string): Promis
         child.off('exit', onExit);
         resolve(value);
       };
-      const onExit = () => reject(new Error('the bare baseline server exited'));
+      const onExit = () => reject(new Error(`the ${kind} baseline server exited`));
       child.on('message', onMessage);
       child.once('exit', onExit);
     });
