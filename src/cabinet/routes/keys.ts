@@ -4,7 +4,9 @@
  * confirmation. A director acts on their own school only: any other key id is 404.
  */
 import type { FastifyPluginCallback, FastifyReply } from 'fastify';
+import type { Kysely } from 'kysely';
 import { planLimit } from '../../access/plans.js';
+import type { Database } from '../../db/schema.js';
 import { MAX_ALLOW_ENTRIES, parseAllowlist } from '../../domain/addresses.js';
 import { ID } from '../../domain/ids.js';
 import { KEY_SCOPES, type KeyScope } from '../../domain/scopes.js';
@@ -100,21 +102,29 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
   const keyPolicy: KeyPolicy = { unusedDays: config.keyUnusedDays };
 
   /** The director's own school's key, or 404 for anything else. */
-  async function ownKey(view: SignedView, keyId: string): Promise<KeyCard> {
-    const key = ID.test(keyId) ? await findKey(db, keyId, keyPolicy, view.viewer.school.id) : undefined;
+  async function ownKey(view: SignedView, keyId: string, from: Kysely<Database> = db): Promise<KeyCard> {
+    const key = ID.test(keyId) ? await findKey(from, keyId, keyPolicy, view.viewer.school.id) : undefined;
     if (!key) throw notFound();
     return key;
   }
 
   async function showKey(reply: FastifyReply, view: SignedView, status: number, keyId: string, extra: Partial<KeyPageModel> = {}): Promise<FastifyReply> {
-    const key = await ownKey(view, keyId);
     const schoolId = view.viewer.school.id;
-    const [requests, days, events] = await Promise.all([
-      keyRequests(db, schoolId, key.id),
-      keyDays(db, schoolId, key.id, 90),
-      keyEvents(db, schoolId, { keyId: key.id, limit: 200 }),
-    ]);
-    return sendPage(reply, status, keyPage(view, { key, requests, days, events, nonce: randomToken(), ...extra }));
+    // Read in one snapshot, so that the key's request count, its days and its last requests
+    // agree: a usage flush committing between two reads would show 2 requests beside a bar of 3.
+    const model = await db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .execute(async (trx) => {
+        const key = await ownKey(view, keyId, trx);
+        const [requests, days, events] = await Promise.all([
+          keyRequests(trx, schoolId, key.id),
+          keyDays(trx, schoolId, key.id, 90),
+          keyEvents(trx, schoolId, { keyId: key.id, limit: 200 }),
+        ]);
+        return { key, requests, days, events };
+      });
+    return sendPage(reply, status, keyPage(view, { ...model, nonce: randomToken(), ...extra }));
   }
 
   async function showKeys(reply: FastifyReply, view: SignedView, status: number, extra: Partial<KeysModel> = {}): Promise<FastifyReply> {
