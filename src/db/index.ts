@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteAdapter, SqliteDialect, type SqliteDriver, type Compilable, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteAdapter, SqliteDialect, type SqliteDriver, type Compilable, type DatabaseConnection, type Driver, type TransactionSettings, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
 import { ensureDirectory, type Config } from '../config/index.js';
@@ -187,7 +187,9 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
  * deferred one that read before it wrote fails at once with "database is locked" when
  * another process wrote in between (its snapshot is stale, so SQLite cannot wait), where
  * an immediate one waits its turn for up to the busy timeout. Two CLI commands, or the
- * CLI and a running server, then write one after the other.
+ * CLI and a running server, then write one after the other. A transaction begun read only
+ * (`setAccessMode('read only')`) never writes: it begins deferred, takes no lock, and reads
+ * one snapshot while another process writes.
  *
  * Its adapter declares DDL transactional (SQLite's is), so the migrator applies the pending
  * migrations in one such transaction and reads which are pending inside it: commands
@@ -217,8 +219,9 @@ class WritingSqliteDialect extends SqliteDialect {
 
   override createDriver(): SqliteDriver {
     const driver = super.createDriver() as SqliteDriver;
-    driver.beginTransaction = async (connection) => {
-      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    // Kysely's Driver passes the transaction's settings; SqliteDriver's own type leaves them out.
+    (driver as Driver).beginTransaction = async (connection: DatabaseConnection, settings: TransactionSettings) => {
+      await connection.executeQuery(CompiledQuery.raw(settings.accessMode === 'read only' ? 'begin' : 'begin immediate'));
     };
     return driver;
   }

@@ -57,6 +57,28 @@ describe('SQLite writing connection, while another connection writes', () => {
     assert.ok(ticks >= 10, `the event loop stood still while waiting (${ticks} ticks)`);
   });
 
+  it('reads at once in a read-only transaction, one snapshot, taking no lock', async () => {
+    await store.db.insertInto('usage_queue').values({ id: 'seen' }).execute();
+    const { result, ms } = await whileLocked(3000, () =>
+      store.db
+        .transaction()
+        .setAccessMode('read only')
+        .execute(async (trx) => {
+          const first = await trx.selectFrom('usage_queue').select('id').execute();
+          // The other connection writes and commits while the transaction reads: not in its snapshot.
+          other.exec("insert into usage_queue (id) values ('meanwhile'); commit");
+          const second = await trx.selectFrom('usage_queue').select('id').execute();
+          return [first.length, second.length];
+        }),
+    );
+    assert.equal(result.status, 'fulfilled', String((result as PromiseRejectedResult).reason));
+    assert.ok(ms < 1000, `waited for the write lock: ${ms} ms`);
+    const [first, second] = (result as PromiseFulfilledResult<number[]>).value;
+    assert.equal(second, first);
+    assert.equal((await store.db.selectFrom('usage_queue').select('id').execute()).length, first! + 1);
+    await store.db.deleteFrom('usage_queue').where('id', 'in', ['seen', 'meanwhile']).execute();
+  });
+
   it('gives up after the store timeout, as the store being busy', async () => {
     const { result, ticks, ms } = await whileLocked(5000, () => store.db.transaction().execute((trx) => trx.insertInto('usage_queue').values({ id: 'late' }).execute()));
     assert.equal(result.status, 'rejected');

@@ -110,11 +110,13 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
 
   async function showKey(reply: FastifyReply, view: SignedView, status: number, keyId: string, extra: Partial<KeyPageModel> = {}): Promise<FastifyReply> {
     const schoolId = view.viewer.school.id;
-    // Read in one snapshot, so that the key's request count, its days and its last requests
-    // agree: a usage flush committing between two reads would show 2 requests beside a bar of 3.
+    // Read in one snapshot, so that the key's request count and its days agree: a usage flush
+    // committing between two reads would show 2 requests beside a bar of 3. (Its last requests
+    // are written after the counts, in a transaction of their own: they may be a flush behind.)
     const model = await db
       .transaction()
       .setIsolationLevel('repeatable read')
+      .setAccessMode('read only')
       .execute(async (trx) => {
         const key = await ownKey(view, keyId, trx);
         const [requests, days, events] = await Promise.all([
