@@ -4,12 +4,14 @@
  * what one Node process can do with TLS on this machine when the application does
  * nothing, so each scenario is reported as a fraction of it.
  *
- * Started with `floor`, it is instead the floor of a stored answer: what the contract asks
- * of every answered request, written as plainly as Node allows and nothing more (the key
- * hashed and looked up, the school's request counted, a request id, the answer's headers,
- * the body kept for that school and target, the key's request log, one access line a
- * request, written once a turn). No implementation of the service answers a stored answer
- * for less; `npm run bench:compare -- --floor` measures it beside the bare server.
+ * Started with `floor` (and a file for its access lines), it is instead the floor of a
+ * stored answer: what the contract asks of every answer to a request with a key, written as
+ * plainly as Node allows and nothing more (the key hashed and looked up, the school's
+ * request counted, a request id, the answer's headers, the body kept for that school and
+ * target, the key's request log, one access line a request, written once a turn as the
+ * service writes its own). It has no store, no plans or limits to refuse with, no metrics:
+ * a reference for what the service's answers cost beyond the contract's own work, measured
+ * by `npm run bench:compare -- --floor` beside the bare server.
  *
  * Run by the benchmark as a child process (fork, with an IPC channel): it prints
  * nothing, reports its port as { port }, and takes { size } to change the body's
@@ -20,12 +22,12 @@ import fs from 'node:fs';
 import type http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { TLS12_CIPHERS } from '../src/edge/listener.js';
 
-const [certFile, keyFile, kind = 'bare'] = process.argv.slice(2);
-if (!certFile || !keyFile || !process.send || (kind !== 'bare' && kind !== 'floor')) throw new Error('usage: fork bare-server.ts CERT_FILE KEY_FILE [bare|floor] (with an IPC channel)');
+const [certFile, keyFile, kind = 'bare', logFile] = process.argv.slice(2);
+if (!certFile || !keyFile || !process.send || !(kind === 'bare' || (kind === 'floor' && logFile))) {
+  throw new Error('usage: fork bare-server.ts CERT_FILE KEY_FILE [bare | floor LOG_FILE] (with an IPC channel)');
+}
 const send = process.send.bind(process);
 
 /** A JSON body of exactly `size` bytes (at least 13). */
@@ -63,15 +65,14 @@ const LIMIT = 10_000_000;
 const keys = new Map<string, FloorKey>();
 /** Stored bodies by school and target, each its own copy of the current body, as the service keeps one per answer. */
 const stored = new Map<string, Buffer>();
-const logFile = path.join(os.tmpdir(), `bench-floor-${process.pid}.log`);
-const log = kind === 'floor' ? fs.openSync(logFile, 'w') : -1;
+const log = logFile === undefined ? -1 : fs.openSync(logFile, 'w');
 let lines = '';
 
-/** The turn's access lines, written once it ends. */
+/** The turn's access lines, written once it ends, in one synchronous write (as the service's logger does). */
 function writeLines(): void {
-  const text = lines;
+  const data = Buffer.from(lines);
   lines = '';
-  fs.write(log, text, () => undefined);
+  for (let at = 0; at < data.length; ) at += fs.writeSync(log, data, at);
 }
 
 /** A key seen for the first time is taken as valid: the floor measures a found key's cost. */
@@ -154,11 +155,6 @@ process.on('message', (message: { size?: number }) => {
   stored.clear();
   send({ size: body.length });
 });
-process.on('disconnect', () =>
-  server.close(() => {
-    if (log !== -1) fs.rmSync(logFile, { force: true });
-    process.exit(0);
-  }),
-);
+process.on('disconnect', () => server.close(() => process.exit(0)));
 
 server.listen(0, '127.0.0.1', () => send({ port: (server.address() as AddressInfo).port }));

@@ -3,7 +3,8 @@
  * checkout's (built, with its own data set of the same scale), loaded in turns: every
  * round of a scenario measures both, in alternating order, next to a bare baseline
  * slice (and, with --floor, a slice of the floor of a stored answer, bench/bare-server.ts;
- * --floor without --before measures this checkout alone against the two). Reported per side: the server process's CPU microseconds per answered request
+ * --floor without --before measures this checkout alone against the two). Reported per
+ * side: the server process's CPU microseconds per answered request
  * (utime + stime from /proc over the measured slice), which other load on a shared
  * machine moves far less than requests a second; requests a second; the ratio to the
  * bare baseline; as medians with their spread, and after/before per round.
@@ -49,8 +50,9 @@ const USAGE = `usage: npm run bench:compare -- --before DIR [options]
   --node-args="A B"  flags for both servers' command line, after their NODE_OPTIONS ("${SERVER_NODE_OPTIONS}"):
                      for those NODE_OPTIONS refuses, e.g. --node-args="--trace-gc --min-semi-space-size=8"
   --logs DIR         keep both servers' output there (after.log, before.log), e.g. with --node-args=--trace-gc
-  --floor            each round also measures the floor of a stored answer: a server doing only what the contract
-                     asks of every answered request (bench/bare-server.ts); without --before, this checkout alone
+  --floor            each round of a scenario answered 200 also measures the floor of a stored answer: a server
+                     doing only what the contract asks of an answer to a key (bench/bare-server.ts); without
+                     --before, this checkout alone
   --label TEXT       added to the report's name
   --out DIR          where reports go (default bench/results/compare)
 
@@ -378,7 +380,7 @@ async function main(): Promise<number> {
 
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-compare-'));
   const bare = await startBareServer(paths.cert, paths.key);
-  const floor = o.floor ? await startBareServer(paths.cert, paths.key, 'floor') : null;
+  const floor = o.floor ? await startBareServer(paths.cert, paths.key, { logFile: path.join(work, 'floor.log') }) : null;
   const profileDir = (side: Side) => (o.profile ? fs.mkdtempSync(path.join(work, `prof-${side}-`)) : undefined);
   const profiles = { after: profileDir('after'), before: profileDir('before') };
   const sides: Partial<Record<Side, Served>> = { after: await serve(o, afterLoc, ROOT, process.env.REDIS_URL, path.join(work, 'after.log'), profiles.after) };
@@ -431,11 +433,12 @@ async function main(): Promise<number> {
           slices.push(slice);
         }
         slices.push(await measure(`https://127.0.0.1:${bare.port}`, bare.pid, file, o, round, 'bare', scenario));
-        if (floor !== null) slices.push(await measure(`https://127.0.0.1:${floor.port}`, floor.pid, file, o, round, 'floor', scenario));
+        // The floor answers a request with a key: it has nothing to refuse with.
+        if (floor !== null && scenario.expect === 200) slices.push(await measure(`https://127.0.0.1:${floor.port}`, floor.pid, file, o, round, 'floor', scenario));
       }
       const result: ScenarioResult = { scenario: scenario.name, bodyBytes, slices, sides: {}, paired: null };
       for (const side of built) result.sides[side] = figures(slices, side);
-      if (floor !== null) result.sides.floor = figures(slices, 'floor');
+      if (slices.some((x) => x.side === 'floor')) result.sides.floor = figures(slices, 'floor');
       const { before: b, after: a } = result.sides;
       if (b && a) result.paired = { cpuMicros: a.cpuMicros.map((x, i) => x / b.cpuMicros[i]!), rps: a.rps.map((x, i) => x / b.rps[i]!) };
       results.push(result);

@@ -160,9 +160,13 @@ export interface BareServer {
   stop(): Promise<void>;
 }
 
-/** `kind`: the bare baseline, or the floor of a stored answer (bench/bare-server.ts says what each does). */
-export async function startBareServer(certFile: string, keyFile: string, kind: 'bare' | 'floor' = 'bare'): Promise<BareServer> {
-  const child: ChildProcess = fork(path.join(ROOT, 'bench/bare-server.ts'), [certFile, keyFile, kind], {
+/**
+ * The bare baseline, or with `floor` the floor of a stored answer writing its access lines
+ * to `floor.logFile` (bench/bare-server.ts says what each does).
+ */
+export async function startBareServer(certFile: string, keyFile: string, floor?: { logFile: string }): Promise<BareServer> {
+  const kind = floor === undefined ? 'bare' : 'floor';
+  const child: ChildProcess = fork(path.join(ROOT, 'bench/bare-server.ts'), [certFile, keyFile, kind, ...(floor === undefined ? [] : [floor.logFile])], {
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
