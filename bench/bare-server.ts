@@ -22,6 +22,7 @@ import fs from 'node:fs';
 import type http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { WaitingRequests } from '../src/access/usage.js';
 import { TLS12_CIPHERS } from '../src/edge/listener.js';
 
 const [certFile, keyFile, kind = 'bare', logFile] = process.argv.slice(2);
@@ -44,23 +45,15 @@ function bare(_request: http.IncomingMessage, response: http.ServerResponse): vo
   response.end(body);
 }
 
-/** A key as the floor knows it: its school, its requests this minute and its last 100 requests. */
+/** A key as the floor knows it: its school, its requests this minute and its last requests (the service's own ring). */
 interface FloorKey {
   keyId: string;
   schoolId: string;
   windowStart: number;
   used: number;
-  /** The request log's ring: the service keeps the same fields per key. */
-  next: number;
-  at: Float64Array;
-  status: Uint16Array;
-  durationMs: Float64Array;
-  requestId: string[];
-  target: string[];
-  address: string[];
+  log: WaitingRequests;
 }
 
-const RING = 100;
 const LIMIT = 10_000_000;
 const keys = new Map<string, FloorKey>();
 /** Stored bodies by school and target, each its own copy of the current body, as the service keeps one per answer. */
@@ -80,11 +73,7 @@ function keyOf(hashed: string): FloorKey {
   let key = keys.get(hashed);
   if (key === undefined) {
     const n = keys.size;
-    key = {
-      keyId: `key-${n}`, schoolId: `school-${n}`, windowStart: 0, used: 0, next: 0,
-      at: new Float64Array(RING), status: new Uint16Array(RING), durationMs: new Float64Array(RING),
-      requestId: new Array<string>(RING).fill(''), target: new Array<string>(RING).fill(''), address: new Array<string>(RING).fill(''),
-    };
+    key = { keyId: `key-${n}`, schoolId: `school-${n}`, windowStart: 0, used: 0, log: new WaitingRequests() };
     keys.set(hashed, key);
   }
   return key;
@@ -122,13 +111,7 @@ function floor(request: http.IncomingMessage, response: http.ServerResponse): vo
   response.end(answer);
   const responseTime = performance.now() - startedAt;
   const address = request.socket.remoteAddress ?? '';
-  const slot = key.next++ % RING;
-  key.at[slot] = now;
-  key.status[slot] = 200;
-  key.durationMs[slot] = responseTime;
-  key.requestId[slot] = id;
-  key.target[slot] = target;
-  key.address[slot] = address;
+  key.log.add({ keyId: key.keyId, at: now, method: request.method ?? '', target, status: 200, requestId: id, address, durationMs: responseTime });
   if (lines === '') setImmediate(writeLines);
   lines +=
     `{"level":30,"time":${now},"pid":${process.pid},"requestId":"${id}","keyId":"${key.keyId}","schoolId":"${key.schoolId}",` +

@@ -208,7 +208,7 @@ async function measure(origin: string, pid: number, file: string, o: Options, ro
   return { round, warmupRequests, side, requests: r.requests, seconds, cpuSeconds: cpuUsed, cpuByThread, os: kernel, unexpected, loadAverage: os.loadavg()[0]! };
 }
 
-function figures(slices: Slice[], side: Side | 'floor'): Figures {
+function figures(slices: Slice[], side: Measured): Figures {
   const mine = slices.filter((s) => s.side === side);
   const bareOf = (round: number) => slices.find((s) => s.side === 'bare' && s.round === round)!;
   return {
@@ -302,9 +302,8 @@ function floorMarkdown(results: ScenarioResult[]): string[] {
   for (const r of results) {
     const { floor, after } = r.sides;
     if (!floor || !after) continue;
-    const bare = r.slices.filter((x) => x.side === 'bare').map((x) => (1e6 * x.cpuSeconds) / x.requests);
     lines.push(
-      `| ${r.scenario} | ${fmt(bare, 0)} | ${fmt(floor.cpuMicros, 0)} | ${fmt(after.cpuMicros, 0)} | ${fmt(floor.ratio, 2)} | ${fmt(after.ratio, 2)} | ` +
+      `| ${r.scenario} | ${fmt(figures(r.slices, 'bare').cpuMicros, 0)} | ${fmt(floor.cpuMicros, 0)} | ${fmt(after.cpuMicros, 0)} | ${fmt(floor.ratio, 2)} | ${fmt(after.ratio, 2)} | ` +
         `${fmt(floor.cpuRatio, 2)} | ${fmt(after.cpuRatio, 2)} | ${fmt(after.cpuMicros.map((x, i) => x / floor.cpuMicros[i]!), 2)} |`,
     );
   }

@@ -49,7 +49,7 @@ const KEYS_PER_WRITE = INSERT_CHUNK / KEY_REQUESTS_KEPT;
  * of entry objects kept the garbage collector busy at the API's rates (docs/performance.md,
  * "The request log's entries").
  */
-class WaitingRequests {
+export class WaitingRequests {
   private readonly at = new Float64Array(KEY_REQUESTS_KEPT);
   private readonly durationMs = new Float64Array(KEY_REQUESTS_KEPT);
   private readonly status = new Uint16Array(KEY_REQUESTS_KEPT);
