@@ -34,7 +34,7 @@ const APPLIED_KEPT_MS = 7 * 86_400_000;
 const PRUNE_EVERY_MS = 3_600_000;
 /** The request log is written at most this often (docs/performance.md, "Key activity"). */
 export const REQUEST_LOG_FLUSH_MS = 5000;
-/** Rows per insert statement of the request log. */
+/** Rows per insert statement of the requests per day; the request log's rows per transaction. */
 const INSERT_CHUNK = 500;
 /**
  * Keys whose request logs one transaction writes; a flush writes one such piece per turn
@@ -72,11 +72,15 @@ export class WaitingRequests {
     this.address[i] = r.address;
   }
 
+  /** How many requests the ring holds (at most KEY_REQUESTS_KEPT). */
+  get held(): number {
+    return Math.min(this.added, KEY_REQUESTS_KEPT);
+  }
+
   /** The requests held, oldest first. */
   list(keyId: string): KeyRequest[] {
-    const held = Math.min(this.added, KEY_REQUESTS_KEPT);
     const list: KeyRequest[] = [];
-    for (let n = this.added - held; n < this.added; n++) {
+    for (let n = this.added - this.held; n < this.added; n++) {
       const i = n % KEY_REQUESTS_KEPT;
       list.push({
         keyId, at: this.at[i]!, method: this.method[i]!, target: this.target[i]!, status: this.status[i]!,
@@ -84,6 +88,21 @@ export class WaitingRequests {
       });
     }
     return list;
+  }
+
+  /**
+   * The requests held, oldest first, as request-log rows in the slots that follow
+   * `firstSlot`, the target's key values masked: made from the ring's columns, with no
+   * request object between.
+   */
+  rows(keyId: string, firstSlot: number, out: Insertable<KeyRequestsTable>[]): void {
+    for (let n = this.added - this.held, k = 0; n < this.added; n++, k++) {
+      const i = n % KEY_REQUESTS_KEPT;
+      out.push({
+        key_id: keyId, slot: (firstSlot + k) % KEY_REQUESTS_KEPT, request_id: this.requestId[i]!, at_ms: Math.round(this.at[i]!), method: this.method[i]!,
+        target: redactKeys(this.target[i]!), status: this.status[i]!, address: this.address[i]!, duration_ms: Math.round(this.durationMs[i]! * 10) / 10,
+      });
+    }
   }
 }
 
@@ -215,19 +234,18 @@ export class UsageRecorder {
    */
   private async writeRequests(): Promise<void> {
     if (this.requests.size === 0) return;
-    const batch = this.requests;
+    const logs = [...this.requests];
     this.requests = new Map();
-    const newest = [...batch].map(([keyId, waiting]) => waiting.list(keyId));
-    for (let i = 0; i < newest.length; i += KEYS_PER_WRITE) {
+    for (let i = 0; i < logs.length; i += KEYS_PER_WRITE) {
       try {
         if (i > 0) await nextTurn();
-        const piece = newest.slice(i, i + KEYS_PER_WRITE);
+        const piece = logs.slice(i, i + KEYS_PER_WRITE);
         await this.db.transaction().execute((trx) => writeRings(trx, piece));
       } catch (err) {
         // The pieces not written are kept for the next write, ahead of what was logged meanwhile.
         const meanwhile = this.requests;
         this.requests = new Map();
-        for (const list of newest.slice(i)) for (const r of list) this.logRequest(r);
+        for (const [keyId, waiting] of logs.slice(i)) for (const r of waiting.list(keyId)) this.logRequest(r);
         for (const [keyId, waiting] of meanwhile) for (const r of waiting.list(keyId)) this.logRequest(r);
         throw err;
       }
@@ -293,8 +311,8 @@ export class UsageRecorder {
 }
 
 /** Advances each key's count of requests by its new ones, and writes them into the slots that gives. */
-async function writeRings(trx: Transaction<Database>, newest: KeyRequest[][]): Promise<void> {
-  const counts = newest.map((list) => ({ key_id: list[0]!.keyId, next: list.length }));
+async function writeRings(trx: Transaction<Database>, logs: [string, WaitingRequests][]): Promise<void> {
+  const counts = logs.map(([keyId, waiting]) => ({ key_id: keyId, next: waiting.held }));
   const advanced = await trx
     .insertInto('key_request_next')
     .values(counts)
@@ -303,49 +321,31 @@ async function writeRings(trx: Transaction<Database>, newest: KeyRequest[][]): P
     .execute();
   const nextOf = new Map(advanced.map((r) => [r.key_id, Number(r.next)]));
   const rows: Insertable<KeyRequestsTable>[] = [];
-  for (const list of newest) {
-    const first = nextOf.get(list[0]!.keyId)! - list.length;
-    list.forEach((r, i) => {
-      rows.push({
-        key_id: r.keyId, slot: (first + i) % KEY_REQUESTS_KEPT, request_id: r.requestId, at_ms: Math.round(r.at), method: r.method,
-        target: redactKeys(r.target), status: r.status, address: r.address, duration_ms: Math.round(r.durationMs * 10) / 10,
-      });
-    });
-  }
-  await overwriteSlots(trx, rows);
+  for (const [keyId, waiting] of logs) waiting.rows(keyId, nextOf.get(keyId)! - waiting.held, rows);
+  await overwriteSlots(trx, JSON.stringify(rows));
 }
 
+/** The request log's columns, and the upsert that overwrites a slot with a new row. */
+const RING_COLUMNS = sql`key_id, slot, request_id, at_ms, method, target, status, address, duration_ms`;
+const OVERWRITE_SLOT = sql`on conflict (key_id, slot) do update set
+  request_id = excluded.request_id, at_ms = excluded.at_ms, method = excluded.method, target = excluded.target,
+  status = excluded.status, address = excluded.address, duration_ms = excluded.duration_ms`;
+
 /**
- * Writes request-log rows into their slots, whatever was there. On PostgreSQL in one
- * statement whose one parameter is the rows as JSON: the builder's statement of a parameter
- * per column and row cost the server, and PostgreSQL's parser beside it on the same cores,
- * more than the rows' own writing (docs/performance.md, "The request log's write"). On
- * SQLite, whose statements run in this thread, the builder's rows measure cheaper than
- * SQLite's reading of JSON.
+ * Writes request-log rows, given as a JSON array of objects, into their slots, whatever
+ * was there: one statement with one parameter on both stores. The query builder's
+ * multi-row insert carries a parameter per column and row: on PostgreSQL, parsing it cost
+ * more than writing the rows; on SQLite, building it made four times the garbage of the
+ * JSON, in the server's thread (docs/performance.md, "The request log's write").
  */
-async function overwriteSlots(trx: Transaction<Database>, rows: Insertable<KeyRequestsTable>[]): Promise<void> {
-  if (onPostgres(trx)) {
-    await sql`
-      insert into key_requests (key_id, slot, request_id, at_ms, method, target, status, address, duration_ms)
-      select key_id, slot, request_id, at_ms, method, target, status, address, duration_ms
-      from json_populate_recordset(null::key_requests, ${JSON.stringify(rows)}::json)
-      on conflict (key_id, slot) do update set
-        request_id = excluded.request_id, at_ms = excluded.at_ms, method = excluded.method, target = excluded.target,
-        status = excluded.status, address = excluded.address, duration_ms = excluded.duration_ms`.execute(trx);
-    return;
-  }
-  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    await trx
-      .insertInto('key_requests')
-      .values(rows.slice(i, i + INSERT_CHUNK))
-      .onConflict((oc) =>
-        oc.columns(['key_id', 'slot']).doUpdateSet((eb) => ({
-          request_id: eb.ref('excluded.request_id'), at_ms: eb.ref('excluded.at_ms'), method: eb.ref('excluded.method'), target: eb.ref('excluded.target'),
-          status: eb.ref('excluded.status'), address: eb.ref('excluded.address'), duration_ms: eb.ref('excluded.duration_ms'),
-        })),
-      )
-      .execute();
-  }
+async function overwriteSlots(trx: Transaction<Database>, rowsJson: string): Promise<void> {
+  const rows = onPostgres(trx)
+    ? sql`select ${RING_COLUMNS} from json_populate_recordset(null::key_requests, ${rowsJson}::json)`
+    : // "where true": SQLite's parser needs it between a select and its upsert clause.
+      sql`select value ->> 'key_id', value ->> 'slot', value ->> 'request_id', value ->> 'at_ms', value ->> 'method',
+        value ->> 'target', value ->> 'status', value ->> 'address', value ->> 'duration_ms'
+        from json_each(${rowsJson}) where true`;
+  await sql`insert into key_requests (${RING_COLUMNS}) ${rows} ${OVERWRITE_SLOT}`.execute(trx);
 }
 
 /** Adds `usage` to the keys' counters, last use and requests per day. */
