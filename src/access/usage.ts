@@ -34,14 +34,14 @@ const APPLIED_KEPT_MS = 7 * 86_400_000;
 const PRUNE_EVERY_MS = 3_600_000;
 /** The request log is written at most this often (docs/performance.md, "Key activity"). */
 export const REQUEST_LOG_FLUSH_MS = 5000;
-/** Rows per insert statement of the requests per day; the request log's rows per transaction. */
+/** Rows per insert statement of the requests per day. */
 const INSERT_CHUNK = 500;
 /**
  * Keys whose request logs one transaction writes; a flush writes one such piece per turn
  * of the event loop, so the requests that arrive meanwhile are not held up behind the
  * whole log (docs/performance.md, "The request log in pieces").
  */
-const KEYS_PER_WRITE = INSERT_CHUNK / KEY_REQUESTS_KEPT;
+const KEYS_PER_WRITE = 5;
 
 /**
  * A key's requests waiting for the request log's write: the last KEY_REQUESTS_KEPT, in a
@@ -77,7 +77,7 @@ export class WaitingRequests {
     return Math.min(this.added, KEY_REQUESTS_KEPT);
   }
 
-  /** The requests held, oldest first. */
+  /** The requests held, oldest first, as objects (a failed write logs them again). */
   list(keyId: string): KeyRequest[] {
     const list: KeyRequest[] = [];
     for (let n = this.added - this.held; n < this.added; n++) {
@@ -335,8 +335,9 @@ const OVERWRITE_SLOT = sql`on conflict (key_id, slot) do update set
  * Writes request-log rows, given as a JSON array of objects, into their slots, whatever
  * was there: one statement with one parameter on both stores. The query builder's
  * multi-row insert carries a parameter per column and row: on PostgreSQL, parsing it cost
- * more than writing the rows; on SQLite, building it made four times the garbage of the
- * JSON, in the server's thread (docs/performance.md, "The request log's write").
+ * more than writing the rows; on SQLite, building it made far more garbage than the JSON,
+ * in the server's thread (docs/performance.md, "The request log's write" and "The request
+ * log's garbage").
  */
 async function overwriteSlots(trx: Transaction<Database>, rowsJson: string): Promise<void> {
   const rows = onPostgres(trx)

@@ -60,18 +60,22 @@ describe('the request log on its way to the store', () => {
     }
   });
 
-  it('writes each field as it was logged, a key value in the target masked', async () => {
+  it('writes each field as it was logged, oldest first, a key value in the target masked', async () => {
     const recorder = new UsageRecorder(store.db, pino({ level: 'silent' }), 60_000);
     const keyId = 'fields-key';
-    const target = '/api/public/v1/students?api_key=service_pk_0123456789abcdef&q="a\\b"&name=Ärger\u00ff';
+    const target = '/api/public/v1/students?api_key=service_pk_0123456789abcdef&q="a\\b"\t&name=Ärger\u00ff';
     try {
       recorder.logRequest({ keyId, at: t0 + 0.4, method: 'HEAD', target, status: 304, requestId: 'req-"quoted"', address: '2001:db8::1', durationMs: 0.26 });
+      recorder.logRequest({ keyId, at: t0 + 5, method: 'GET', target: '/api/public/v1/leads', status: 200, requestId: 'req-second', address: '192.0.2.7', durationMs: 12 });
       await recorder.flush();
-      const rows = await store.db.selectFrom('key_requests').selectAll().where('key_id', '=', keyId).execute();
-      assert.deepEqual(rows.map((r) => ({ ...r, at_ms: Number(r.at_ms), slot: Number(r.slot), status: Number(r.status), duration_ms: Number(r.duration_ms) })), [{
-        key_id: keyId, slot: 0, request_id: 'req-"quoted"', at_ms: t0, method: 'HEAD',
-        target: '/api/public/v1/students?api_key=[redacted-key]&q="a\\b"&name=Ärger\u00ff', status: 304, address: '2001:db8::1', duration_ms: 0.3,
-      }]);
+      const rows = await store.db.selectFrom('key_requests').selectAll().where('key_id', '=', keyId).orderBy('slot').execute();
+      assert.deepEqual(rows.map((r) => ({ ...r, at_ms: Number(r.at_ms), slot: Number(r.slot), status: Number(r.status), duration_ms: Number(r.duration_ms) })), [
+        {
+          key_id: keyId, slot: 0, request_id: 'req-"quoted"', at_ms: t0, method: 'HEAD',
+          target: '/api/public/v1/students?api_key=[redacted-key]&q="a\\b"\t&name=Ärger\u00ff', status: 304, address: '2001:db8::1', duration_ms: 0.3,
+        },
+        { key_id: keyId, slot: 1, request_id: 'req-second', at_ms: t0 + 5, method: 'GET', target: '/api/public/v1/leads', status: 200, address: '192.0.2.7', duration_ms: 12 },
+      ]);
     } finally {
       await recorder.close();
     }
