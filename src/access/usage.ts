@@ -77,17 +77,20 @@ export class WaitingRequests {
     return Math.min(this.added, KEY_REQUESTS_KEPT);
   }
 
-  /** The requests held, oldest first, as objects (a failed write logs them again). */
-  list(keyId: string): KeyRequest[] {
-    const list: KeyRequest[] = [];
-    for (let n = this.added - this.held; n < this.added; n++) {
-      const i = n % KEY_REQUESTS_KEPT;
-      list.push({
-        keyId, at: this.at[i]!, method: this.method[i]!, target: this.target[i]!, status: this.status[i]!,
-        requestId: this.requestId[i]!, address: this.address[i]!, durationMs: this.durationMs[i]!,
-      });
+  /** Adds the requests `newer` holds, oldest first, after these (a failed write's, then what came meanwhile). */
+  append(newer: WaitingRequests): void {
+    for (let n = newer.added - newer.held; n < newer.added; n++) {
+      const from = n % KEY_REQUESTS_KEPT;
+      const i = this.added % KEY_REQUESTS_KEPT;
+      this.added++;
+      this.at[i] = newer.at[from]!;
+      this.durationMs[i] = newer.durationMs[from]!;
+      this.status[i] = newer.status[from]!;
+      this.method[i] = newer.method[from]!;
+      this.target[i] = newer.target[from]!;
+      this.requestId[i] = newer.requestId[from]!;
+      this.address[i] = newer.address[from]!;
     }
-    return list;
   }
 
   /**
@@ -244,9 +247,12 @@ export class UsageRecorder {
       } catch (err) {
         // The pieces not written are kept for the next write, ahead of what was logged meanwhile.
         const meanwhile = this.requests;
-        this.requests = new Map();
-        for (const [keyId, waiting] of logs.slice(i)) for (const r of waiting.list(keyId)) this.logRequest(r);
-        for (const [keyId, waiting] of meanwhile) for (const r of waiting.list(keyId)) this.logRequest(r);
+        this.requests = new Map(logs.slice(i));
+        for (const [keyId, waiting] of meanwhile) {
+          const kept = this.requests.get(keyId);
+          if (kept === undefined) this.requests.set(keyId, waiting);
+          else kept.append(waiting);
+        }
         throw err;
       }
     }
