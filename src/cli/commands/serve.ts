@@ -38,13 +38,17 @@ function portInUse(err: unknown): CliError | null {
 }
 
 /**
- * V8's heap growing factor for a server (1 + 100 %): with the old generation capped
- * (docs/deployment.md), V8 otherwise sets each next limit so near what is live that a full
- * collection starts again a fraction of a second after the last, most of a core's work
- * under load (docs/performance.md, "Full collections one after the other"). Set here, as
- * NODE_OPTIONS does not take it.
+ * V8 settings for a server, set here as NODE_OPTIONS takes neither.
+ * - The heap growing factor (1 + 100 %): with the old generation capped (docs/deployment.md),
+ *   V8 otherwise sets each next limit so near what is live that a full collection starts
+ *   again a fraction of a second after the last (docs/performance.md, "Full collections one
+ *   after the other").
+ * - No allocation-site pretenuring: a server's objects live for one request; V8's guess that
+ *   a site's objects are long-lived, taken at a moment when a turn's requests are all still
+ *   in flight, sends every later one straight to the old generation, which then needs a full
+ *   collection about every second (docs/performance.md, "Allocation-site pretenuring off").
  */
-const SERVE_V8_FLAGS = '--heap-growing-percent=100';
+const SERVE_V8_FLAGS = '--heap-growing-percent=100 --no-allocation-site-pretenuring';
 
 async function runServer(ctx: CommandContext, isWorker: boolean): Promise<number> {
   const { config, out } = ctx;
