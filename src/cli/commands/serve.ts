@@ -43,10 +43,10 @@ function portInUse(err: unknown): CliError | null {
  *   V8 otherwise sets each next limit so near what is live that a full collection starts
  *   again a fraction of a second after the last (docs/performance.md, "Full collections one
  *   after the other").
- * - No allocation-site pretenuring: a server's objects live for one request; V8's guess that
- *   a site's objects are long-lived, taken at a moment when a turn's requests are all still
- *   in flight, sends every later one straight to the old generation, which then needs a full
- *   collection about every second (docs/performance.md, "Allocation-site pretenuring off").
+ * - No allocation-site pretenuring: with it, some starts of a server kept a full collection
+ *   about every second for their whole life, most likely from V8 judging a site's objects
+ *   long-lived while a turn's requests were all in flight, where most of a server's objects
+ *   live for one request (docs/performance.md, "Allocation-site pretenuring off").
  */
 const SERVE_V8_FLAGS = '--heap-growing-percent=100 --no-allocation-site-pretenuring';
 
