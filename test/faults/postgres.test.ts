@@ -3,7 +3,8 @@
  * holed (live pooled connections included) and cut mid-load. Each time requests get
  * 503 data_unavailable within the configured timeout (never a 500, never a hang), the
  * readiness check names the database, and the app recovers by itself once the
- * database is reachable again.
+ * database is reachable again. A stored answer of a key the server keeps is the one thing
+ * still served during an outage, and only for as long as the key is kept.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -22,11 +23,15 @@ const DB_TIMEOUT_MS = 1000;
 // The client gives a query the timeout plus 500 ms (src/db/index.ts); one more second
 // covers waiting for a pooled connection. A bound, not a measurement.
 const ANSWER_BOUND_MS = 2 * DB_TIMEOUT_MS + 1500;
+const APP_CONFIG = { dbTimeoutMs: DB_TIMEOUT_MS, rateLimitVip: 10_000_000, rateLimitProfi: 10_000_000 };
+/** How long a key row read from PostgreSQL is kept at most (KEPT_MS in src/access/lookup.ts), plus a margin for a busy machine. */
+const KEPT_BOUND_MS = 5000 + 2000;
 
 describe('PostgreSQL outages through a fault proxy', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only: SQLite is a local file' }, () => {
   let direct: TestStore;
   let proxy: FaultProxy;
   let proxied: Store;
+  /** Stored answers off: every request reads the database. */
   let t: TestApp;
   let w: World;
   const ops = Fastify();
@@ -38,7 +43,7 @@ describe('PostgreSQL outages through a fault proxy', { skip: process.env.DATABAS
     proxy = await FaultProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
     url.port = String(proxy.address.port);
     proxied = openStore({ databaseUrl: url.toString(), dataDir: direct.dataDir, dbTimeoutMs: DB_TIMEOUT_MS, dbPoolSize: 4 });
-    t = await startTestApp({ store: { ...proxied, url: url.toString(), dataDir: direct.dataDir }, config: { dbTimeoutMs: DB_TIMEOUT_MS, rateLimitVip: 10_000_000, rateLimitProfi: 10_000_000 } });
+    t = await startTestApp({ store: { ...proxied, url: url.toString(), dataDir: direct.dataDir }, config: { ...APP_CONFIG, responseCacheMb: 0 } });
     await ops.register(opsPlugin, { metrics: new ApiMetrics(), db: proxied.db, limiter: new MemoryRateLimiter(), checkTimeoutMs: DB_TIMEOUT_MS });
   });
   after(async () => {
@@ -50,10 +55,20 @@ describe('PostgreSQL outages through a fault proxy', { skip: process.env.DATABAS
     await direct.close();
   });
 
-  async function get(path = '/api/public/v1/students?limit=1') {
+  async function get(path = '/api/public/v1/students?limit=1', app = t) {
     const started = Date.now();
-    const res = await withDeadline(t.request(path, { key: w.a.key }), 15_000, path);
+    const res = await withDeadline(app.request(path, { key: w.a.key }), 15_000, path);
     return { res, ms: Date.now() - started };
+  }
+
+  /** Runs `body` with the proxy in `mode`, and forwards again however it ends: one failure must not fail the tests after it. */
+  async function during(mode: 'refuse' | 'blackhole', body: () => Promise<void>) {
+    await proxy.setMode(mode);
+    try {
+      await body();
+    } finally {
+      await proxy.setMode('forward');
+    }
   }
 
   async function assertUnavailable(times: number) {
@@ -89,21 +104,47 @@ describe('PostgreSQL outages through a fault proxy', { skip: process.env.DATABAS
   });
 
   it('refused: 503 within the timeout, then recovers on its own', async () => {
-    await proxy.setMode('refuse');
-    await assertUnavailable(3);
-    // A request that needs no data is still answered: the process is up.
-    assert.equal((await t.request('/nothing')).status, 404);
-    await proxy.setMode('forward');
+    await during('refuse', async () => {
+      await assertUnavailable(3);
+      // A request that needs no data is still answered: the process is up.
+      assert.equal((await t.request('/nothing')).status, 404);
+    });
     await assertRecovers();
   });
 
   it('blackholed, live pooled connections too: 503 within the timeout, then recovers', async () => {
     assert.equal((await get()).res.status, 200);
     assert.ok(proxy.connections > 0, 'the pool holds live connections');
-    await proxy.setMode('blackhole');
-    await assertUnavailable(3);
-    await proxy.setMode('forward');
+    await during('blackhole', () => assertUnavailable(3));
     await assertRecovers();
+  });
+
+  it('a stored answer of a kept key is served during an outage only while the key is kept, then 503', async () => {
+    // Stored answers on (the default): nothing a stored answer holds can change without every
+    // server's key watch hearing of it or its lease running out, so serving one needs no read.
+    const stored = await startTestApp({ store: t.store, config: APP_CONFIG });
+    try {
+      const path = '/api/public/v1/students?limit=2';
+      const first = (await get(path, stored)).res;
+      assert.equal(first.status, 200);
+      assert.equal((await get(path, stored)).res.text, first.text);
+      await during('blackhole', async () => {
+        const cut = Date.now();
+        const seen: number[] = [];
+        while (seen.at(-1) !== 503) {
+          const { res } = await get(path, stored);
+          seen.push(res.status);
+          if (res.status === 200) assert.equal(res.text, first.text, 'only the stored answer is served');
+          else assert.equal((res.json() as { code: string }).code, 'data_unavailable');
+          assert.ok(Date.now() - cut < KEPT_BOUND_MS + ANSWER_BOUND_MS, `still answered 200 ${Date.now() - cut} ms into the outage`);
+          if (res.status === 200) await new Promise((r) => setTimeout(r, 200));
+        }
+        // Once the key is no longer kept it is not kept again until the database answers.
+        assert.equal((await get(path, stored)).res.status, 503);
+      });
+    } finally {
+      await stored.close();
+    }
   });
 
   it('live connections cut mid-load (as when the server is killed): 200 or 503, never a 500 or a hang, then normal', async () => {
