@@ -111,7 +111,7 @@ function floor(request: http.IncomingMessage, response: http.ServerResponse): vo
   response.end(answer);
   const responseTime = performance.now() - startedAt;
   const address = request.socket.remoteAddress ?? '';
-  key.log.add({ keyId: key.keyId, at: now, method: request.method ?? '', target, status: 200, requestId: id, address, durationMs: responseTime });
+  key.log.add({ at: now, method: request.method ?? '', target, status: 200, requestId: id, address, durationMs: responseTime });
   if (lines === '') setImmediate(writeLines);
   lines +=
     `{"level":30,"time":${now},"pid":${process.pid},"requestId":"${id}","keyId":"${key.keyId}","schoolId":"${key.schoolId}",` +

@@ -43,6 +43,9 @@ const INSERT_CHUNK = 500;
  */
 const KEYS_PER_WRITE = 5;
 
+/** A request as a key's ring holds it: the key is the ring's. */
+type RingedRequest = Omit<KeyRequest, 'keyId'>;
+
 /**
  * A key's requests waiting for the request log's write: the last KEY_REQUESTS_KEPT, in a
  * ring of columns written in place. Logging a request keeps no object of its own: a list
@@ -60,7 +63,7 @@ export class WaitingRequests {
   /** Requests added, of which the ring holds the last KEY_REQUESTS_KEPT. */
   private added = 0;
 
-  add(r: KeyRequest): void {
+  add(r: RingedRequest): void {
     const i = this.added % KEY_REQUESTS_KEPT;
     this.added++;
     this.at[i] = r.at;
@@ -79,18 +82,12 @@ export class WaitingRequests {
 
   /** Adds the requests `newer` holds, oldest first, after these (a failed write's, then what came meanwhile). */
   append(newer: WaitingRequests): void {
-    for (let n = newer.added - newer.held; n < newer.added; n++) {
-      const from = n % KEY_REQUESTS_KEPT;
-      const i = this.added % KEY_REQUESTS_KEPT;
-      this.added++;
-      this.at[i] = newer.at[from]!;
-      this.durationMs[i] = newer.durationMs[from]!;
-      this.status[i] = newer.status[from]!;
-      this.method[i] = newer.method[from]!;
-      this.target[i] = newer.target[from]!;
-      this.requestId[i] = newer.requestId[from]!;
-      this.address[i] = newer.address[from]!;
-    }
+    for (let n = newer.added - newer.held; n < newer.added; n++) this.add(newer.slot(n % KEY_REQUESTS_KEPT));
+  }
+
+  /** The request in slot `i`, as added. */
+  private slot(i: number): RingedRequest {
+    return { at: this.at[i]!, durationMs: this.durationMs[i]!, status: this.status[i]!, method: this.method[i]!, target: this.target[i]!, requestId: this.requestId[i]!, address: this.address[i]! };
   }
 
   /**
