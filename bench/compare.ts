@@ -23,7 +23,7 @@ import { fetchOnce, probe } from './probe.js';
 import { summariseProfile, type ProfileSummary } from './profile.js';
 import { machine, unexpectedResponses } from './report.js';
 import { MIXED_SCENARIO, SCENARIOS, type Scenario } from './scenarios.js';
-import { cpuSeconds, cpuSecondsByThread, freePort, OS_EVENTS, osEvents, numberOption, RATE_LIMIT_PROFI, ROOT, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, THREAD_KINDS, type ApiServer, type OsEvents, type ThreadKind } from './servers.js';
+import { cpuSeconds, cpuSecondsByThread, freePort, OS_EVENTS, osEvents, numberOption, onInterrupt, RATE_LIMIT_PROFI, ROOT, runMain, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, THREAD_KINDS, type ApiServer, type OsEvents, type ThreadKind } from './servers.js';
 import { checkWrk, runWrk, requestLines } from './wrk.js';
 
 const USAGE = `usage: npm run bench:compare -- --before DIR [options]
@@ -391,9 +391,7 @@ async function main(): Promise<number> {
   const profiled: Partial<Record<Side, ProfileSummary & { requests: number }>> = {};
   const results: ScenarioResult[] = [];
   const stopAll = () => Promise.all([...measuredSides.map((side) => sides[side]!.server.stop()), bare.stop(), floor?.stop()]);
-  // Interrupted: the servers go with it.
-  const interrupted = () => void stopAll().finally(() => process.exit(130));
-  process.once('SIGINT', interrupted).once('SIGTERM', interrupted);
+  const forget = onInterrupt(stopAll);
   try {
     const warm = path.join(work, 'warmup.txt');
     fs.writeFileSync(warm, requestLines(MIXED_SCENARIO.requests(shape)));
@@ -452,7 +450,7 @@ async function main(): Promise<number> {
     }
   } finally {
     await stopAll();
-    process.off('SIGINT', interrupted).off('SIGTERM', interrupted);
+    forget();
     if (o.profile) {
       // Kept beside the data set (git-ignored), for a flame graph: data/bench/compare-<side>.cpuprofile.
       const keep = (side: Side) => path.join(afterLoc.dataDir, '..', `compare-${side}.cpuprofile`);
@@ -486,12 +484,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`bench:compare: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
-  },
-);
+runMain('bench:compare', main);

@@ -14,7 +14,7 @@ import { locateDataset } from './dataset/load.js';
 import { datasetShape } from './dataset/shape.js';
 import { serverCounts } from './probe.js';
 import { SCENARIOS } from './scenarios.js';
-import { cpuSeconds, freePort, numberOption, ROOT, serverEnv, SERVER_NODE_OPTIONS, startApiServer, type ApiServer } from './servers.js';
+import { cpuSeconds, freePort, numberOption, onInterrupt, ROOT, runMain, serverEnv, SERVER_NODE_OPTIONS, startApiServer, type ApiServer } from './servers.js';
 import { checkWrk, requestLines, runWrk } from './wrk.js';
 
 const USAGE = `usage: npm run bench:gc-mode -- [--before DIR] [options]
@@ -95,8 +95,7 @@ async function main(): Promise<number> {
   await checkWrk();
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'gc-mode-'));
   const running: { server: ApiServer | null } = { server: null };
-  const interrupted = () => void (running.server?.stop() ?? Promise.resolve()).finally(() => process.exit(130));
-  process.once('SIGINT', interrupted).once('SIGTERM', interrupted);
+  onInterrupt(() => running.server?.stop() ?? Promise.resolve());
   try {
     const requests = path.join(work, 'requests.txt');
     fs.writeFileSync(requests, requestLines(o.scenario.requests(datasetShape(SCALE, 1))));
@@ -116,12 +115,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`bench:gc-mode: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
-  },
-);
+runMain('bench:gc-mode', main);

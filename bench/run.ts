@@ -17,7 +17,7 @@ import { fetchOnce, probe, serverCounts } from './probe.js';
 import { formatProfile, summariseProfile } from './profile.js';
 import { machine, markdownReport, summarise, writeReport, type Report, type ScenarioRun, type Settings } from './report.js';
 import { deepOffset, MIXED_SCENARIO, SCENARIOS, type BenchRequest, type Scenario } from './scenarios.js';
-import { cpuSeconds, freePort, numberOption as number, PeakRss, RATE_LIMIT_PROFI, RATE_LIMIT_VIP, ROOT, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
+import { cpuSeconds, freePort, numberOption as number, PeakRss, RATE_LIMIT_PROFI, RATE_LIMIT_VIP, ROOT, runMain, SERVER_NODE_OPTIONS, serverEnv, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
 import { Accumulator, checkWrk, runWrk, requestLines } from './wrk.js';
 
 
@@ -335,12 +335,4 @@ async function main(): Promise<number> {
   return report.summary.every((s) => s.unexpected === 0) ? 0 : 1;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
-  },
-);
+runMain('bench', main);

@@ -324,3 +324,23 @@ export function numberOption(value: string | undefined, fallback: number, name: 
   if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name} must be a number from ${min} to ${max}`);
   return n;
 }
+
+/** Stops what `stop` stops, then exits 130, on Ctrl-C or SIGTERM, so no server outlives the bench; returns the function that stops listening. */
+export function onInterrupt(stop: () => Promise<unknown>): () => void {
+  const interrupted = () => void stop().finally(() => process.exit(130));
+  process.once('SIGINT', interrupted).once('SIGTERM', interrupted);
+  return () => process.off('SIGINT', interrupted).off('SIGTERM', interrupted);
+}
+
+/** Runs a bench's `main`: what it returns is the exit code; a failure is one line on stderr and exit code 1. */
+export function runMain(name: string, main: () => Promise<number>): void {
+  main().then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`${name}: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
