@@ -34,8 +34,6 @@ const APPLIED_KEPT_MS = 7 * 86_400_000;
 const PRUNE_EVERY_MS = 3_600_000;
 /** The request log is written at most this often (docs/performance.md, "Key activity"). */
 export const REQUEST_LOG_FLUSH_MS = 5000;
-/** Rows per insert statement of the requests per day. */
-const INSERT_CHUNK = 500;
 /**
  * Keys whose request logs one transaction writes; a flush writes one such piece per turn
  * of the event loop, so the requests that arrive meanwhile are not held up behind the
@@ -352,36 +350,42 @@ async function overwriteSlots(trx: Transaction<Database>, rowsJson: string): Pro
   await sql`insert into key_requests (${RING_COLUMNS}) ${rows} ${OVERWRITE_SLOT}`.execute(trx);
 }
 
-/** Adds `usage` to the keys' counters, last use and requests per day. */
+/**
+ * Adds `usage` to the keys' counters, last use and requests per day: two statements with one
+ * JSON parameter each, whatever the number of keys (a statement a key cost a round trip and
+ * its building each on PostgreSQL; docs/performance.md, "Usage in two statements").
+ */
 async function applyUsage(trx: Transaction<Database>, usage: Map<string, KeyUsage>): Promise<void> {
+  const keys: { id: string; requests: number; last_used_at: string | null }[] = [];
   const days: { key_id: string; day: string; requests: number }[] = [];
   for (const [id, u] of usage) {
-    let count = 0;
+    let requests = 0;
     for (const [day, n] of u.days) {
-      count += n;
+      requests += n;
       days.push({ key_id: id, day, requests: n });
     }
-    if (count === 0 && u.lastUsedAt === 0) continue;
-    const lastUsedAt = formatTimestamp(u.lastUsedAt);
-    await trx
-      .updateTable('api_keys')
-      .set((eb) => ({
-        request_count: eb('request_count', '+', count),
-        last_used_at: eb
-          .case()
-          .when(eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', lastUsedAt)]))
-          .then(lastUsedAt)
-          .else(eb.ref('last_used_at'))
-          .end(),
-      }))
-      .where('id', '=', id)
-      .execute();
+    if (requests === 0 && u.lastUsedAt === 0) continue;
+    keys.push({ id, requests, last_used_at: u.lastUsedAt === 0 ? null : formatTimestamp(u.lastUsedAt) });
   }
-  for (let i = 0; i < days.length; i += INSERT_CHUNK) {
-    await trx
-      .insertInto('key_days')
-      .values(days.slice(i, i + INSERT_CHUNK))
-      .onConflict((oc) => oc.columns(['key_id', 'day']).doUpdateSet((eb) => ({ requests: eb('key_days.requests', '+', eb.ref('excluded.requests')) })))
-      .execute();
+  const pg = onPostgres(trx);
+  if (keys.length > 0) {
+    const json = JSON.stringify(keys);
+    const given = pg
+      ? sql`json_to_recordset(${json}::json) as u(id text, requests bigint, last_used_at text)`
+      : sql`(select value ->> 'id' as id, value ->> 'requests' as requests, value ->> 'last_used_at' as last_used_at from json_each(${json})) as u`;
+    // The last use only moves forward: a batch applied late (another instance's) may be older.
+    await sql`update api_keys set request_count = api_keys.request_count + u.requests,
+      last_used_at = case when u.last_used_at is not null and (api_keys.last_used_at is null or api_keys.last_used_at < u.last_used_at)
+        then u.last_used_at else api_keys.last_used_at end
+      from ${given} where api_keys.id = u.id`.execute(trx);
+  }
+  if (days.length > 0) {
+    const json = JSON.stringify(days);
+    const rows = pg
+      ? sql`select key_id, day, requests from json_to_recordset(${json}::json) as d(key_id text, day text, requests bigint)`
+      : // "where true": SQLite's parser needs it between a select and its upsert clause.
+        sql`select value ->> 'key_id', value ->> 'day', value ->> 'requests' from json_each(${json}) where true`;
+    await sql`insert into key_days (key_id, day, requests) ${rows}
+      on conflict (key_id, day) do update set requests = key_days.requests + excluded.requests`.execute(trx);
   }
 }

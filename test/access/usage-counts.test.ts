@@ -1,0 +1,72 @@
+/**
+ * The usage counts between requests and the store, on the real store (SQLite, or PostgreSQL
+ * when DATABASE_URL is set): one flush adds every key's requests to its counter and to its
+ * requests of the day, and moves its last use forward, never back.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
+import { utcDay } from '../../src/access/ratelimit/index.js';
+import { UsageRecorder } from '../../src/access/usage.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+import { seedWorld, type World } from '../helpers/world.js';
+
+describe('usage counts on their way to the store', () => {
+  let store: TestStore;
+  let w: World;
+
+  before(async () => {
+    store = await createTestStore();
+    w = await seedWorld(store.db);
+  });
+  after(async () => {
+    await store.close();
+  });
+
+  async function usageOf(keyId: string) {
+    const key = await store.db.selectFrom('api_keys').select(['request_count', 'last_used_at']).where('id', '=', keyId).executeTakeFirstOrThrow();
+    const days = await store.db.selectFrom('key_days').select(['day', 'requests']).where('key_id', '=', keyId).execute();
+    return { count: Number(key.request_count), lastUsedAt: key.last_used_at, days: Object.fromEntries(days.map((d) => [d.day, Number(d.requests)])) };
+  }
+
+  /** Counts `n` requests of each key given, then flushes once. */
+  async function recordAndFlush(requests: Record<string, number>): Promise<void> {
+    const recorder = new UsageRecorder(store.db, pino({ level: 'silent' }), 60_000);
+    try {
+      for (const [keyId, n] of Object.entries(requests)) for (let i = 0; i < n; i++) recorder.record(keyId);
+      await recorder.flush();
+    } finally {
+      await recorder.close();
+    }
+  }
+
+  it('adds each key\'s requests of one flush to its own counter and day, and sets its last use', async () => {
+    const [a0, b0, lone0] = await Promise.all([usageOf(w.a.keyId), usageOf(w.b.keyId), usageOf(w.lone.keyId)]);
+    const started = new Date().toISOString().slice(0, 19) + 'Z';
+    await recordAndFlush({ [w.a.keyId]: 3, [w.b.keyId]: 2 });
+    const today = utcDay(Date.now());
+    const [a, b, lone] = await Promise.all([usageOf(w.a.keyId), usageOf(w.b.keyId), usageOf(w.lone.keyId)]);
+    assert.equal(a.count, a0.count + 3);
+    assert.equal(b.count, b0.count + 2);
+    assert.equal(a.days[today], (a0.days[today] ?? 0) + 3);
+    assert.equal(b.days[today], (b0.days[today] ?? 0) + 2);
+    assert.ok(a.lastUsedAt !== null && a.lastUsedAt >= started, `last use ${a.lastUsedAt} is this flush's`);
+    assert.ok(b.lastUsedAt !== null && b.lastUsedAt >= started);
+    assert.deepEqual(lone, lone0, 'a key without requests is left alone');
+
+    await recordAndFlush({ [w.a.keyId]: 1 });
+    const again = await usageOf(w.a.keyId);
+    assert.equal(again.count, a.count + 1, 'a second flush adds to the first');
+    assert.equal(again.days[today], (a.days[today] ?? 0) + 1);
+  });
+
+  it('never moves a last use back (a batch applied late may be older than one applied before it)', async () => {
+    const later = '2999-01-01T00:00:00Z';
+    await store.db.updateTable('api_keys').set({ last_used_at: later }).where('id', '=', w.b.keyId).execute();
+    const before = await usageOf(w.b.keyId);
+    await recordAndFlush({ [w.b.keyId]: 1 });
+    const after = await usageOf(w.b.keyId);
+    assert.equal(after.lastUsedAt, later);
+    assert.equal(after.count, before.count + 1);
+  });
+});
