@@ -211,6 +211,7 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
   // Usage goes to Redis with the check only when the recorder moves it from there.
   const shared = usage.shared;
   const keys = new KeyFinder(deps.reads, deps.keyWatch ?? null);
+  const sqlite = deps.reads.dialect === 'sqlite';
   const clock = new KeyClock(config.keyUnusedDays);
 
   function unavailable(error: unknown, caller: Caller): Access {
@@ -249,8 +250,6 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
   }
 
   function withKey(found: KeyRow | undefined, route: string | undefined, client: { readonly ip: string }, early?: (tenant: Tenant) => void): Access | Promise<Access> {
-    // The key lookup was answered: the data store is up.
-    database.answered();
     if (found === undefined || ended(found, clock)) return REFUSED_NO_KEY;
     const caller = callerOf(found);
     // Counted whatever the answer turns out to be (403, 402, 429, 404 ...): with a shared
@@ -294,7 +293,17 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     const key = bearerKey(authorization);
     if (key === null) return REFUSED_NO_KEY;
     const found = keys.find(hashKey(key));
-    return found instanceof Promise ? found.then((f) => withKey(f, route, client, early)) : withKey(found, route, client, early);
+    if (found instanceof Promise) {
+      return found.then((f) => {
+        // The store answered the lookup: it is up.
+        database.answered();
+        return withKey(f, route, client, early);
+      });
+    }
+    // At once: SQLite read its file; a key row PostgreSQL's watch lets the server keep says
+    // nothing of the database now (during an outage it would log a recovery that is not one).
+    if (sqlite) database.answered();
+    return withKey(found, route, client, early);
   };
 }
 

@@ -95,7 +95,7 @@ const MAX_KEPT = 10_000;
  * the unused-key rule reads it; the usage counts themselves reach the store only every
  * SCHOOL_DATA_USAGE_FLUSH_MS, so a few seconds more change nothing.
  */
-const KEPT_MS = 5000;
+export const KEPT_MS = 5000;
 
 /** A key row kept on PostgreSQL: the watch's generation it was read in, and until when it may answer. */
 interface KeptRow {
