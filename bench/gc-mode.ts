@@ -95,7 +95,7 @@ async function main(): Promise<number> {
   await checkWrk();
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'gc-mode-'));
   const running: { server: ApiServer | null } = { server: null };
-  onInterrupt(() => running.server?.stop() ?? Promise.resolve());
+  const forget = onInterrupt(() => running.server?.stop() ?? Promise.resolve());
   try {
     const requests = path.join(work, 'requests.txt');
     fs.writeFileSync(requests, requestLines(o.scenario.requests(datasetShape(SCALE, 1))));
@@ -111,6 +111,7 @@ async function main(): Promise<number> {
     for (const [root, n] of inState) process.stdout.write(`${root}: ${n} of ${o.starts} starts in constant full collections (${o.scenario.name}, stored answers ${o.responseCacheMb} MiB)\n`);
     return 0;
   } finally {
+    forget();
     fs.rmSync(work, { recursive: true, force: true });
   }
 }

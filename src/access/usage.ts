@@ -339,8 +339,7 @@ const OVERWRITE_SLOT = sql`on conflict (key_id, slot) do update set
  * more than writing the rows; on SQLite, building it made far more garbage than the JSON,
  * in the server's thread (docs/performance.md, "The request log's write" and "The request
  * log's garbage"). SQLite reads the array with `jsonb_each`, which hands each row on in
- * its binary form, so the row's fields are read without parsing its text once a field
- * (half the cost a row: docs/performance.md, "Usage in two statements").
+ * its binary form (docs/performance.md, "Usage in two statements").
  */
 async function overwriteSlots(trx: Transaction<Database>, rowsJson: string): Promise<void> {
   const rows = onPostgres(trx)
@@ -352,17 +351,21 @@ async function overwriteSlots(trx: Transaction<Database>, rowsJson: string): Pro
   await sql`insert into key_requests (${RING_COLUMNS}) ${rows} ${OVERWRITE_SLOT}`.execute(trx);
 }
 
+/** Orders map entries by their key. */
+const byName = ([a]: [string, unknown], [b]: [string, unknown]): number => (a < b ? -1 : a > b ? 1 : 0);
+
 /**
  * Adds `usage` to the keys' counters, last use and requests per day: two statements with one
- * JSON parameter each, whatever the number of keys (a statement a key cost a round trip and
- * its building each on PostgreSQL; docs/performance.md, "Usage in two statements").
+ * JSON parameter each, whatever the number of keys, never a statement a key (docs/performance.md,
+ * "Usage in two statements"). Rows go in key order, so that instances applying batches at
+ * once lock rows in one order (a deadlock fails a flush, which the next one retries).
  */
 async function applyUsage(trx: Transaction<Database>, usage: Map<string, KeyUsage>): Promise<void> {
   const keys: { id: string; requests: number; last_used_at: string | null }[] = [];
   const days: { key_id: string; day: string; requests: number }[] = [];
-  for (const [id, u] of usage) {
+  for (const [id, u] of [...usage].sort(byName)) {
     let requests = 0;
-    for (const [day, n] of u.days) {
+    for (const [day, n] of [...u.days].sort(byName)) {
       requests += n;
       days.push({ key_id: id, day, requests: n });
     }
