@@ -155,7 +155,10 @@ export class KeyWatch {
     this.retry.unref();
   }
 
-  /** Stops listening and gives the lease up, so no writer waits for this server. */
+  /**
+   * Stops listening and gives the lease up, so no writer waits for this server. A connection
+   * lost meanwhile is no error: the lease then runs out by itself.
+   */
   async close(): Promise<void> {
     this.closed = true;
     if (this.retry !== null) clearTimeout(this.retry);
@@ -166,6 +169,8 @@ export class KeyWatch {
     if (client === null) return;
     try {
       await this.query(client, 'delete from key_watchers where id = $1', [this.id]);
+    } catch {
+      // Lost: a writer waits for this server no longer than the lease.
     } finally {
       await client.end().catch(() => undefined);
     }

@@ -283,6 +283,25 @@ describe('the key lookup on PostgreSQL', { skip: process.env.DATABASE_URL ? fals
       assert.equal(most, 1, 'never two statements at once on the watch connection');
     });
 
+    it('closes without an error when its connection is lost as it closes (its lease runs out by itself)', async () => {
+      const closing = new KeyWatch({ leaseMs: 400, client: (name) => new pg.Client({ connectionString: store.url!, application_name: name }) });
+      await closing.start();
+      const locker = new pg.Client({ connectionString: store.url! });
+      await locker.connect();
+      try {
+        // Its next renewal (every 100 ms) waits for the lock, and the close's statement behind it.
+        await locker.query('begin');
+        await locker.query('lock table key_watchers in exclusive mode');
+        await new Promise((r) => setTimeout(r, 150));
+        const closed = closing.close();
+        await sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${closing.name}`.execute(store.db);
+        await closed;
+      } finally {
+        await locker.query('rollback');
+        await locker.end();
+      }
+    });
+
     it('makes a revoke wait for a server that holds a lease and does not answer, no longer than its lease', async () => {
       const { id } = await newKey();
       // A server that took a lease of 1.5 s and died without giving it up.
