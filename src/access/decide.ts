@@ -210,8 +210,7 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
   const { limiter, usage, config, database, rateLimiter, routeScopes } = deps;
   // Usage goes to Redis with the check only when the recorder moves it from there.
   const shared = usage.shared;
-  const keys = new KeyFinder(deps.reads, deps.keyWatch ?? null);
-  const sqlite = deps.reads.dialect === 'sqlite';
+  const keys = new KeyFinder(deps.reads, deps.keyWatch ?? null, () => database.answered());
   const clock = new KeyClock(config.keyUnusedDays);
 
   function unavailable(error: unknown, caller: Caller): Access {
@@ -293,17 +292,7 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     const key = bearerKey(authorization);
     if (key === null) return REFUSED_NO_KEY;
     const found = keys.find(hashKey(key));
-    if (found instanceof Promise) {
-      return found.then((f) => {
-        // The store answered the lookup: it is up.
-        database.answered();
-        return withKey(f, route, client, early);
-      });
-    }
-    // At once: SQLite read its file; a key row PostgreSQL's watch lets the server keep says
-    // nothing of the database now (during an outage it would log a recovery that is not one).
-    if (sqlite) database.answered();
-    return withKey(found, route, client, early);
+    return found instanceof Promise ? found.then((f) => withKey(f, route, client, early)) : withKey(found, route, client, early);
   };
 }
 

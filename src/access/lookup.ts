@@ -119,10 +119,15 @@ export class KeyFinder {
   /** On PostgreSQL, the keys found while the watch's generation was the one each was read in. */
   private readonly keptPg = new Map<string, KeptRow>();
 
-  /** `watch`: PostgreSQL's key watch, started (null: nothing is kept beyond a turn there). */
+  /**
+   * `watch`: PostgreSQL's key watch, started (null: nothing is kept beyond a turn there).
+   * `answered`: told whenever the store answered a lookup (a key kept on PostgreSQL says
+   * nothing of the database now).
+   */
   constructor(
     private readonly reads: Reader,
     private readonly watch: KeyWatch | null = null,
+    private readonly answered: () => void = () => undefined,
   ) {}
 
   /**
@@ -134,7 +139,12 @@ export class KeyFinder {
 
   /** The key with this hash and its school: at once on SQLite, with a promise on PostgreSQL. */
   find(hash: string): KeyRow | undefined | Promise<KeyRow | undefined> {
-    if (this.reads instanceof SqliteReader) return this.findKept(this.reads, hash);
+    if (this.reads instanceof SqliteReader) {
+      // SQLite reads its file for every lookup (at least its data version); a failure throws.
+      const row = this.findKept(this.reads, hash);
+      this.answered();
+      return row;
+    }
     const watch = this.watch;
     if (watch !== null && watch.trusted) {
       const kept = this.keptPg.get(hash);
@@ -203,6 +213,7 @@ export class KeyFinder {
       for (const hash of hashes) for (const w of all.get(hash)!) w.reject(err);
       return;
     }
+    this.answered();
     const watch = this.watch;
     if (watch !== null && watch.trusted && watch.generation === generation) this.keep(rows, generation);
     const byHash = new Map(rows.map((row) => [row.keyHash, row]));

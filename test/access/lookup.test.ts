@@ -172,6 +172,24 @@ describe('the key lookup on PostgreSQL', { skip: process.env.DATABASE_URL ? fals
       assert.ok(done(), what);
     };
 
+    /**
+     * Runs `body` while another connection holds key_watchers locked, 150 ms after taking the
+     * lock: a watch renewing every 100 ms has a renewal waiting for it by then.
+     */
+    const whileLeasesLocked = async <T>(body: () => Promise<T>): Promise<T> => {
+      const locker = new pg.Client({ connectionString: store.url! });
+      await locker.connect();
+      try {
+        await locker.query('begin');
+        await locker.query('lock table key_watchers in exclusive mode');
+        await new Promise((r) => setTimeout(r, 150));
+        return await body();
+      } finally {
+        await locker.query('rollback');
+        await locker.end();
+      }
+    };
+
     before(async () => {
       watch = store.watchKeys({ leaseMs: 4000 })!;
       await watch.start();
@@ -265,19 +283,15 @@ describe('the key lookup on PostgreSQL', { skip: process.env.DATABASE_URL ? fals
         },
       });
       await counting.start();
-      const locker = new pg.Client({ connectionString: store.url! });
-      await locker.connect();
       try {
-        // Its next renewal (every 100 ms) waits for the lock; a barrier arrives meanwhile.
-        await locker.query('begin');
-        await locker.query('lock table key_watchers in exclusive mode');
-        await new Promise((r) => setTimeout(r, 150));
-        const announced = announceKeyChanges(store.db);
-        await new Promise((r) => setTimeout(r, 150));
-        await locker.query('commit');
+        // A barrier arrives while its renewal waits for the lock.
+        const { announced } = await whileLeasesLocked(async () => {
+          const announced = announceKeyChanges(store.db);
+          await new Promise((r) => setTimeout(r, 150));
+          return { announced };
+        });
         await announced;
       } finally {
-        await locker.end();
         await counting.close();
       }
       assert.equal(most, 1, 'never two statements at once on the watch connection');
@@ -286,20 +300,12 @@ describe('the key lookup on PostgreSQL', { skip: process.env.DATABASE_URL ? fals
     it('closes without an error when its connection is lost as it closes (its lease runs out by itself)', async () => {
       const closing = new KeyWatch({ leaseMs: 400, client: (name) => new pg.Client({ connectionString: store.url!, application_name: name }) });
       await closing.start();
-      const locker = new pg.Client({ connectionString: store.url! });
-      await locker.connect();
-      try {
-        // Its next renewal (every 100 ms) waits for the lock, and the close's statement behind it.
-        await locker.query('begin');
-        await locker.query('lock table key_watchers in exclusive mode');
-        await new Promise((r) => setTimeout(r, 150));
+      // The close's statement waits behind the renewal, which waits for the lock.
+      await whileLeasesLocked(async () => {
         const closed = closing.close();
         await sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${closing.name}`.execute(store.db);
         await closed;
-      } finally {
-        await locker.query('rollback');
-        await locker.end();
-      }
+      });
     });
 
     it('makes a revoke wait for a server that holds a lease and does not answer, no longer than its lease', async () => {
