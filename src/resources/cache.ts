@@ -36,8 +36,12 @@ interface Entry extends StoredResponse {
 const ENTRY_OVERHEAD = 600;
 /** When full, a new answer is stored with this probability: a workload of more answers than fit keeps a stable share. */
 const ADMIT_WHEN_FULL = 1 / 8;
-/** Bodies larger than this are not stored: the largest API answer (200 list items) is far smaller. */
-const MAX_BODY_BYTES = 512 * 1024;
+/**
+ * Bodies larger than this are not stored. A list page (at most 200 items) is well under it;
+ * a long page of the changes feed is over it: such a page is read once, by the one client
+ * copying that school, and storing it would push out hundreds of small answers.
+ */
+export const MAX_BODY_BYTES = 128 * 1024;
 /** A body is stored gzipped only when that saves at least an eighth of it. */
 const WORTH_COMPRESSING = 7 / 8;
 /**

@@ -13,7 +13,7 @@ import { importData } from '../../src/importer/index.js';
 import { revokeKey } from '../../src/management/keys.js';
 import { ApiMetrics } from '../../src/ops/metrics.js';
 import { COMPRESS_FROM_BYTES, encoded, plainBody } from '../../src/edge/encoding.js';
-import { ResponseCache } from '../../src/resources/cache.js';
+import { MAX_BODY_BYTES, ResponseCache } from '../../src/resources/cache.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { stableHeaders, type TestResponse } from '../helpers/http.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -379,6 +379,16 @@ describe('ResponseCache', () => {
     const body = none.get(tenant('s'), '/p0')!.body;
     for (let n = 0; n < 20; n++) encoded(none.get(tenant('s'), '/p0')!, undefined);
     assert.equal(none.get(tenant('s'), '/p0')!.body, body, 'not unzipped and gzipped again');
+  });
+
+  it('does not store a body over its size limit: a long page of the changes feed, read once', () => {
+    const cache = new ResponseCache(32 * 1024 * 1024);
+    cache.set(tenant('s'), '/at-limit', body(MAX_BODY_BYTES), 'application/json', 'v');
+    cache.set(tenant('s'), '/over-limit', body(MAX_BODY_BYTES + 1), 'application/json', 'v');
+    assert.ok(cache.get(tenant('s'), '/at-limit'));
+    assert.equal(cache.get(tenant('s'), '/over-limit'), undefined);
+    // A list page of 200 items is far under it.
+    assert.ok(json(0).length * 4 < MAX_BODY_BYTES);
   });
 
   it('stores nothing when given no memory', () => {
