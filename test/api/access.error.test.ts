@@ -199,6 +199,17 @@ describe('errors and their precedence', () => {
     const two = await problem('/api/public/v1/students?limit=x&offset=y', { key: w.a.key }, 400, 'invalid_parameter');
     assert.deepEqual(two.invalid_params?.map((p) => p.name).sort(), ['limit', 'offset']);
     assert.equal(two.invalid_params?.find((p) => p.name === 'limit')?.reason, 'must be an integer from 1 to 200');
+    // A date that does not exist, names the feed does not have and a text that is no cursor
+    // are reported with the other bad parameters, in the same answer.
+    const together: [string, [string, string][]][] = [
+      ['/payments?limit=0&period_from=2026-02-30&period_to=2026-03-01T24:00:00Z', [['limit', 'must be an integer from 1 to 200'], ['period_from', 'is not a real date or date-time'], ['period_to', 'is not a real date or date-time']]],
+      ['/reports/finance-summary?period_from=2026-02-30', [['period_from', 'is not a real date or date-time'], ['period_to', 'is required']]],
+      ['/changes?after=zz&resources=students,bogus&limit=0', [['after', 'is not a cursor of this feed'], ['limit', 'must be an integer from 1 to 1000'], ['resources', 'must be a comma-separated list of distinct names from: students, instructors, vehicles, lessons, contracts, payments, leads']]],
+    ];
+    for (const [path, expected] of together) {
+      const body = await problem(`/api/public/v1${path}`, { key: w.a.key }, 400, 'invalid_parameter');
+      assert.deepEqual(body.invalid_params?.map((p) => [p.name, p.reason]).sort(), expected, path);
+    }
   });
 
   it('400 for a "#" in the request target, saying what it is rather than naming a parameter', async () => {

@@ -35,18 +35,30 @@ export function encodeCursor(schoolId: string, place: Place & { stamp: string })
   return Buffer.from(`2.${schoolTag(schoolId)}.${place.seq}.${place.stamp}${tail}`).toString('base64url');
 }
 
-/** The place a cursor names, or why it names none. */
-export function decodeCursor(schoolId: string, cursor: string): Place | 'malformed' | 'other_school' {
+/** Why a cursor is refused, whether it is no cursor at all or another school's. */
+export const CURSOR_REFUSED = 'is not a cursor of this feed';
+
+/** A cursor's school tag and place, or null when the text is no cursor of any feed. */
+export function readCursor(cursor: string): { tag: string; place: Place } | null {
   const parts = Buffer.from(cursor, 'base64url').toString('latin1').split('.');
   const version = parts[0];
   // Version 1 had no stamp: its parts are those of version 2 without the fourth.
   if (version === '1' && (parts.length === 3 || parts.length === 5)) parts.splice(3, 0, '');
-  else if (version !== '2' || (parts.length !== 4 && parts.length !== 6)) return 'malformed';
+  else if (version !== '2' || (parts.length !== 4 && parts.length !== 6)) return null;
   const [, tag, seqText, stampText, resource, id] = parts;
-  if (!/^[0-9]{1,15}$/.test(seqText!) || !/^[A-Za-z0-9_-]{0,16}$/.test(stampText!)) return 'malformed';
-  if (tag !== schoolTag(schoolId)) return 'other_school';
+  if (!/^[0-9]{1,15}$/.test(seqText!) || !/^[A-Za-z0-9_-]{0,16}$/.test(stampText!)) return null;
   const place = { seq: Number(seqText), ...(version === '2' ? { stamp: stampText! } : {}) };
-  if (resource === undefined) return { ...place, resource: END, id: '' };
-  if (!(LIST_TABLES as readonly string[]).includes(resource) || !/^[A-Za-z0-9_-]{1,64}$/.test(id!)) return 'malformed';
-  return { ...place, resource, id: id! };
+  if (resource === undefined) return { tag: tag!, place: { ...place, resource: END, id: '' } };
+  if (!(LIST_TABLES as readonly string[]).includes(resource) || !/^[A-Za-z0-9_-]{1,64}$/.test(id!)) return null;
+  return { tag: tag!, place: { ...place, resource, id: id! } };
+}
+
+/**
+ * The place a cursor of this school's feed names, or 'malformed'. Another school's cursor
+ * is malformed here as well: an answer never tells that a text is a cursor of some other
+ * school's feed.
+ */
+export function decodeCursor(schoolId: string, cursor: string): Place | 'malformed' {
+  const read = readCursor(cursor);
+  return read === null || read.tag !== schoolTag(schoolId) ? 'malformed' : read.place;
 }

@@ -5,9 +5,9 @@ import { utf8 } from '../../edge/answer.js';
 import { Problem, type InvalidParam } from '../../problems/index.js';
 import { endpoint } from '../common/route.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
-import { decodeCursor, encodeCursor, START, type Place } from './cursor.js';
+import { CURSOR_REFUSED, decodeCursor, encodeCursor, START, type Place } from './cursor.js';
 import { changePage, cursorState, type ChangePage } from './repository.js';
-import { ChangeList, ChangesQuery } from './schema.js';
+import { ChangeList, ChangesQuery, RESOURCES_REFUSED, resourceNames } from './schema.js';
 
 const CURSOR_EXPIRED = new Problem(
   'cursor_expired',
@@ -27,17 +27,6 @@ function outsideScopesOf(names: ListTable[]): Problem {
     outsideScopes.set(text, problem);
   }
   return problem;
-}
-
-/**
- * The resources a `resources` parameter names (undefined when left out), or null when it
- * is not a list of distinct names of the feed.
- */
-function namesOf(text: string | undefined): ListTable[] | undefined | null {
-  if (text === undefined) return undefined;
-  const names = text.split(',');
-  const unknown = names.filter((n) => !(LIST_TABLES as readonly string[]).includes(n));
-  return unknown.length > 0 || new Set(names).size !== names.length ? null : (names as ListTable[]);
 }
 
 /** The resources to read: those named, or all the key may read when none are; a name outside the key's scopes is a 403. */
@@ -96,16 +85,15 @@ export const changeEndpoints = [
     response: ChangeList,
     extraStatuses: [410],
     answer: async ({ reads, tenant, query }) => {
-      // Both parameters are checked, and every bad one reported, before the scopes (403)
-      // and the cursor's place (410) are (docs/api/errors.md, "Which error wins").
-      const names = namesOf(query.resources);
+      // The decoder refused unknown names and texts that are no cursor; a cursor of another
+      // school's feed is refused here, before the scopes (403) and the cursor's place (410) are
+      // (docs/api/errors.md, "Which error wins").
+      const names = query.resources === undefined ? undefined : resourceNames(query.resources);
       const cursor = query.after === undefined ? undefined : decodeCursor(tenant.id, query.after);
       const invalid: InvalidParam[] = [];
-      if (names === null) invalid.push({ name: 'resources', reason: `must be a comma-separated list of distinct names from: ${LIST_TABLES.join(', ')}` });
-      if (cursor === 'malformed' || cursor === 'other_school') {
-        invalid.push({ name: 'after', reason: cursor === 'malformed' ? 'is not a cursor of this feed' : 'is a cursor of another school\'s feed' });
-      }
-      if (names === null || typeof cursor === 'string') throw Problem.invalid(invalid);
+      if (names === null) invalid.push({ name: 'resources', reason: RESOURCES_REFUSED });
+      if (cursor === 'malformed') invalid.push({ name: 'after', reason: CURSOR_REFUSED });
+      if (names === null || cursor === 'malformed') throw Problem.invalid(invalid);
       const resources = resourcesOf(names, tenant.scopes);
       const after = await placeOf(reads, cursor, tenant);
       const page = resources.length === 0 ? NOTHING : await changePage(reads, tenant.id, resources, after, query.limit);

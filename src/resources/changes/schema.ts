@@ -1,5 +1,7 @@
 import { Type, type Static } from 'typebox';
-import { LIST_TABLES } from '../items.js';
+import { checked } from '../common/query.js';
+import { LIST_TABLES, type ListTable } from '../items.js';
+import { CURSOR_REFUSED, readCursor } from './cursor.js';
 import { Contract } from '../contracts/schema.js';
 import { Instructor } from '../instructors/schema.js';
 import { Lead } from '../leads/schema.js';
@@ -13,15 +15,33 @@ import { Vehicle } from '../vehicles/schema.js';
 export const MAX_CHANGES = 1000;
 export const DEFAULT_CHANGES = 100;
 
+export const RESOURCES_REFUSED = `must be a comma-separated list of distinct names from: ${LIST_TABLES.join(', ')}`;
+
+/** The resources a `resources` parameter names, or null when it is not a list of distinct names of the feed. */
+export function resourceNames(text: string): ListTable[] | null {
+  const names = text.split(',');
+  const known = names.every((n) => (LIST_TABLES as readonly string[]).includes(n));
+  return known && new Set(names).size === names.length ? (names as ListTable[]) : null;
+}
+
 export const ChangesQuery = Type.Object(
   {
-    after: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$', description: 'a cursor from an earlier answer\'s meta.next_cursor' })),
+    // Whether a well-formed cursor is one of this school's feed is known once the key is: the route checks that.
+    after: Type.Optional(
+      checked(Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$', description: 'a cursor from an earlier answer\'s meta.next_cursor' }), {
+        test: (v) => readCursor(v) !== null,
+        reason: CURSOR_REFUSED,
+      }),
+    ),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CHANGES, default: DEFAULT_CHANGES, description: 'changes per page' })),
     resources: Type.Optional(
-      Type.String({
-        pattern: '^[a-z]+(,[a-z]+)*$',
-        description: `a comma-separated list of ${LIST_TABLES.join(', ')} (default: all of them)`,
-      }),
+      checked(
+        Type.String({
+          pattern: '^[a-z]+(,[a-z]+)*$',
+          description: `a comma-separated list of ${LIST_TABLES.join(', ')} (default: all of them)`,
+        }),
+        { test: (v) => resourceNames(v) !== null, reason: RESOURCES_REFUSED },
+      ),
     ),
   },
   { additionalProperties: false },

@@ -4,6 +4,8 @@
  */
 import { Type } from 'typebox';
 import { ID_PATTERN } from '../../domain/ids.js';
+import { parseDate, parseDateTime } from '../../domain/time.js';
+import { checked } from './query.js';
 
 export const PERIOD_PATTERN = '^\\d{4}-\\d{2}-\\d{2}([Tt]\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?([Zz]|[+-]\\d{2}:\\d{2}))?$';
 
@@ -18,14 +20,20 @@ export const Offset = Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0
 export const IdParam = (what: string) =>
   Type.String({ pattern: ID_PATTERN, description: `an identifier of 1-64 characters A-Z a-z 0-9 _ - (${what})` });
 
+/** A date or date-time of the period pattern that names a real day and time (not 2026-02-30, not 24:00). */
+const REAL_DATE = { test: (v: string) => parseDate(v) !== null || parseDateTime(v) !== null, reason: 'is not a real date or date-time' };
+
 export const Period = (edge: 'start' | 'end') =>
-  Type.String({
-    pattern: PERIOD_PATTERN,
-    description:
-      edge === 'start'
-        ? 'a date YYYY-MM-DD (from the start of that day in the school time zone) or an RFC 3339 date-time with offset; inclusive'
-        : 'a date YYYY-MM-DD (to the end of that day in the school time zone) or an RFC 3339 date-time with offset; inclusive',
-  });
+  checked(
+    Type.String({
+      pattern: PERIOD_PATTERN,
+      description:
+        edge === 'start'
+          ? 'a date YYYY-MM-DD (from the start of that day in the school time zone) or an RFC 3339 date-time with offset; inclusive'
+          : 'a date YYYY-MM-DD (to the end of that day in the school time zone) or an RFC 3339 date-time with offset; inclusive',
+    }),
+    REAL_DATE,
+  );
 
 export const Flag = Type.Boolean();
 
