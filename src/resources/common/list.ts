@@ -106,6 +106,11 @@ const blocksOf = (db: Untyped, shape: Shape, q: ListFilter) => db.selectFrom('li
  * positions of its first row and of the first row after it (each a seek in the order's
  * index); the page is the `limit` rows from the position of the period's first rank plus
  * `offset`, before the bound; the total the difference of the bounds' ranks.
+ *
+ * Each seek is made once: the period's positions (`at`), then their ranks (`ranks`), then
+ * the page's bounds, each a CTE over the one before, materialized: a CTE read once is
+ * otherwise inlined, and every reference to its columns planned as a copy of their
+ * subqueries (docs/performance.md, "A period's bounds, each sought once").
  */
 function positionedQuery(shape: Shape) {
   return prepared((kdb, q: Window) => {
@@ -116,12 +121,12 @@ function positionedQuery(shape: Shape) {
       eb.fn.coalesce(blocksOf(db, shape, q).select((e: UntypedEb) => e(e.ref('first_rank'), '+', e.ref('n')).as('n')).orderBy('first_rank', 'desc').limit(sql.lit(1)), sql.lit(0));
     // The position of the first row at or after `at` in the list's order; null when none is.
     const firstAt = (at: string) => inSchool(db, shape, q).select('pos').where(shape.order, '>=', at).orderBy(shape.order).orderBy('id').limit(sql.lit(1));
-    // The rank of the row at `pos` (a row's position); the list's length when `pos` is null.
-    const rankOf = (eb: UntypedEb, pos: ReturnType<typeof firstAt>) =>
+    // The rank of the row at position `pos` (a column of `at`); the list's length when it is null.
+    const rankOf = (eb: UntypedEb, pos: string) =>
       eb.fn.coalesce(
         blocksOf(db, shape, q)
-          .select((e: UntypedEb) => e(e.ref('first_rank'), '+', e(pos, '-', e.ref('first_pos'))).as('r'))
-          .where('first_pos', '<=', pos)
+          .select((e: UntypedEb) => e(e.ref('first_rank'), '+', e(e.ref(pos), '-', e.ref('first_pos'))).as('r'))
+          .where('first_pos', '<=', eb.ref(pos))
           .orderBy('first_pos', 'desc')
           .limit(sql.lit(1)),
         length(eb),
@@ -133,31 +138,60 @@ function positionedQuery(shape: Shape) {
         .where('first_rank', '<=', rank as never)
         .orderBy('first_rank', 'desc')
         .limit(sql.lit(1));
-    // On PostgreSQL the bounds are materialized, so that each is computed once: inlined,
-    // every reference to them is planned as a copy of its subqueries (docs/performance.md).
-    const postgres = onPostgres(kdb);
+    const page = (eb: UntypedEb) =>
+      inSchool(db, shape, q)
+        .select(['item', 'pos'])
+        .where('pos', '>=', eb.ref('bounds.start'))
+        .where('pos', '<', eb.ref('bounds.stop'))
+        .orderBy('pos')
+        .limit(boundLimit(q.limit));
+    const body = (eb: UntypedEb) => [listBody(db, eb('bounds.end', '-', eb.ref('bounds.first')), joinedItems(db, page(eb)), q)];
+
+    if (q.from === undefined && q.until === undefined) {
+      // The whole list: one seek for the length, one for the page's first position. On
+      // PostgreSQL materialized, as its references would be planned as copies otherwise.
+      const bounds = db.with((cte) => (onPostgres(kdb) ? cte('bounds').materialized() : cte('bounds')), (w) =>
+        w.selectNoFrom((eb) => [
+          sql.lit(0).as('first'),
+          sql<number>`${length(eb)}`.as('end'),
+          sql<number>`${positionOf(int(q.offset))}`.as('start'),
+          NO_STOP.as('stop'),
+        ]),
+      );
+      return bounds.selectFrom('bounds').select(body);
+    }
+    // Typed: a bare null in a CTE is text to PostgreSQL.
+    const null_ = sql<number | null>`cast(null as integer)`;
     return db
-      .with((cte) => (postgres ? cte('bounds').materialized() : cte('bounds')), (w) =>
-        w.selectNoFrom((eb) => {
-          const first = q.from === undefined ? null : rankOf(eb, firstAt(q.from));
-          return [
-            sql<number>`${first ?? sql.lit(0)}`.as('first'),
-            sql<number>`${q.until === undefined ? length(eb) : rankOf(eb, firstAt(q.until))}`.as('end'),
-            sql<number>`${positionOf(first === null ? int(q.offset) : eb(first, '+', int(q.offset)))}`.as('start'),
-            sql<number>`${q.until === undefined ? NO_STOP : eb.fn.coalesce(firstAt(q.until), NO_STOP)}`.as('stop'),
-          ];
-        }),
+      .with(
+        (cte) => cte('at').materialized(),
+        (w) =>
+          w.selectNoFrom([
+            (q.from === undefined ? null_ : sql<number | null>`${firstAt(q.from)}`).as('from_pos'),
+            (q.until === undefined ? null_ : sql<number | null>`${firstAt(q.until)}`).as('until_pos'),
+          ]),
+      )
+      .with(
+        (cte) => cte('ranks').materialized(),
+        (w) =>
+          w.selectFrom('at').select((eb) => [
+            sql<number>`${q.from === undefined ? sql.lit(0) : rankOf(eb, 'at.from_pos')}`.as('first'),
+            sql<number>`${q.until === undefined ? length(eb) : rankOf(eb, 'at.until_pos')}`.as('end'),
+            eb.fn.coalesce('at.until_pos', NO_STOP).as('stop'),
+          ]),
+      )
+      .with(
+        (cte) => cte('bounds').materialized(),
+        (w) =>
+          w.selectFrom('ranks').select((eb) => [
+            'ranks.first as first',
+            'ranks.end as end',
+            sql<number>`${positionOf(eb('ranks.first', '+', int(q.offset)))}`.as('start'),
+            'ranks.stop as stop',
+          ]),
       )
       .selectFrom('bounds')
-      .select((eb) => {
-        const page = inSchool(db, shape, q)
-          .select(['item', 'pos'])
-          .where('pos', '>=', eb.ref('bounds.start'))
-          .where('pos', '<', eb.ref('bounds.stop'))
-          .orderBy('pos')
-          .limit(boundLimit(q.limit));
-        return [listBody(db, eb('bounds.end', '-', eb.ref('bounds.first')), joinedItems(db, page), q)];
-      });
+      .select(body);
   });
 }
 
