@@ -5,7 +5,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensureDirectory, type Config } from './config/index.js';
+import tls from 'node:tls';
+import { ConfigError, ensureDirectory, type Config } from './config/index.js';
 
 export interface TlsMaterial {
   key: string;
@@ -19,9 +20,25 @@ export function selfSignedPaths(dataDir: string): { cert: string; key: string } 
   return { cert: path.join(dir, 'cert.pem'), key: path.join(dir, 'key.pem') };
 }
 
+/** A file a setting names, or a ConfigError naming the setting. */
+function readSetting(env: string, file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`${env}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+}
+
 export async function loadTls(config: Pick<Config, 'tlsCert' | 'tlsKey' | 'dataDir'>): Promise<TlsMaterial> {
   if (config.tlsCert && config.tlsKey) {
-    return { cert: fs.readFileSync(config.tlsCert, 'utf8'), key: fs.readFileSync(config.tlsKey, 'utf8'), certPath: config.tlsCert };
+    const cert = readSetting('SCHOOL_DATA_TLS_CERT', config.tlsCert);
+    const key = readSetting('SCHOOL_DATA_TLS_KEY', config.tlsKey);
+    try {
+      tls.createSecureContext({ cert, key });
+    } catch (err) {
+      throw new ConfigError(`SCHOOL_DATA_TLS_CERT and SCHOOL_DATA_TLS_KEY must name a PEM certificate and its private key (${(err as Error).message})`);
+    }
+    return { cert, key, certPath: config.tlsCert };
   }
   const paths = selfSignedPaths(config.dataDir);
   if (fs.existsSync(paths.cert) && fs.existsSync(paths.key)) {

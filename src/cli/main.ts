@@ -157,9 +157,16 @@ const printable = (text: string) =>
   text.replace(/[\p{Cc}\u2028\u2029]/gu, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 const firstLine = (text: string) => text.split('\n')[0]!;
 
+/** SQLite's SQLITE_FULL, PostgreSQL's disk_full (53100). */
+function isDiskFull(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_FULL' || code === '53100';
+}
+
 function describe(err: unknown): string {
   if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreNewerError) return printable(err.message);
   if (isStoreUnavailable(err)) return `the data store is unavailable: ${firstLine((err as Error).message)}`;
+  if (isDiskFull(err)) return `the disk of the data store is full (${firstLine((err as Error).message)}): the command's changes were rolled back; free some space and run it again`;
   if (err instanceof Error) return `unexpected error: ${firstLine(err.message)}`;
   return 'unexpected error';
 }

@@ -138,9 +138,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     }
     const value = typeof given === 'number' ? given : coerce(s.schema, given);
     if (!Value.Check(s.schema, value)) {
-      throw new ConfigError(`${s.env} must be ${describe(s.schema)} (got ${JSON.stringify(String(given))})`);
+      // A URL may hold a password: it is not echoed.
+      const got = key === 'databaseUrl' || key === 'redisUrl' ? '' : ` (got ${JSON.stringify(String(given))})`;
+      throw new ConfigError(`${s.env} must be ${describe(s.schema)}${got}`);
     }
     out[key] = value;
+  }
+  // The pattern checks the scheme only.
+  for (const key of ['databaseUrl', 'redisUrl'] as const) {
+    if (typeof out[key] === 'string' && !URL.canParse(out[key])) throw new ConfigError(`${settings[key].env} is not a valid URL (a host, and a port from 1 to 65535 if given)`);
   }
   if (out.port !== 0 && out.port === out.cabinetPort) {
     throw new ConfigError(`SCHOOL_DATA_CABINET_PORT must differ from PORT (both are ${String(out.port)})`);

@@ -202,7 +202,11 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
  * busy wait would do the same but block the thread, and with it every request of a server.
  */
 class WritingSqliteDialect extends SqliteDialect {
-  constructor(database: SqliteDatabase, inTransaction: () => boolean, timeoutMs: number) {
+  constructor(
+    database: SqliteDatabase,
+    private readonly inTransaction: () => boolean,
+    timeoutMs: number,
+  ) {
     super({
       database,
       onCreateConnection: (connection) => {
@@ -222,6 +226,11 @@ class WritingSqliteDialect extends SqliteDialect {
     // Kysely's Driver passes the transaction's settings; SqliteDriver's own type leaves them out.
     (driver as Driver).beginTransaction = async (connection: DatabaseConnection, settings: TransactionSettings) => {
       await connection.executeQuery(CompiledQuery.raw(settings.accessMode === 'read only' ? 'begin' : 'begin immediate'));
+    };
+    // SQLite ends a transaction itself on some errors (a full disk, an I/O error): a rollback
+    // sent then would fail, and its "no transaction is active" would hide the error itself.
+    driver.rollbackTransaction = async (connection: DatabaseConnection) => {
+      if (this.inTransaction()) await connection.executeQuery(CompiledQuery.raw('rollback'));
     };
     return driver;
   }

@@ -255,6 +255,17 @@ describe('school-data CLI', () => {
   it('reports configuration and usage errors in one line', async () => {
     fails(await runCli(['school', 'list'], { ...env, SCHOOL_DATA_DB_TIMEOUT_MS: 'soon' }), /SCHOOL_DATA_DB_TIMEOUT_MS/);
     fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: 'mysql://x' }), /DATABASE_URL/);
+    // A URL is named, never echoed (it may hold a password), also when only its port or host is wrong.
+    for (const url of ['mysql://u:secret@h/x', 'postgres://u:secret@127.0.0.1:99999/x', 'postgres://u:secret@bad host/x']) {
+      const bad = await runCli(['school', 'list'], { ...env, DATABASE_URL: url });
+      fails(bad, /^school-data: DATABASE_URL (must be|is not a valid URL)/);
+      assert.ok(!bad.stderr.includes('secret'), bad.stderr);
+    }
+    // Certificate files: the setting is named, whether the file cannot be read or holds no PEM.
+    const json = path.join(store.dataDir, 'not-a-cert.json');
+    fs.writeFileSync(json, '{}');
+    fails(await runCli(['serve'], { ...env, DATABASE_URL: '', SCHOOL_DATA_TLS_CERT: '/nonexistent/cert.pem', SCHOOL_DATA_TLS_KEY: json }), /^school-data: SCHOOL_DATA_TLS_CERT: cannot read \/nonexistent\/cert.pem \(ENOENT\)\n$/);
+    fails(await runCli(['serve'], { ...env, DATABASE_URL: '', SCHOOL_DATA_TLS_CERT: json, SCHOOL_DATA_TLS_KEY: json }), /^school-data: SCHOOL_DATA_TLS_CERT and SCHOOL_DATA_TLS_KEY must name a PEM certificate and its private key/);
     // A data directory that cannot be made is named at once (Node's own recursive mkdir spins there).
     fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: '', SCHOOL_DATA_DIR: '/proc/school-data-nope' }), /SCHOOL_DATA_DIR: cannot create the directory \/proc\/school-data-nope/);
     // A serve flag given empty (a script's unset variable) is refused, not replaced by the variable or the default.

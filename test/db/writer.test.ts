@@ -8,7 +8,30 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
+import { sql } from 'kysely';
 import { openStore, sqlitePath, type Store } from '../../src/db/index.js';
+
+describe('SQLite writing connection, after SQLite ended a transaction itself', () => {
+  it('throws the error that ended it, not the failed rollback after it', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-writer-'));
+    const store = openStore({ databaseUrl: null, dataDir, dbTimeoutMs: 1500, dbPoolSize: 1 });
+    try {
+      await store.migrate();
+      const cause = new Error('database or disk is full');
+      // As SQLite does on SQLITE_FULL: the transaction is over before the error reaches Kysely.
+      const outcome = store.db.transaction().execute(async (trx) => {
+        await sql`rollback`.execute(trx);
+        throw cause;
+      });
+      await assert.rejects(outcome, (err) => err === cause);
+      // The connection is usable afterwards.
+      await store.db.transaction().execute(async (trx) => sql`select 1`.execute(trx));
+    } finally {
+      await store.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('SQLite writing connection, while another connection writes', () => {
   let dataDir: string;
