@@ -6,6 +6,7 @@
  * first, so they reach the database before it goes).
  */
 import http from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyError, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { accessCheck } from './access/decide.js';
@@ -104,7 +105,12 @@ export async function buildApp(deps: AppDeps) {
       noteArrival(request, unmatched);
       onError(error, request, reply);
     },
-    clientErrorHandler: clientErrorHandler(SECURITY_HEADERS, (kind) => metrics.clientError(kind)),
+    clientErrorHandler: clientErrorHandler(SECURITY_HEADERS, (kind, answer) => {
+      metrics.clientError(kind);
+      if (answer === null) return;
+      const { remoteAddress, remotePort } = answer.socket as Socket;
+      accessLog.refusedByParser({ requestId: answer.requestId, method: '', url: '', remoteAddress, remotePort, status: answer.status, responseTime: 0, caller: null });
+    }),
     // While closing, requests already on open connections are served (and counted) normally;
     // new connections are refused by the closed listener, idle ones are closed.
     return503OnClosing: false,

@@ -13,16 +13,18 @@ import { underPrefix } from './paths.js';
 import { flushHeldAnswers } from './turn-end.js';
 
 const REQUEST_TIMEOUT = new Problem('request_timeout', 'The request line and headers did not arrive within the time allowed; the connection is closed.');
+const HEADER_TOO_LARGE = new Problem('header_too_large', 'The request line and headers are over the size limit.');
+const NOT_HTTP = new Problem('invalid_parameter', 'The request is not valid HTTP/1.1 and could not be read.');
 
 /**
  * Writes an answer straight onto a socket that Fastify never got a request from, and
  * closes it. `head` sends the headers of the problem without its body, as an answer
  * to HEAD must.
  */
-export function writeRawProblem(socket: Duplex, status: number, problem: Problem, headers: Record<string, string>, head = false): void {
+export function writeRawProblem(socket: Duplex, status: number, problem: Problem, headers: Record<string, string>, head = false): string | null {
   if (!socket.writable) {
     socket.destroy();
-    return;
+    return null;
   }
   const requestId = randomUUID();
   const body = problem.json(requestId);
@@ -37,6 +39,7 @@ export function writeRawProblem(socket: Duplex, status: number, problem: Problem
   // Closed once the answer is flushed (destroying at once could drop what is still
   // buffered, such as a 100 Continue written just before).
   socket.end(`${lines.join('\r\n')}\r\n\r\n${head ? '' : body}`, () => socket.destroy());
+  return requestId;
 }
 
 /**
@@ -68,34 +71,43 @@ function unknownMethodProblem(error: Error & { code?: string }): Problem | null 
   return underPrefix(line[2]!) ? methodNotAllowed(line[1]!) : NOT_FOUND;
 }
 
+/** An answer written for a request the parser refused: its id and status, and the socket it went to. */
+export interface RawAnswer {
+  requestId: string;
+  status: number;
+  socket: Duplex;
+}
+
 /**
  * Answers a request that Node's HTTP parser refused before Fastify saw it: a request
  * line or header that is not HTTP, headers over the size limit, a client too slow to
- * send its request. The answer is problem+json like every other error. A connection
- * whose TLS handshake failed or timed out is only closed. Never logged with the raw
- * bytes: they may carry the Authorization header.
+ * send its request. The answer is problem+json like every other error; `observe` is told
+ * of each refusal, with the answer when one was written (for its access line). A
+ * connection whose TLS handshake failed or timed out is only closed. Never logged with
+ * the raw bytes: they may carry the Authorization header.
  */
-export function clientErrorHandler(headers: Record<string, string>, observe: (kind: ClientErrorKind) => void) {
+export function clientErrorHandler(headers: Record<string, string>, observe: (kind: ClientErrorKind, answer: RawAnswer | null) => void) {
+  const answer = (kind: ClientErrorKind, socket: Duplex, status: number, problem: Problem, head = false) => {
+    const requestId = writeRawProblem(socket, status, problem, headers, head);
+    observe(kind, requestId === null ? null : { requestId, status, socket });
+  };
   return function onClientError(error: Error & { code?: string }, socket: Duplex): void {
     // The answers to the requests read before the bad bytes go first (turn-end.ts).
     flushHeldAnswers();
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
     if (error.code?.startsWith('ERR_TLS_') || error.code?.startsWith('ERR_SSL_')) {
       // No TLS session (a handshake that failed or never finished): nothing can be written.
-      observe('tls');
+      observe('tls', null);
       socket.destroy();
     } else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-      observe('timeout');
       // Answered like every other error, though a client this slow is rarely still reading.
-      writeRawProblem(socket, 408, REQUEST_TIMEOUT, headers);
+      answer('timeout', socket, 408, REQUEST_TIMEOUT);
     } else if (error.code === 'HPE_HEADER_OVERFLOW') {
-      observe('header_overflow');
-      writeRawProblem(socket, 431, new Problem('header_too_large', 'The request line and headers are over the size limit.'), headers, wasHead(error));
+      answer('header_overflow', socket, 431, HEADER_TOO_LARGE, wasHead(error));
     } else {
-      observe('malformed');
       const unknownMethod = unknownMethodProblem(error);
-      if (unknownMethod !== null) writeRawProblem(socket, unknownMethod.status, unknownMethod, headers);
-      else writeRawProblem(socket, 400, new Problem('invalid_parameter', 'The request is not valid HTTP/1.1 and could not be read.'), headers, wasHead(error));
+      if (unknownMethod !== null) answer('malformed', socket, unknownMethod.status, unknownMethod);
+      else answer('malformed', socket, 400, NOT_HTTP, wasHead(error));
     }
   };
 }

@@ -106,8 +106,8 @@ const REFUSALS: ReadonlySet<number> = new Set([401, 402, 405, 429]);
 
 /**
  * Writes the access lines of the API. Every answered request gets one, except that
- * refusals (401, 402, 405, 429) get at most REFUSAL_LINES_PER_SECOND lines per status in
- * a second: the rest are counted, and once that second is over one line says how many
+ * refusals (401, 402, 405, 429, and the answers to what the HTTP parser refused) get at
+ * most REFUSAL_LINES_PER_SECOND lines per status in a second: the rest are counted, and once that second is over one line says how many
  * went unlogged (`refusals not logged one by one`, with `status` and `count`). A flood of
  * unknown keys must not become a flood of log lines (it would cost more than answering
  * it, and fill the log's disk on the attacker's terms); the metrics still count every
@@ -129,6 +129,14 @@ export class AccessLog {
   write(record: AccessRecord): void {
     if (!this.enabled || (REFUSALS.has(record.status) && !this.withinBudget(record.status))) return;
     this.writeLine(accessLine(record));
+  }
+
+  /**
+   * The line of an answer written for a request Node's parser refused (src/edge/raw.ts):
+   * no method or URL was read. These are refusals too, and share their budget.
+   */
+  refusedByParser(record: AccessRecord): void {
+    if (this.enabled && this.withinBudget(record.status)) this.writeLine(accessLine(record));
   }
 
   private withinBudget(status: number): boolean {

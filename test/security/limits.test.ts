@@ -67,6 +67,7 @@ describe('server limits', () => {
       assert.equal(body.status, 408);
       assert.equal(body.code, 'request_timeout');
       assert.match(closed.received, new RegExp(`X-Request-Id: ${body.request_id}`));
+      assert.ok(t.logs.join('').includes(`"requestId":"${body.request_id}"`), 'no log line holds the 408\'s request id');
     });
 
     it('closes an idle kept-alive connection after the keep-alive timeout', async () => {
@@ -100,7 +101,13 @@ describe('server limits', () => {
       if (outcome.kind !== 'response') return;
       assert.equal(outcome.response.status, 431);
       assertErrorAnswer(outcome.response, 'oversized headers');
-      assert.equal((JSON.parse(outcome.response.body) as { code: string }).code, 'header_too_large');
+      const refused = JSON.parse(outcome.response.body) as { code: string; request_id: string };
+      assert.equal(refused.code, 'header_too_large');
+      // Its id is in an access line, as every answer's is; nothing of the request was read.
+      const line = t.logs.join('').split('\n').find((l) => l.includes(refused.request_id));
+      assert.ok(line, 'no log line holds the 431\'s request id');
+      assert.deepEqual(JSON.parse(line).res, { statusCode: 431 });
+      assert.equal(JSON.parse(line).msg, 'request completed');
 
       const under = await t.request('/api/public/v1/students?limit=1', { key: w.a.key, headers: { 'x-big': 'a'.repeat(t.config.maxHeaderBytes - 1024) } });
       assert.equal(under.status, 200);
