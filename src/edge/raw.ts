@@ -58,7 +58,10 @@ function wasHead(error: Error): boolean {
  * so the line is read from the chunk it was reading, from the start of the line it
  * stopped in (the chunk may begin with requests it read before).
  */
-const UNKNOWN_METHOD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}) (\/[\x21-\x7e]{0,4095}) HTTP\/1\.[01]\r\n/;
+const UNKNOWN_METHOD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,1024}) (\/[\x21-\x7e]{0,4095}) HTTP\/1\.[01]\r\n/;
+
+/** The longest method an answer names; a longer one (a key pasted there, say) is not echoed. */
+const METHOD_NAMED = 32;
 
 /** The answer the app gives any method but GET and HEAD: 405 under the API's prefix, else 404. */
 function unknownMethodProblem(error: Error & { code?: string }): Problem | null {
@@ -66,9 +69,10 @@ function unknownMethodProblem(error: Error & { code?: string }): Problem | null 
   if (error.code !== 'HPE_INVALID_METHOD' || !Buffer.isBuffer(packet) || typeof bytesParsed !== 'number') return null;
   const text = packet.toString('latin1');
   const start = text.lastIndexOf('\n', bytesParsed - 1) + 1;
-  const line = UNKNOWN_METHOD_LINE.exec(text.slice(start, start + 4200));
+  const line = UNKNOWN_METHOD_LINE.exec(text.slice(start, start + 5200));
   if (line === null) return null;
-  return underPrefix(line[2]!) ? methodNotAllowed(line[1]!) : NOT_FOUND;
+  const method = line[1]!;
+  return underPrefix(line[2]!) ? methodNotAllowed(method.length <= METHOD_NAMED ? method : 'This method') : NOT_FOUND;
 }
 
 /** An answer written for a request the parser refused: its id and status, and the socket it went to. */

@@ -60,6 +60,9 @@ describe('errors and their precedence', () => {
       ['get /api/public/v1/students?limit=1', 405, 'method_not_allowed'],
       ['FOO /api/public/v1/nothing', 405, 'method_not_allowed'],
       ['FOO /elsewhere', 404, 'not_found'],
+      // A method of any length; past 32 characters (a key pasted there) it is not named.
+      [`${'M'.repeat(33)} /api/public/v1/students`, 405, 'method_not_allowed'],
+      [`${w.a.key} /api/public/v1/students`, 405, 'method_not_allowed'],
     ];
     for (const [line, status, code] of cases) {
       const outcome = await rawExchange(t.origin, t.ca, `${line} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${w.a.key}\r\n\r\n`);
@@ -68,6 +71,7 @@ describe('errors and their precedence', () => {
       assert.equal(outcome.response.headers.allow, status === 405 ? 'GET, HEAD' : undefined, line);
       assert.match(String(outcome.response.headers['x-request-id']), /^[0-9a-f-]{36}$/, line);
       assert.equal((JSON.parse(outcome.response.body) as Problem).code, code, line);
+      if (line.length > 60) assert.ok(!outcome.response.body.includes(line.split(' ')[0]!), line);
     }
   });
 
