@@ -149,7 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     if (typeof out[key] === 'string' && !URL.canParse(out[key])) throw new ConfigError(`${settings[key].env} is not a valid URL (a host, and a port from 1 to 65535 if given)`);
   }
   if (out.port !== 0 && out.port === out.cabinetPort) {
-    throw new ConfigError(`SCHOOL_DATA_CABINET_PORT must differ from PORT (both are ${String(out.port)})`);
+    throw new ConfigError(`SCHOOL_DATA_CABINET_PORT must differ from PORT (both are ${String(out.port)}; serve's --cabinet-port and --port set them too)`);
   }
   if ((out.headersTimeoutMs as number) > (out.requestTimeoutMs as number)) {
     throw new ConfigError('SCHOOL_DATA_HEADERS_TIMEOUT_MS must not exceed SCHOOL_DATA_REQUEST_TIMEOUT_MS (the headers are part of the request)');
