@@ -109,7 +109,7 @@ export async function buildApp(deps: AppDeps) {
       metrics.clientError(kind);
       if (answer === null) return;
       const { remoteAddress, remotePort } = answer.socket as Socket;
-      accessLog.refusedByParser({ requestId: answer.requestId, method: '', url: '', remoteAddress, remotePort, status: answer.status, responseTime: 0, caller: null });
+      accessLog.refusedByParser({ requestId: answer.requestId, method: '', url: '', remoteAddress, remotePort, status: answer.status, responseTime: undefined, caller: null });
     }),
     // While closing, requests already on open connections are served (and counted) normally;
     // new connections are refused by the closed listener, idle ones are closed.

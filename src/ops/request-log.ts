@@ -50,8 +50,8 @@ export interface AccessRecord {
   remoteAddress: string | undefined;
   remotePort: number | undefined;
   status: number;
-  /** Milliseconds from the request arriving to the answer being written. */
-  responseTime: number;
+  /** Milliseconds from the request arriving to the answer being written; unknown (left out) for what the parser refused. */
+  responseTime: number | undefined;
   caller: Caller | null;
 }
 
@@ -96,7 +96,7 @@ function accessLine(r: AccessRecord): string {
   const caller = r.caller === null ? '' : callerPart(r.caller);
   const port = r.remotePort === undefined ? '' : `,"remotePort":${r.remotePort}`;
   const req = `{"method":${JSON.stringify(r.method)},"url":${JSON.stringify(redactKeys(r.url))}${addressPart(r.remoteAddress)}${port}}`;
-  return `{"level":30,"time":${Date.now()}${PID},"requestId":${JSON.stringify(r.requestId)}${caller},"req":${req},"res":{"statusCode":${r.status}},"responseTime":${r.responseTime},"msg":"request completed"}\n`;
+  return `{"level":30,"time":${Date.now()}${PID},"requestId":${JSON.stringify(r.requestId)}${caller},"req":${req},"res":{"statusCode":${r.status}}${r.responseTime === undefined ? '' : `,"responseTime":${r.responseTime}`},"msg":"request completed"}\n`;
 }
 
 /** Refusals (by status) that get an access line of their own per second; past it they are counted. */
@@ -107,8 +107,9 @@ const REFUSALS: ReadonlySet<number> = new Set([401, 402, 405, 429]);
 /**
  * Writes the access lines of the API. Every answered request gets one, except that
  * refusals (401, 402, 405, 429, and the answers to what the HTTP parser refused) get at
- * most REFUSAL_LINES_PER_SECOND lines per status in a second: the rest are counted, and once that second is over one line says how many
- * went unlogged (`refusals not logged one by one`, with `status` and `count`). A flood of
+ * most REFUSAL_LINES_PER_SECOND lines per status in a second: the rest are counted, and
+ * once that second is over one line says how many went unlogged (`refusals not logged
+ * one by one`, with `status` and `count`). A flood of
  * unknown keys must not become a flood of log lines (it would cost more than answering
  * it, and fill the log's disk on the attacker's terms); the metrics still count every
  * one of them. Answers that passed the access check are always logged.

@@ -106,8 +106,8 @@ describe('server limits', () => {
       // Its id is in an access line, as every answer's is; nothing of the request was read.
       const line = t.logs.join('').split('\n').find((l) => l.includes(refused.request_id));
       assert.ok(line, 'no log line holds the 431\'s request id');
-      const logged = JSON.parse(line) as { res: unknown; msg: string };
-      assert.deepEqual([logged.res, logged.msg], [{ statusCode: 431 }, 'request completed']);
+      const logged = JSON.parse(line) as { res: unknown; msg: string; responseTime?: number };
+      assert.deepEqual([logged.res, logged.msg, logged.responseTime], [{ statusCode: 431 }, 'request completed', undefined]);
 
       const under = await t.request('/api/public/v1/students?limit=1', { key: w.a.key, headers: { 'x-big': 'a'.repeat(t.config.maxHeaderBytes - 1024) } });
       assert.equal(under.status, 200);

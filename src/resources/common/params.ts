@@ -5,6 +5,7 @@
 import { Type } from 'typebox';
 import { ID_PATTERN } from '../../domain/ids.js';
 import { parseDate, parseDateTime } from '../../domain/time.js';
+import { NOT_A_REAL_DATE } from './period.js';
 import { checked } from './query.js';
 
 export const PERIOD_PATTERN = '^\\d{4}-\\d{2}-\\d{2}([Tt]\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?([Zz]|[+-]\\d{2}:\\d{2}))?$';
@@ -21,7 +22,7 @@ export const IdParam = (what: string) =>
   Type.String({ pattern: ID_PATTERN, description: `an identifier of 1-64 characters A-Z a-z 0-9 _ - (${what})` });
 
 /** A date or date-time of the period pattern that names a real day and time (not 2026-02-30, not 24:00). */
-const REAL_DATE = { test: (v: string) => parseDate(v) !== null || parseDateTime(v) !== null, reason: 'is not a real date or date-time' };
+const REAL_DATE = { test: (v: string) => parseDate(v) !== null || parseDateTime(v) !== null, reason: NOT_A_REAL_DATE };
 
 export const Period = (edge: 'start' | 'end') =>
   checked(

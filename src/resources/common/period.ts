@@ -14,6 +14,9 @@ export interface UtcRange {
   until: string | null;
 }
 
+/** Why a period bound of the right form is refused (the query decoder checks it first: src/resources/common/params.ts). */
+export const NOT_A_REAL_DATE = 'is not a real date or date-time';
+
 const LAST_STORED_SECOND = formatTimestamp(YEAR_10000_MS - 1000);
 
 const MIDNIGHTS_KEPT = 10_000;
@@ -48,8 +51,8 @@ export function resolvePeriod(from: string | undefined, to: string | undefined, 
   const invalid: InvalidParam[] = [];
   const start = from === undefined ? null : instant(from, 'from', timeZone);
   const end = to === undefined ? null : instant(to, 'to', timeZone);
-  if (from !== undefined && start === null) invalid.push({ name: 'period_from', reason: 'is not a real date or date-time' });
-  if (to !== undefined && end === null) invalid.push({ name: 'period_to', reason: 'is not a real date or date-time' });
+  if (from !== undefined && start === null) invalid.push({ name: 'period_from', reason: NOT_A_REAL_DATE });
+  if (to !== undefined && end === null) invalid.push({ name: 'period_to', reason: NOT_A_REAL_DATE });
   // Two dates in order are never refused, even when the clocks skipped the days between them.
   const datesInOrder = () => parseDate(from!) !== null && parseDate(to!) !== null && from! <= to!;
   if (invalid.length === 0 && start !== null && end !== null && start > end && !datesInOrder()) {

@@ -46,9 +46,9 @@ export interface ValueCheck {
 const VALUE_CHECK = Symbol('valueCheck');
 
 /**
- * `schema` with a check of each value that its pattern lets through (a date that exists,
- * names of a known list). The decoder reports a failed check with every other bad
- * parameter, in the same 400.
+ * Adds to `schema` (the object itself, returned) a check of each value that its pattern
+ * lets through (a date that exists, names of a known list); give it a schema of its own.
+ * The decoder reports a failed check with every other bad parameter, in the same 400.
  */
 export function checked<T extends TSchema>(schema: T, check: ValueCheck): T {
   return Object.assign(schema, { [VALUE_CHECK]: check });
