@@ -163,7 +163,8 @@ function isDiskFull(err: unknown): boolean {
   return code === 'SQLITE_FULL' || code === '53100';
 }
 
-function describe(err: unknown): string {
+/** The one line a command's failure is reported with (after `school-data: `). */
+export function describeError(err: unknown): string {
   if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreNewerError) return printable(err.message);
   if (isStoreUnavailable(err)) return `the data store is unavailable: ${firstLine((err as Error).message)}`;
   if (isDiskFull(err)) return `the disk of the data store is full (${firstLine((err as Error).message)}): the command's changes were rolled back; free some space and run it again`;
@@ -193,7 +194,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`school-data: ${usageError(program, args, err)}\n`);
       return 2;
     }
-    process.stderr.write(`school-data: ${describe(err)}\n`);
+    process.stderr.write(`school-data: ${describeError(err)}\n`);
     return err instanceof CliError ? err.exitCode : 1;
   }
 }

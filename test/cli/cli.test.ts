@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { describeError } from '../../src/cli/main.js';
 import { schoolData } from '../helpers/fixtures.js';
 import { BIN, runCli, type CliResult } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
@@ -250,6 +251,16 @@ describe('school-data CLI', () => {
     fails(missing, /not a file/);
     assert.deepEqual(JSON.parse(missing.stdout), { ok: false, errors: [{ array: null, index: null, field: null, reason: `cannot read ${store.dataDir}: not a file` }] });
     fails(await cli('import', '--school', 'nope', file), /school "nope" does not exist|not valid JSON/);
+  });
+
+  it('says a full disk is full, on either store, rather than "unexpected error"', () => {
+    for (const [code, message] of [['SQLITE_FULL', 'database or disk is full'], ['53100', 'could not extend file: No space left on device']] as const) {
+      const line = describeError(Object.assign(new Error(message), { code }));
+      assert.match(line, /^the disk of the data store is full \(/, code);
+      assert.ok(line.includes(message) && !line.includes('\n'), line);
+    }
+    // No room at all for SQLite's journal is an I/O error to it: not called a full disk.
+    assert.equal(describeError(Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' })), 'the data store is unavailable: disk I/O error');
   });
 
   it('reports configuration and usage errors in one line', async () => {
