@@ -64,7 +64,7 @@ const DateText = Type.Refine(
 
 /** Whole seconds only: the store keeps `YYYY-MM-DDTHH:MM:SSZ`, and silently dropping a fraction would alter the data. */
 const Timestamp = Type.Refine(
-  Type.String({ description: 'an RFC 3339 date-time with offset and whole seconds (2026-03-01T09:00:00+03:00)' }),
+  Type.String({ description: 'an RFC 3339 date-time with offset and whole seconds (2026-03-01T09:00:00+03:00), in the years 0000-9999 once in UTC' }),
   (text) => normaliseTimestamp(text) !== null,
 );
 
