@@ -64,7 +64,7 @@ const UNKNOWN_METHOD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,1024}) (\/[\x21-\x7e
  * The longest method an answer names: a longer one is not echoed, as it could be a secret
  * pasted there (a key's 32 hex digits, without their prefix, are valid method characters).
  */
-export const METHOD_NAMED = 16;
+const METHOD_NAMED = 16;
 
 /** The answer the app gives any method but GET and HEAD: 405 under the API's prefix, else 404. */
 function unknownMethodProblem(error: Error & { code?: string }): Problem | null {

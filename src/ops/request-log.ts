@@ -109,10 +109,9 @@ const REFUSALS: ReadonlySet<number> = new Set([401, 402, 405, 429]);
  * refusals (401, 402, 405, 429, and the answers to what the HTTP parser refused) get at
  * most REFUSAL_LINES_PER_SECOND lines per status in a second: the rest are counted, and
  * once that second is over one line says how many went unlogged (`refusals not logged
- * one by one`, with `status` and `count`). A flood of
- * unknown keys must not become a flood of log lines (it would cost more than answering
- * it, and fill the log's disk on the attacker's terms); the metrics still count every
- * one of them. Answers that passed the access check are always logged.
+ * one by one`, with `status` and `count`). A flood of unknown keys must not become a
+ * flood of log lines (it would cost more than answering it, and fill the log's disk on
+ * the attacker's terms); the metrics still count every one of them. Answers that passed the access check are always logged.
  */
 export class AccessLog {
   private second = 0;

@@ -38,8 +38,15 @@ export function encodeCursor(schoolId: string, place: Place & { stamp: string })
 /** Why a cursor is refused, whether it is no cursor at all or another school's. */
 export const CURSOR_REFUSED = 'is not a cursor of this feed';
 
+/** A cursor as given (`text`), with its school tag and place. */
+export interface ReadCursor {
+  text: string;
+  tag: string;
+  place: Place;
+}
+
 /** A cursor's school tag and place, or null when the text is no cursor of any feed. */
-export function readCursor(cursor: string): { tag: string; place: Place } | null {
+export function readCursor(cursor: string): ReadCursor | null {
   const parts = Buffer.from(cursor, 'base64url').toString('latin1').split('.');
   const version = parts[0];
   // Version 1 had no stamp: its parts are those of version 2 without the fourth.
@@ -48,17 +55,16 @@ export function readCursor(cursor: string): { tag: string; place: Place } | null
   const [, tag, seqText, stampText, resource, id] = parts;
   if (!/^[0-9]{1,15}$/.test(seqText!) || !/^[A-Za-z0-9_-]{0,16}$/.test(stampText!)) return null;
   const place = { seq: Number(seqText), ...(version === '2' ? { stamp: stampText! } : {}) };
-  if (resource === undefined) return { tag: tag!, place: { ...place, resource: END, id: '' } };
+  if (resource === undefined) return { text: cursor, tag: tag!, place: { ...place, resource: END, id: '' } };
   if (!(LIST_TABLES as readonly string[]).includes(resource) || !/^[A-Za-z0-9_-]{1,64}$/.test(id!)) return null;
-  return { tag: tag!, place: { ...place, resource, id: id! } };
+  return { text: cursor, tag: tag!, place: { ...place, resource, id: id! } };
 }
 
 /**
- * The place a cursor of this school's feed names, or 'malformed'. Another school's cursor
- * is malformed here as well: an answer never tells that a text is a cursor of some other
- * school's feed.
+ * The place a cursor names when it is one of this school's feed, else null. Another
+ * school's cursor is then refused as a text that is no cursor: an answer never tells that
+ * a text is a cursor of some other school's feed.
  */
-export function decodeCursor(schoolId: string, cursor: string): Place | 'malformed' {
-  const read = readCursor(cursor);
-  return read === null || read.tag !== schoolTag(schoolId) ? 'malformed' : read.place;
+export function placeIn(schoolId: string, cursor: ReadCursor): Place | null {
+  return cursor.tag === schoolTag(schoolId) ? cursor.place : null;
 }

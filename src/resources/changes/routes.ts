@@ -2,12 +2,12 @@ import type { Reader } from '../../db/index.js';
 import { scopeBit, type ScopeSet } from '../../domain/scopes.js';
 import type { Tenant } from '../../domain/tenant.js';
 import { utf8 } from '../../edge/answer.js';
-import { Problem, type InvalidParam } from '../../problems/index.js';
+import { Problem } from '../../problems/index.js';
 import { endpoint } from '../common/route.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
-import { CURSOR_REFUSED, decodeCursor, encodeCursor, START, type Place } from './cursor.js';
+import { CURSOR_REFUSED, encodeCursor, placeIn, START, type Place } from './cursor.js';
 import { changePage, cursorState, type ChangePage } from './repository.js';
-import { ChangeList, ChangesQuery, RESOURCES_REFUSED, resourceNames } from './schema.js';
+import { ChangeList, ChangesQuery } from './schema.js';
 
 const CURSOR_EXPIRED = new Problem(
   'cursor_expired',
@@ -85,22 +85,18 @@ export const changeEndpoints = [
     response: ChangeList,
     extraStatuses: [410],
     answer: async ({ reads, tenant, query }) => {
-      // The decoder refused unknown names and texts that are no cursor; a cursor of another
-      // school's feed is refused here, before the scopes (403) and the cursor's place (410) are
+      // The decoder read the names and the cursor; a cursor of another school's feed is
+      // refused here, before the scopes (403) and the cursor's place (410) are
       // (docs/api/errors.md, "Which error wins").
-      const names = query.resources === undefined ? undefined : resourceNames(query.resources);
-      const cursor = query.after === undefined ? undefined : decodeCursor(tenant.id, query.after);
-      const invalid: InvalidParam[] = [];
-      if (names === null) invalid.push({ name: 'resources', reason: RESOURCES_REFUSED });
-      if (cursor === 'malformed') invalid.push({ name: 'after', reason: CURSOR_REFUSED });
-      if (names === null || cursor === 'malformed') throw Problem.invalid(invalid);
-      const resources = resourcesOf(names, tenant.scopes);
+      const cursor = query.after === undefined ? undefined : placeIn(tenant.id, query.after);
+      if (cursor === null) throw Problem.invalid([{ name: 'after', reason: CURSOR_REFUSED }]);
+      const resources = resourcesOf(query.resources, tenant.scopes);
       const after = await placeOf(reads, cursor, tenant);
       const page = resources.length === 0 ? NOTHING : await changePage(reads, tenant.id, resources, after, query.limit);
       // The place after the page's last item, or the place given when there is none: a
       // place in the school's whole sequence, so a cursor read with some resources misses
       // nothing when it is used with others.
-      const next = page.last ? encodeCursor(tenant.id, page.last) : (query.after ?? encodeCursor(tenant.id, START));
+      const next = page.last ? encodeCursor(tenant.id, page.last) : (query.after?.text ?? encodeCursor(tenant.id, START));
       return bodyOf('{"items":[', page.items, `],"meta":{"next_cursor":"${next}","has_more":${page.more},"limit":${query.limit}}}`);
     },
   }),

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { checked } from '../common/query.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
-import { CURSOR_REFUSED, readCursor } from './cursor.js';
+import { CURSOR_REFUSED, readCursor, type ReadCursor } from './cursor.js';
 import { Contract } from '../contracts/schema.js';
 import { Instructor } from '../instructors/schema.js';
 import { Lead } from '../leads/schema.js';
@@ -15,10 +15,8 @@ import { Vehicle } from '../vehicles/schema.js';
 export const MAX_CHANGES = 1000;
 export const DEFAULT_CHANGES = 100;
 
-export const RESOURCES_REFUSED = `must be a comma-separated list of distinct names from: ${LIST_TABLES.join(', ')}`;
-
 /** The resources a `resources` parameter names, or null when it is not a list of distinct names of the feed. */
-export function resourceNames(text: string): ListTable[] | null {
+function resourceNames(text: string): ListTable[] | null {
   const names = text.split(',');
   const known = names.every((n) => (LIST_TABLES as readonly string[]).includes(n));
   return known && new Set(names).size === names.length ? (names as ListTable[]) : null;
@@ -29,7 +27,7 @@ export const ChangesQuery = Type.Object(
     // Whether a well-formed cursor is one of this school's feed is known once the key is: the route checks that.
     after: Type.Optional(
       checked(Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$', description: 'a cursor from an earlier answer\'s meta.next_cursor' }), {
-        test: (v) => readCursor(v) !== null,
+        read: readCursor,
         reason: CURSOR_REFUSED,
       }),
     ),
@@ -40,13 +38,14 @@ export const ChangesQuery = Type.Object(
           pattern: '^[a-z]+(,[a-z]+)*$',
           description: `a comma-separated list of ${LIST_TABLES.join(', ')} (default: all of them)`,
         }),
-        { test: (v) => resourceNames(v) !== null, reason: RESOURCES_REFUSED },
+        { read: resourceNames, reason: `must be a comma-separated list of distinct names from: ${LIST_TABLES.join(', ')}` },
       ),
     ),
   },
   { additionalProperties: false },
 );
-export type ChangesQuery = Static<typeof ChangesQuery> & { limit: number };
+/** The feed's query as decoded: the cursor read, the resources named. */
+export type ChangesQuery = Omit<Static<typeof ChangesQuery>, 'after' | 'resources'> & { limit: number; after?: ReadCursor; resources?: ListTable[] };
 
 export const Change = Type.Object(
   {

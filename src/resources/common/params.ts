@@ -21,8 +21,8 @@ export const Offset = Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0
 export const IdParam = (what: string) =>
   Type.String({ pattern: ID_PATTERN, description: `an identifier of 1-64 characters A-Z a-z 0-9 _ - (${what})` });
 
-/** A date or date-time of the period pattern that names a real day and time (not 2026-02-30, not 24:00). */
-const REAL_DATE = { test: (v: string) => parseDate(v) !== null || parseDateTime(v) !== null, reason: NOT_A_REAL_DATE };
+/** A date or date-time of the period pattern that names a real day and time (not 2026-02-30, not 24:00), kept as text. */
+const REAL_DATE = { read: (v: string) => (parseDate(v) !== null || parseDateTime(v) !== null ? v : null), reason: NOT_A_REAL_DATE };
 
 export const Period = (edge: 'start' | 'end') =>
   checked(

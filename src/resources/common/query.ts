@@ -33,9 +33,13 @@ interface PropertySchema {
 
 const INVALID = Symbol('invalid');
 
-/** A check of a parameter's value beyond its schema's pattern, with the reason given when it fails. */
+/**
+ * A reading of a parameter's value beyond its schema's pattern: the value the endpoint is
+ * given (a date that exists, a list's names, a cursor's parts), or null when there is none,
+ * refused with `reason`.
+ */
 export interface ValueCheck {
-  test(value: string): boolean;
+  read(value: string): unknown;
   reason: string;
 }
 
@@ -46,9 +50,9 @@ export interface ValueCheck {
 const VALUE_CHECK = Symbol('valueCheck');
 
 /**
- * Adds to `schema` (the object itself, returned) a check of each value that its pattern
- * lets through (a date that exists, names of a known list); give it a schema of its own.
- * The decoder reports a failed check with every other bad parameter, in the same 400.
+ * Adds to `schema` (the object itself, returned) a reading of each value that its pattern
+ * lets through; give it a schema of its own. The decoder reports a value it cannot read
+ * with every other bad parameter, in the same 400, and hands the endpoint what it read.
  */
 export function checked<T extends TSchema>(schema: T, check: ValueCheck): T {
   return Object.assign(schema, { [VALUE_CHECK]: check });
@@ -119,9 +123,10 @@ export function compileQueryDecoder(schema: TSchema): QueryDecoder {
         continue;
       }
       const parsed = parse(value);
+      const read = parsed === INVALID || check === undefined ? parsed : check.read(value);
       if (parsed === INVALID) invalid.push({ name, reason });
-      else if (check !== undefined && !check.test(value)) invalid.push({ name, reason: check.reason });
-      else out[name] = parsed;
+      else if (read === null) invalid.push({ name, reason: check!.reason });
+      else out[name] = read;
     }
     if (invalid.length > 0) throw Problem.invalid(invalid);
     return out;
