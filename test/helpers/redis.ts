@@ -5,31 +5,72 @@
  * in-memory limiter and needs nothing installed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { Redis } from 'ioredis';
 import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
 
 /**
  * Ports tests choose for servers they start (and may restart on the same port): below the
  * kernel's ephemeral range (32768-60999 here), which the outgoing connections of every test
- * running beside this one draw from, so none of those can take the port between the check
- * and the server's listen. Picked at random and checked free by a listen.
+ * running beside this one draw from. Picked at random, claimed, and checked free by a listen.
  */
 const CHOSEN_PORTS = { from: 20_000, to: 32_000 };
+
+/**
+ * A port is claimed by a file named after it holding the claiming process's id, created
+ * exclusively: test files run side by side (and whole runs, say CI beside a developer's
+ * `npm test`), and two of them may draw the same port and both find it free before either
+ * server listens. A claim lasts as long as its process; a dead process's claim is taken over.
+ */
+const CLAIMS_DIR = path.join(os.tmpdir(), 'school-data-test-ports');
+const claimed: string[] = [];
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function claim(port: number): boolean {
+  const file = path.join(CLAIMS_DIR, String(port));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+      if (claimed.length === 0) process.once('exit', () => claimed.forEach((f) => fs.rmSync(f, { force: true })));
+      claimed.push(file);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const owner = Number(fs.readFileSync(file, 'utf8'));
+    // A file just created and not yet written reads empty: its owner is alive.
+    if (!Number.isInteger(owner) || owner <= 0 || alive(owner)) return false;
+    fs.rmSync(file, { force: true });
+  }
+  return false;
+}
 
 /** The `skip` option of a suite that starts a private redis-server. */
 export const REDIS_ONLY: false | string = process.env.REDIS_URL ? false : 'Redis only: the embedded suite uses the in-memory limiter';
 
 export async function freePort(): Promise<number> {
+  fs.mkdirSync(CLAIMS_DIR, { recursive: true });
   for (let attempt = 0; ; attempt++) {
+    if (attempt === 100) throw new Error('no free port found in 100 tries');
     const port = CHOSEN_PORTS.from + Math.floor(Math.random() * (CHOSEN_PORTS.to - CHOSEN_PORTS.from));
+    if (!claim(port)) continue;
     const free = await new Promise<boolean>((resolve) => {
       const srv = net.createServer();
       srv.once('error', () => resolve(false));
       srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
     });
     if (free) return port;
-    if (attempt === 100) throw new Error('no free port found in 100 tries');
   }
 }
 
