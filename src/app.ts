@@ -21,7 +21,7 @@ import { edgeChecks } from './edge/checks.js';
 import { errorAnswer, errorHandler, notFoundHandler } from './edge/errors.js';
 import { COMPRESS_FROM_BYTES } from './edge/encoding.js';
 import { API_PREFIX, underPrefix } from './edge/paths.js';
-import { clientErrorHandler } from './edge/raw.js';
+import { clientErrorHandler, connectHandler } from './edge/raw.js';
 import { lineWriter } from './logger.js';
 import { causeOf, DependencyState } from './ops/dependency.js';
 import { ApiMetrics, UNMATCHED_ROUTE } from './ops/metrics.js';
@@ -115,6 +115,16 @@ export async function buildApp(deps: AppDeps) {
     // new connections are refused by the closed listener, idle ones are closed.
     return503OnClosing: false,
   });
+  // CONNECT, which Node hands to no request handler, gets the API's 405 and its access line as another method's 405 does.
+  app.server.on(
+    'connect',
+    connectHandler(SECURITY_HEADERS, (answer, req, startedAt) => {
+      const { remoteAddress, remotePort } = answer.socket as Socket;
+      const responseTime = performance.now() - startedAt;
+      unmatched(answer.status, responseTime);
+      accessLog.write({ requestId: answer.requestId, method: 'CONNECT', url: req.url ?? '', remoteAddress, remotePort, status: answer.status, responseTime, caller: null });
+    }),
+  );
   // Every method Node's parser takes reaches the hooks (405 under the prefix, before the key).
   for (const method of http.METHODS) if (!app.supportedMethods.includes(method)) app.addHttpMethod(method);
 

@@ -1,17 +1,14 @@
 /**
  * The HTTPS listeners of the service: TLS settings, the server's limits (docs/operations.md,
- * "Server limits"), and the API's server with what Node would otherwise answer itself
- * (CONNECT, unknown expectations) answered the API's way. Shared by the API and the
- * director's cabinet.
+ * "Server limits"), and the API's server with an unknown expectation served as Node would
+ * otherwise refuse it (CONNECT is answered by the app, src/app.ts). Shared by the API and
+ * the director's cabinet.
  */
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Config } from '../config/index.js';
-import { methodNotAllowed } from '../problems/index.js';
 import type { TlsMaterial } from '../tls.js';
-import { SECURITY_HEADERS } from './answer.js';
-import { writeRawProblem } from './raw.js';
 import { flushHeldAnswers } from './turn-end.js';
 
 /** TLS 1.2 is allowed with forward-secret AEAD suites only; TLS 1.3 suites are all strong. */
@@ -74,10 +71,8 @@ export function apiServerFactory(config: ListenerLimits, tls: TlsMaterial) {
     // A client that closes its side after its request has the connection ended by Node in
     // the turn that read it: the answers held to the turn's end go first (turn-end.ts).
     server.on('secureConnection', (socket: Duplex) => socket.prependListener('end', flushHeldAnswers));
-    // An unknown expectation is ignored (RFC 9110 allows it) and the request served;
-    // CONNECT, which only a proxy supports, gets the API's 405.
+    // An unknown expectation is ignored (RFC 9110 allows it) and the request served.
     server.on('checkExpectation', (req, res) => server.emit('request', req, res));
-    server.on('connect', (_req, socket: Duplex) => writeRawProblem(socket, 405, methodNotAllowed('CONNECT'), SECURITY_HEADERS));
     return server;
   };
 }

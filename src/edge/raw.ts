@@ -4,7 +4,7 @@
  * its request. They are problem+json like every other error, and close the connection.
  */
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ClientErrorKind } from '../ops/metrics.js';
 import { methodNotAllowed, Problem, PROBLEM_CONTENT_TYPE } from '../problems/index.js';
@@ -116,5 +116,18 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
       if (unknownMethod !== null) answer('malformed', socket, unknownMethod.status, unknownMethod);
       else answer('malformed', socket, 400, NOT_HTTP, wasHead(error));
     }
+  };
+}
+
+/**
+ * Answers CONNECT, which only a proxy supports and Node hands to no request handler: the
+ * API's 405, written onto the socket. `observe` gets the answer and the request (its line
+ * was read) for its access line.
+ */
+export function connectHandler(headers: Record<string, string>, observe: (answer: RawAnswer, req: IncomingMessage, startedAt: number) => void) {
+  return function onConnect(req: IncomingMessage, socket: Duplex): void {
+    const startedAt = performance.now();
+    const requestId = writeRawProblem(socket, 405, methodNotAllowed('CONNECT'), headers);
+    if (requestId !== null) observe({ requestId, status: 405, socket }, req, startedAt);
   };
 }

@@ -78,6 +78,23 @@ describe('errors and their precedence', () => {
     }
   });
 
+  it('405 for CONNECT, which only a proxy supports, with its access line', async () => {
+    // In a second of its own: the tests before used up that second's lines of 405s.
+    await new Promise((r) => setTimeout(r, 1010 - (Date.now() % 1000)));
+    const outcome = await rawExchange(t.origin, t.ca, `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nAuthorization: Bearer ${w.a.key}\r\n\r\n`);
+    assert.ok(outcome.kind === 'response');
+    assert.equal(outcome.response.status, 405);
+    assert.equal(outcome.response.headers.allow, 'GET, HEAD');
+    const body = JSON.parse(outcome.response.body) as Problem;
+    assert.equal(body.code, 'method_not_allowed');
+    assert.equal(body.request_id, outcome.response.headers['x-request-id']);
+    const line = t.logs.join('').split('\n').find((l) => l.includes(body.request_id));
+    assert.ok(line, 'no log line holds the 405\'s request id');
+    const logged = JSON.parse(line) as { req: { method: string; url: string }; res: { statusCode: number }; msg: string; responseTime?: number };
+    assert.deepEqual([logged.req.method, logged.req.url, logged.res.statusCode, logged.msg], ['CONNECT', 'example.com:443', 405, 'request completed']);
+    assert.equal(typeof logged.responseTime, 'number');
+  });
+
   it('401 for a missing, malformed, unknown or revoked key, with WWW-Authenticate', async () => {
     const cases: Record<string, string | string[] | undefined> = {
       missing: undefined,
