@@ -123,7 +123,23 @@ function buildProgram(done: Run): Command {
     done(await (await import('./commands/openapi.js')).openapiCommand(createOutput(Boolean(o.json)))),
   );
 
+  onceEach(program);
   return program;
+}
+
+/** An option that takes a value given twice is a usage error, where commander keeps the last silently. */
+function onceEach(command: Command): void {
+  for (const option of command.options) {
+    if (!option.required && !option.optional) continue;
+    const parse = option.parseArg;
+    let given = false;
+    option.argParser((value: string, previous: unknown) => {
+      if (given) command.error(`option '${option.long ?? option.flags}' is given more than once: give it once`);
+      given = true;
+      return parse === undefined ? value : parse(value, previous);
+    });
+  }
+  command.commands.forEach(onceEach);
 }
 
 /** The command that `args` name (`key create`), as deep as they go: whose --help to suggest. */

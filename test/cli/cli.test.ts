@@ -309,6 +309,9 @@ describe('school-data CLI', () => {
     fails(await cli(), /give a command: serve, migrate, .* \(see npx school-data --help\)/);
     fails(await cli('school', 'create', '--plan', 'VIP'), /--name.*\(see npx school-data school create --help\)/);
     fails(await cli('key', 'list', '--school', 'x', '--bogus'), /unknown option '--bogus' \(see npx school-data key list --help\)/);
+    // An option given twice is refused, not the last one taken: which of the two was meant?
+    fails(await cli('key', 'list', '--school', 'a', '--school=b'), /^school-data: option '--school' is given more than once: give it once \(see npx school-data key list --help\)$/m);
+    fails(await cli('key', 'roll', '--key', 'k', '--overlap', '1h', '--overlap', 'now'), /option '--overlap' is given more than once/);
     const help = await cli('--help');
     assert.equal(help.code, 0);
     assert.match(help.stdout, /-V, --version/);
