@@ -1,70 +1,92 @@
 /**
- * Configuration: one schema, parsed once at start, never read at import time.
+ * Configuration: one table of settings, read once at start, never at import time.
  *
- * Each setting names its environment variable, its schema and its default. The
+ * Each setting names its environment variable, its rule and its default. The
  * `Config` type is derived from the same table, so a setting cannot exist in the
  * type without a variable, a default and a validation rule.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Type, type Static, type TSchema } from 'typebox';
-import { Value } from 'typebox/value';
 import { parseAllowlist } from '../domain/addresses.js';
 
-const Port = Type.Integer({ minimum: 0, maximum: 65535 });
-const Millis = (max: number) => Type.Integer({ minimum: 1, maximum: max });
+/** How a variable's text is read: its value, or undefined when the text breaks the rule the message states. */
+interface Rule<T> {
+  readonly read: (raw: string) => T | undefined;
+  /** What the value must be, after "must be". */
+  readonly says: string;
+}
+
+const integer = (minimum: number, maximum: number): Rule<number> => ({
+  read: (raw) => {
+    if (!/^[0-9]{1,12}$/.test(raw)) return undefined;
+    const n = Number(raw);
+    return n >= minimum && n <= maximum ? n : undefined;
+  },
+  says: `an integer from ${minimum} to ${maximum}`,
+});
+const oneOf = <const T extends readonly string[]>(values: T): Rule<T[number]> => ({
+  read: (raw) => values.find((v) => v === raw),
+  says: `one of ${values.join(', ')}`,
+});
+const anyText: Rule<string> = { read: (raw) => raw, says: 'a string' };
+const text: Rule<string> = { read: (raw) => (raw.length > 0 ? raw : undefined), says: 'a non-empty string' };
+/** The scheme only; whether the rest is a URL is checked apart, without echoing it (a password). */
+const urlOf = (scheme: RegExp, says: string): Rule<string> => ({ read: (raw) => (scheme.test(raw) ? raw : undefined), says });
+
+const Port = integer(0, 65535);
+const Millis = (max: number) => integer(1, max);
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-interface Setting<S extends TSchema> {
+interface Setting<T, D extends T | null> {
   readonly env: string;
-  readonly schema: S;
-  readonly default: Static<S>;
+  readonly rule: Rule<T>;
+  readonly default: D;
   readonly help: string;
 }
 
-function setting<S extends TSchema>(env: string, schema: S, def: Static<S>, help: string): Setting<S> {
-  return { env, schema, default: def, help };
+function setting<T, D extends T | null>(env: string, rule: Rule<T>, def: D, help: string): Setting<T, D> {
+  return { env, rule, default: def, help };
 }
 
 /** The single source of every setting: its variable, its rule, its default. */
 export const settings = {
   databaseUrl: setting(
     'DATABASE_URL',
-    Type.Union([Type.String({ pattern: '^postgres(ql)?://' }), Type.Null()]),
+    urlOf(/^postgres(ql)?:\/\//, 'a postgres:// URL'),
     null,
     'postgres://... selects PostgreSQL; unset: SQLite file school-data.db in the data directory',
   ),
   redisUrl: setting(
     'REDIS_URL',
-    Type.Union([Type.String({ pattern: '^rediss?://' }), Type.Null()]),
+    urlOf(/^rediss?:\/\//, 'a redis:// URL'),
     null,
     'redis://... selects the Redis rate limiter; unset: in-process memory',
   ),
-  dataDir: setting('SCHOOL_DATA_DIR', Type.String({ minLength: 1 }), './data', 'data directory'),
-  host: setting('HOST', Type.String({ minLength: 1 }), '127.0.0.1', 'API listener address'),
+  dataDir: setting('SCHOOL_DATA_DIR', text, './data', 'data directory'),
+  host: setting('HOST', text, '127.0.0.1', 'API listener address'),
   port: setting('PORT', Port, 8443, 'API listener port'),
   cabinetPort: setting('SCHOOL_DATA_CABINET_PORT', Port, 8444, 'cabinet listener port'),
-  cabinetSessionIdleMinutes: setting('SCHOOL_DATA_CABINET_SESSION_IDLE_MINUTES', Type.Integer({ minimum: 1, maximum: 1440 }), 30, 'cabinet sign-in ends after this many minutes without a request'),
-  cabinetSessionMaxHours: setting('SCHOOL_DATA_CABINET_SESSION_MAX_HOURS', Type.Integer({ minimum: 1, maximum: 168 }), 12, 'cabinet sign-in ends this many hours after it began, active or not'),
-  tlsCert: setting('SCHOOL_DATA_TLS_CERT', Type.Union([Type.String({ minLength: 1 }), Type.Null()]), null, 'PEM certificate file'),
-  tlsKey: setting('SCHOOL_DATA_TLS_KEY', Type.Union([Type.String({ minLength: 1 }), Type.Null()]), null, 'PEM private key file'),
-  rateLimitProfi: setting('SCHOOL_DATA_RATE_LIMIT_PROFI', Type.Integer({ minimum: 1, maximum: 10_000_000 }), 60, 'requests per minute, plan Profi'),
-  rateLimitVip: setting('SCHOOL_DATA_RATE_LIMIT_VIP', Type.Integer({ minimum: 1, maximum: 10_000_000 }), 600, 'requests per minute, plan VIP'),
-  logLevel: setting('SCHOOL_DATA_LOG_LEVEL', Type.Enum([...LOG_LEVELS]), 'info', 'log level'),
+  cabinetSessionIdleMinutes: setting('SCHOOL_DATA_CABINET_SESSION_IDLE_MINUTES', integer(1, 1440), 30, 'cabinet sign-in ends after this many minutes without a request'),
+  cabinetSessionMaxHours: setting('SCHOOL_DATA_CABINET_SESSION_MAX_HOURS', integer(1, 168), 12, 'cabinet sign-in ends this many hours after it began, active or not'),
+  tlsCert: setting('SCHOOL_DATA_TLS_CERT', text, null, 'PEM certificate file'),
+  tlsKey: setting('SCHOOL_DATA_TLS_KEY', text, null, 'PEM private key file'),
+  rateLimitProfi: setting('SCHOOL_DATA_RATE_LIMIT_PROFI', integer(1, 10_000_000), 60, 'requests per minute, plan Profi'),
+  rateLimitVip: setting('SCHOOL_DATA_RATE_LIMIT_VIP', integer(1, 10_000_000), 600, 'requests per minute, plan VIP'),
+  logLevel: setting('SCHOOL_DATA_LOG_LEVEL', oneOf(LOG_LEVELS), 'info', 'log level'),
   dbTimeoutMs: setting('SCHOOL_DATA_DB_TIMEOUT_MS', Millis(60_000), 3000, 'data store connect and query timeout'),
   redisTimeoutMs: setting('SCHOOL_DATA_REDIS_TIMEOUT_MS', Millis(10_000), 250, 'rate-limit service timeout'),
   usageFlushMs: setting('SCHOOL_DATA_USAGE_FLUSH_MS', Millis(5000), 1000, 'how often key usage counts are written'),
-  responseCacheMb: setting('SCHOOL_DATA_RESPONSE_CACHE_MB', Type.Integer({ minimum: 0, maximum: 65_536 }), 32, 'memory (MiB) for stored API responses, per process; 0 stores none'),
-  tombstoneDays: setting('SCHOOL_DATA_TOMBSTONE_DAYS', Type.Integer({ minimum: 1, maximum: 36_500 }), 90, 'deleted records are remembered for the changes feed at least this many days'),
-  keyUnusedDays: setting('SCHOOL_DATA_KEY_UNUSED_DAYS', Type.Integer({ minimum: 0, maximum: 36_500 }), 90, 'a key not used for this many days (from its last use, or its creation) is revoked; 0 turns it off'),
+  responseCacheMb: setting('SCHOOL_DATA_RESPONSE_CACHE_MB', integer(0, 65_536), 32, 'memory (MiB) for stored API responses, per process; 0 stores none'),
+  tombstoneDays: setting('SCHOOL_DATA_TOMBSTONE_DAYS', integer(1, 36_500), 90, 'deleted records are remembered for the changes feed at least this many days'),
+  keyUnusedDays: setting('SCHOOL_DATA_KEY_UNUSED_DAYS', integer(0, 36_500), 90, 'a key not used for this many days (from its last use, or its creation) is revoked; 0 turns it off'),
   trustedProxies: setting(
     'SCHOOL_DATA_TRUSTED_PROXIES',
-    Type.String(),
+    anyText,
     '',
     'comma-separated addresses and CIDR ranges of reverse proxies whose X-Forwarded-For names the client; empty: the TCP peer is the client',
   ),
-  dbPoolSize: setting('SCHOOL_DATA_DB_POOL_SIZE', Type.Integer({ minimum: 1, maximum: 1000 }), 10, 'PostgreSQL connections per process'),
+  dbPoolSize: setting('SCHOOL_DATA_DB_POOL_SIZE', integer(1, 1000), 10, 'PostgreSQL connections per process'),
   // Server limits (docs/operations.md explains each). Timeouts bound what one slow or
   // idle client can hold; sizes bound what one request can make the server read.
   tlsHandshakeTimeoutMs: setting('SCHOOL_DATA_TLS_HANDSHAKE_TIMEOUT_MS', Millis(120_000), 10_000, 'a connection that has not finished its TLS handshake by then is closed'),
@@ -72,13 +94,15 @@ export const settings = {
   requestTimeoutMs: setting('SCHOOL_DATA_REQUEST_TIMEOUT_MS', Millis(300_000), 15_000, 'a request that has not been received whole by then is cut off (408)'),
   keepAliveTimeoutMs: setting('SCHOOL_DATA_KEEP_ALIVE_TIMEOUT_MS', Millis(120_000), 5_000, 'an idle kept-alive connection is closed after this long'),
   idleTimeoutMs: setting('SCHOOL_DATA_IDLE_TIMEOUT_MS', Millis(600_000), 30_000, 'a connection on which nothing moves for this long is closed'),
-  maxHeaderBytes: setting('SCHOOL_DATA_MAX_HEADER_BYTES', Type.Integer({ minimum: 4096, maximum: 65_536 }), 16_384, 'request line plus headers, at most (431 beyond)'),
-  maxUrlBytes: setting('SCHOOL_DATA_MAX_URL_BYTES', Type.Integer({ minimum: 256, maximum: 65_536 }), 4096, 'request target (path and query), at most (414 beyond)'),
-  maxConnections: setting('SCHOOL_DATA_MAX_CONNECTIONS', Type.Integer({ minimum: 1, maximum: 1_000_000 }), 10_000, 'open connections per process; more are closed at once'),
+  maxHeaderBytes: setting('SCHOOL_DATA_MAX_HEADER_BYTES', integer(4096, 65_536), 16_384, 'request line plus headers, at most (431 beyond)'),
+  maxUrlBytes: setting('SCHOOL_DATA_MAX_URL_BYTES', integer(256, 65_536), 4096, 'request target (path and query), at most (414 beyond)'),
+  maxConnections: setting('SCHOOL_DATA_MAX_CONNECTIONS', integer(1, 1_000_000), 10_000, 'open connections per process; more are closed at once'),
 } as const;
 
 type Settings = typeof settings;
-export type Config = { readonly [K in keyof Settings]: Static<Settings[K]['schema']> };
+/** A setting's value: what its rule reads, or its default (null for some). */
+type ValueOf<S> = S extends Setting<infer T, infer D> ? T | D : never;
+export type Config = { readonly [K in keyof Settings]: ValueOf<Settings[K]> };
 export type ConfigOverrides = { [K in keyof Settings]?: string | number | null | undefined };
 
 export class ConfigError extends Error {
@@ -107,40 +131,23 @@ export function ensureDirectory(dir: string, setting: string): void {
   if (!fs.statSync(dir).isDirectory()) throw new ConfigError(`${setting}: ${dir} is not a directory`);
 }
 
-/** Turns the raw text of a variable into the shape its schema expects. */
-function coerce(schema: TSchema, raw: string): unknown {
-  const type = (schema as { type?: unknown }).type;
-  if (type === 'integer') return /^[0-9]{1,12}$/.test(raw) ? Number(raw) : raw;
-  return raw;
-}
-
-function describe(schema: TSchema): string {
-  const s = schema as { type?: string; minimum?: number; maximum?: number; enum?: unknown[]; anyOf?: { pattern?: string }[] };
-  if (s.enum) return `one of ${s.enum.join(', ')}`;
-  if (s.type === 'integer') return `an integer from ${s.minimum} to ${s.maximum}`;
-  const pattern = s.anyOf?.[0]?.pattern;
-  if (pattern === '^postgres(ql)?://') return 'a postgres:// URL';
-  if (pattern === '^rediss?://') return 'a redis:// URL';
-  return 'a non-empty string';
-}
-
 /**
  * Reads the configuration from `env`, with `overrides` (command-line flags) taking
  * precedence. Throws a ConfigError naming the variable when a value is invalid.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): Config {
   const out: Record<string, unknown> = {};
-  for (const [key, s] of Object.entries(settings) as [keyof Settings, Setting<TSchema>][]) {
+  for (const [key, s] of Object.entries(settings) as [keyof Settings, Setting<unknown, unknown>][]) {
     const given = overrides[key] ?? env[s.env];
     if (given === undefined || given === null || given === '') {
       out[key] = s.default;
       continue;
     }
-    const value = typeof given === 'number' ? given : coerce(s.schema, given);
-    if (!Value.Check(s.schema, value)) {
+    const value = s.rule.read(String(given));
+    if (value === undefined) {
       // A URL may hold a password: it is not echoed.
       const got = key === 'databaseUrl' || key === 'redisUrl' ? '' : ` (got ${JSON.stringify(String(given))})`;
-      throw new ConfigError(`${s.env} must be ${describe(s.schema)}${got}`);
+      throw new ConfigError(`${s.env} must be ${s.rule.says}${got}`);
     }
     out[key] = value;
   }
