@@ -29,6 +29,7 @@ import * as m0017 from './migrations/0017_import_tables_unchecked.js';
 import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
+import { Sockets } from './sockets.js';
 import type { Database } from './schema.js';
 import { DEFAULT_LEASE_MS, KeyWatch, type KeyWatchOptions } from './watch.js';
 
@@ -85,6 +86,9 @@ export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
   return path.join(config.dataDir, 'school-data.db');
 }
 
+/** How long closing a PostgreSQL store waits for the server to close its connections: milliseconds when it answers. */
+const SOCKETS_CLOSE_MS = 1000;
+
 /** A driver's error (or an optional setting's refusal) that is handled by other means. */
 const noop = (): void => undefined;
 
@@ -104,7 +108,8 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
   if (config.databaseUrl) {
     // Loaded when PostgreSQL is configured: an embedded (SQLite) process never loads the driver.
     const driver = createRequire(import.meta.url)('pg') as typeof pg;
-    const connection = { connectionString: config.databaseUrl, connectionTimeoutMillis: config.dbTimeoutMs, types: pgTypes(driver) };
+    const sockets = new Sockets();
+    const connection = { connectionString: config.databaseUrl, connectionTimeoutMillis: config.dbTimeoutMs, types: pgTypes(driver), stream: sockets.stream };
     const pool = new driver.Pool({
       ...connection,
       max: config.dbPoolSize,
@@ -147,6 +152,9 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
       // reads (PgReader uses the pool directly) would otherwise keep an idle connection,
       // and stay alive, until the pool's idle timeout.
       if (!pool.ending) await pool.end();
+      // The pool's, the watch's and the migrations' connections: those whose server has not
+      // closed them by then (a partition) are dropped, so none keeps the process alive.
+      await sockets.closeWithin(SOCKETS_CLOSE_MS);
     };
     // The watch's own connection: a query that does not answer within half a lease ends it,
     // and the watch starts again on a new one (a blackholed database is seen as lost).

@@ -157,7 +157,8 @@ export class KeyWatch {
 
   /**
    * Stops listening and gives the lease up, so no writer waits for this server. A connection
-   * lost meanwhile is no error: the lease then runs out by itself.
+   * lost or silent meanwhile is no error: the lease then runs out by itself, and the close
+   * waits no more than CLOSE_WAIT_MS for it (a stopping server is not held up by a partition).
    */
   async close(): Promise<void> {
     this.closed = true;
@@ -167,15 +168,16 @@ export class KeyWatch {
     this.client = null;
     this.trustedUntil = 0;
     if (client === null) return;
-    try {
-      await this.query(client, 'delete from key_watchers where id = $1', [this.id]);
-    } catch {
-      // Lost: a writer waits for this server no longer than the lease.
-    } finally {
-      await client.end().catch(() => undefined);
-    }
+    // Lost: a writer waits for this server no longer than the lease.
+    const givenUp = this.query(client, 'delete from key_watchers where id = $1', [this.id]).catch(() => undefined);
+    await Promise.race([givenUp, delay(CLOSE_WAIT_MS, undefined, { ref: false })]);
+    // With a statement still out, pg drops the connection at once rather than wait for its answer.
+    await client.end().catch(() => undefined);
   }
 }
+
+/** How long closing waits for its lease to be given up: the statement takes milliseconds when the database answers. */
+const CLOSE_WAIT_MS = 1000;
 
 /** How long a writer waits for the acknowledgements before it evicts the servers that did not give one. */
 const ACK_WAIT_MS = 2000;

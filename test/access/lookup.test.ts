@@ -308,6 +308,25 @@ describe('the key lookup on PostgreSQL', { skip: process.env.DATABASE_URL ? fals
       });
     });
 
+    it('closes within about a second when the database does not answer (a stopping server is not held up by a partition)', async () => {
+      const closing = new KeyWatch({ leaseMs: 400, client: (name) => new pg.Client({ connectionString: store.url!, application_name: name }) });
+      await closing.start();
+      // Neither the renewal nor the close's statement is answered while the lock is held.
+      const took = await whileLeasesLocked(async () => {
+        const started = performance.now();
+        await closing.close();
+        return performance.now() - started;
+      });
+      assert.ok(took >= 900 && took < 3000, `closed after ${Math.round(took)} ms`);
+      // Its connection was dropped: the backend ends once it finds no client to answer.
+      for (let i = 0; i < 100; i++) {
+        const left = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where application_name = ${closing.name}`.execute(store.db);
+        if (left.rows[0]!.n === 0) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.fail('its connection is still open 5 s after the close');
+    });
+
     it('makes a revoke wait for a server that holds a lease and does not answer, no longer than its lease', async () => {
       const { id } = await newKey();
       // A server that took a lease of 1.5 s and died without giving it up.

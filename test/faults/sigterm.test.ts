@@ -18,7 +18,8 @@ import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
 import { loadTls } from '../../src/tls.js';
 import { httpsClient } from '../helpers/http.js';
-import { startServe, type ServeProcess } from '../helpers/processes.js';
+import { FaultProxy } from '../helpers/faultproxy.js';
+import { runCli, startServe, type ServeProcess } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
@@ -136,6 +137,62 @@ describe('SIGTERM after reads only, one process on PostgreSQL', { skip: embedded
     const code = await Promise.race([server.exited, new Promise((r) => (timer = setTimeout(r, 10_000, 'still running')))]);
     clearTimeout(timer);
     assert.equal(code, 0, server.output());
+  });
+});
+
+describe('stopping while PostgreSQL does not answer (a partition)', { skip: embedded ? 'PostgreSQL only' : false }, () => {
+  let store: TestStore;
+  let proxy: FaultProxy;
+  let env: NodeJS.ProcessEnv;
+
+  before(async () => {
+    store = await createTestStore();
+    const url = new URL(store.url!);
+    proxy = await FaultProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
+    url.port = String(proxy.address.port);
+    env = { ...process.env, DATABASE_URL: url.toString(), SCHOOL_DATA_DIR: store.dataDir, SCHOOL_DATA_DB_TIMEOUT_MS: '1000', SCHOOL_DATA_LOG_LEVEL: 'warn' };
+    delete env.REDIS_URL;
+  });
+  after(async () => {
+    await proxy.setMode('forward');
+    await proxy.close();
+    await store.close();
+  });
+
+  /** The exit code, or 'still running' after `ms` (the process is then killed). */
+  const exitWithin = async (server: ServeProcess, ms: number) => {
+    let timer: NodeJS.Timeout | undefined;
+    const code = await Promise.race([server.exited, new Promise((r) => (timer = setTimeout(r, ms, 'still running')))]);
+    clearTimeout(timer);
+    if (code === 'still running') server.child.kill('SIGKILL');
+    return code;
+  };
+
+  it('a server exits within seconds, its connections to the silent database dropped', async () => {
+    const server = await startServe({ ...env, PORT: String(await freePort()) });
+    // Its pool and its key watch hold connections by now; then the database goes silent.
+    await new Promise((r) => setTimeout(r, 500));
+    await proxy.setMode('blackhole');
+    try {
+      server.child.kill('SIGTERM');
+      // pg waits for the server to close its side of each connection, which it never does.
+      assert.equal(await exitWithin(server, 10_000), 0, server.output());
+    } finally {
+      await proxy.setMode('forward');
+    }
+  });
+
+  it('a command says the store is unavailable and exits', async () => {
+    await proxy.setMode('blackhole');
+    try {
+      const started = Date.now();
+      const r = await runCli(['school', 'list'], env);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /^school-data: the data store is unavailable: /);
+      assert.ok(Date.now() - started < 10_000, `ended after ${Date.now() - started} ms`);
+    } finally {
+      await proxy.setMode('forward');
+    }
   });
 });
 
