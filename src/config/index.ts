@@ -151,7 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     }
     out[key] = value;
   }
-  // The pattern checks the scheme only.
+  // The rule checks the scheme only.
   for (const key of ['databaseUrl', 'redisUrl'] as const) {
     if (typeof out[key] === 'string' && !URL.canParse(out[key])) throw new ConfigError(`${settings[key].env} is not a valid URL (a host, and a port from 1 to 65535 if given)`);
   }

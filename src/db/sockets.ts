@@ -1,8 +1,8 @@
 /**
- * The TCP sockets of a store's PostgreSQL connections, so that closing the store ends them
- * all. pg ends a connection by saying goodbye and waiting for the server to close its side,
- * which a server that does not answer (a partition) never does: the socket stayed open and
- * kept the process alive, so a server stopped or a command ended during an outage never exited.
+ * The TCP sockets of a store's PostgreSQL connections, followed so that closing the store
+ * ends them all: pg ends a connection by saying goodbye and waiting for the server to close
+ * its side, which a server that does not answer (a partition) never does, and an open socket
+ * keeps the process alive. Those still open a while after the close are dropped.
  */
 import { once } from 'node:events';
 import net from 'node:net';

@@ -171,8 +171,9 @@ export class KeyWatch {
     // Lost: a writer waits for this server no longer than the lease.
     const givenUp = this.query(client, 'delete from key_watchers where id = $1', [this.id]).catch(() => undefined);
     await Promise.race([givenUp, delay(CLOSE_WAIT_MS, undefined, { ref: false })]);
-    // With a statement still out, pg drops the connection at once rather than wait for its answer.
-    await client.end().catch(() => undefined);
+    // With a statement still out, pg drops the connection at once; without, it waits for the
+    // server to close its side, which a silent server never does: the store's close drops it then.
+    await Promise.race([client.end().catch(() => undefined), delay(CLOSE_WAIT_MS, undefined, { ref: false })]);
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * The HTTPS listeners of the service: TLS settings, the server's limits (docs/operations.md,
- * "Server limits"), and the API's server with an unknown expectation served as Node would
- * otherwise refuse it (CONNECT is answered by the app, src/app.ts). Shared by the API and
- * the director's cabinet.
+ * "Server limits"), and the API's server, which serves a request with an unknown
+ * expectation where Node would refuse it (417); CONNECT is answered by the app (src/app.ts).
+ * Shared by the API and the director's cabinet.
  */
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';

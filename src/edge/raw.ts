@@ -127,6 +127,8 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
 export function connectHandler(headers: Record<string, string>, observe: (answer: RawAnswer, req: IncomingMessage, startedAt: number) => void) {
   return function onConnect(req: IncomingMessage, socket: Duplex): void {
     const startedAt = performance.now();
+    // The answers to the requests read before it go first (turn-end.ts).
+    flushHeldAnswers();
     const requestId = writeRawProblem(socket, 405, methodNotAllowed('CONNECT'), headers);
     if (requestId !== null) observe({ requestId, status: 405, socket }, req, startedAt);
   };

@@ -52,6 +52,8 @@ describe('health endpoints and metrics', () => {
     assert.equal((await api.request(`/no/such/${w.b.id}?school=${w.b.id}`, { key: null })).status, 404);
     const oversized = await rawExchange(api.origin, api.ca, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     assert.equal(oversized.kind === 'response' && oversized.response.status, 431);
+    const connect = await rawExchange(api.origin, api.ca, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    assert.equal(connect.kind === 'response' && connect.response.status, 405);
 
     const res = await get('/metrics');
     assert.equal(res.status, 200);
@@ -61,6 +63,7 @@ describe('health endpoints and metrics', () => {
     assert.ok(count('route="/api/public/v1/students/:id",status="404"') >= 1);
     assert.ok(count('route="/api/public/v1/students",status="401"') >= 1);
     assert.ok(count('route="unmatched",status="404"') >= 1);
+    assert.ok(count('route="unmatched",status="405"') >= 1, 'CONNECT is counted');
     assert.match(res.body, /^school_data_http_request_duration_seconds_bucket\{le="0\.05",route="\/api\/public\/v1\/students"\} \d+$/m);
     assert.match(res.body, /^school_data_http_client_errors_total\{kind="header_overflow"\} [1-9]\d*$/m);
     assert.match(res.body, /^process_resident_memory_bytes \d+/m);

@@ -183,6 +183,7 @@ describe('stopping while PostgreSQL does not answer (a partition)', { skip: embe
   });
 
   it('a command says the store is unavailable and exits', async () => {
+    // Started while the database is silent: its connection never opens (pg drops it at the connect timeout).
     await proxy.setMode('blackhole');
     try {
       const started = Date.now();

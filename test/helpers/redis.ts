@@ -20,40 +20,26 @@ import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
 const CHOSEN_PORTS = { from: 20_000, to: 32_000 };
 
 /**
- * A port is claimed by a file named after it holding the claiming process's id, created
- * exclusively: test files run side by side (and whole runs, say CI beside a developer's
- * `npm test`), and two of them may draw the same port and both find it free before either
- * server listens. A claim lasts as long as its process; a dead process's claim is taken over.
+ * A port is claimed by a file named after it, created exclusively: test files run side by
+ * side (and whole runs, say CI beside a developer's `npm test`), and two of them may draw the
+ * same port and both find it free before either server listens. A claim lasts as long as
+ * its process; one a killed process left is skipped, never taken over (taking it over could
+ * not be made atomic, and the range is wide). The directory is the user's own.
  */
-const CLAIMS_DIR = path.join(os.tmpdir(), 'school-data-test-ports');
+const CLAIMS_DIR = path.join(os.tmpdir(), `school-data-test-ports-${process.getuid?.() ?? 'user'}`);
 const claimed: string[] = [];
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 function claim(port: number): boolean {
   const file = path.join(CLAIMS_DIR, String(port));
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
-      if (claimed.length === 0) process.once('exit', () => claimed.forEach((f) => fs.rmSync(f, { force: true })));
-      claimed.push(file);
-      return true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
-    const owner = Number(fs.readFileSync(file, 'utf8'));
-    // A file just created and not yet written reads empty: its owner is alive.
-    if (!Number.isInteger(owner) || owner <= 0 || alive(owner)) return false;
-    fs.rmSync(file, { force: true });
+  try {
+    fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
   }
-  return false;
+  if (claimed.length === 0) process.once('exit', () => claimed.forEach((f) => fs.rmSync(f, { force: true })));
+  claimed.push(file);
+  return true;
 }
 
 /** The `skip` option of a suite that starts a private redis-server. */
