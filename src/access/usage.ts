@@ -30,6 +30,8 @@ export const KEY_DAYS_KEPT = 90;
 export const BATCH_LEASE_MS = 5000;
 /** How long the ids of applied batches are kept (a batch is released within seconds of being applied). */
 const APPLIED_KEPT_MS = 7 * 86_400_000;
+/** How long after a close began a new try to write the usage may still begin. */
+const CLOSE_RETRIES_MS = 8000;
 /** Old days, old batch ids: pruned at most this often. */
 const PRUNE_EVERY_MS = 3_600_000;
 /** The request log is written at most this often (docs/performance.md, "Key activity"). */
@@ -290,18 +292,25 @@ export class UsageRecorder {
     await this.db.deleteFrom('usage_batches').where('applied_at', '<', formatTimestamp(now - APPLIED_KEPT_MS)).execute();
   }
 
-  /** Stops the timer and writes everything still pending, retrying briefly. */
+  /**
+   * Stops the timer and writes everything still pending, retrying briefly: up to five tries,
+   * none begun CLOSE_RETRIES_MS after the close began, so a stop while a store is silent ends
+   * within a service manager's usual grace period.
+   */
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     this.closing = true;
+    const started = performance.now();
     // A write under way may have claimed the shared usage before the last requests were
     // counted there: the flushes below start after it, so they move those too.
     await this.flushing;
     for (let attempt = 0; attempt < 5; attempt++) {
       await this.flush();
       if (this.pending.size === 0 && this.requests.size === 0 && !this.flushes.down && !this.moves.down) return;
-      await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
+      const pause = 200 * (attempt + 1);
+      if (performance.now() + pause - started >= CLOSE_RETRIES_MS) break;
+      await new Promise((r) => setTimeout(r, pause));
     }
     if (this.pending.size > 0 || this.requests.size > 0 || this.flushes.down) {
       this.log.error({ keys: this.pending.size, requestLogs: this.requests.size }, 'usage counts could not be written before shutdown');

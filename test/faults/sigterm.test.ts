@@ -22,6 +22,7 @@ import { FaultProxy } from '../helpers/faultproxy.js';
 import { runCli, startServe, type ServeProcess } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
+import { seedWorld } from '../helpers/world.js';
 
 const embedded = !process.env.DATABASE_URL;
 const external = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
@@ -177,6 +178,34 @@ describe('stopping while PostgreSQL does not answer (a partition)', { skip: embe
       server.child.kill('SIGTERM');
       // pg waits for the server to close its side of each connection, which it never does.
       assert.equal(await exitWithin(server, 10_000), 0, server.output());
+    } finally {
+      await proxy.setMode('forward');
+    }
+  });
+
+  it('with usage counts to write, a server tries for some seconds, says which it could not write, and exits', async () => {
+    const w = await seedWorld(store.db);
+    const port = await freePort();
+    // The default database timeout: five tries of the usage at 3 s and more each took 22 s in all.
+    const server = await startServe({ ...env, PORT: String(port), SCHOOL_DATA_DB_TIMEOUT_MS: '3000' });
+    const tls = await loadTls({ dataDir: store.dataDir, tlsCert: null, tlsKey: null });
+    const client = httpsClient(`https://127.0.0.1:${port}`, tls.cert);
+    try {
+      assert.equal((await client.request('/api/public/v1/vehicles', { key: w.a.key })).status, 200);
+      await proxy.setMode('blackhole');
+      // A stored answer of a key the server keeps is served while the database is silent, and
+      // counted: a count no flush can write.
+      assert.equal((await client.request('/api/public/v1/vehicles', { key: w.a.key })).status, 200);
+    } finally {
+      client.close();
+    }
+    try {
+      const started = Date.now();
+      server.child.kill('SIGTERM');
+      // No try to write them begins 8 s after the stop; each is bounded by the database timeout.
+      assert.equal(await exitWithin(server, 30_000), 0, server.output());
+      assert.ok(Date.now() - started < 17_000, `exited after ${Date.now() - started} ms`);
+      assert.match(server.output(), /"msg":"usage counts could not be written before shutdown"/);
     } finally {
       await proxy.setMode('forward');
     }
