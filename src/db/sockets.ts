@@ -8,6 +8,11 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 
+/** Waits for `work`, at most `ms`, with a timer that does not keep the process alive. */
+export async function waitAtMost(work: Promise<unknown>, ms: number): Promise<void> {
+  await Promise.race([work, delay(ms, undefined, { ref: false })]);
+}
+
 export class Sockets {
   private readonly open = new Set<net.Socket>();
 
@@ -23,7 +28,7 @@ export class Sockets {
   async closeWithin(ms: number): Promise<void> {
     if (this.open.size === 0) return;
     const closed = Promise.all([...this.open].map((socket) => once(socket, 'close').catch(() => undefined)));
-    await Promise.race([closed, delay(ms, undefined, { ref: false })]);
+    await waitAtMost(closed, ms);
     for (const socket of this.open) socket.destroy();
   }
 }

@@ -15,6 +15,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type pg from 'pg';
 import type { Database } from './schema.js';
+import { waitAtMost } from './sockets.js';
 
 export const KEY_CHANNEL = 'school_data_keys';
 
@@ -170,10 +171,10 @@ export class KeyWatch {
     if (client === null) return;
     // Lost: a writer waits for this server no longer than the lease.
     const givenUp = this.query(client, 'delete from key_watchers where id = $1', [this.id]).catch(() => undefined);
-    await Promise.race([givenUp, delay(CLOSE_WAIT_MS, undefined, { ref: false })]);
+    await waitAtMost(givenUp, CLOSE_WAIT_MS);
     // With a statement still out, pg drops the connection at once; without, it waits for the
     // server to close its side, which a silent server never does: the store's close drops it then.
-    await Promise.race([client.end().catch(() => undefined), delay(CLOSE_WAIT_MS, undefined, { ref: false })]);
+    await waitAtMost(client.end().catch(() => undefined), CLOSE_WAIT_MS);
   }
 }
 
