@@ -6,7 +6,7 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from '../config/index.js';
-import { isStoreUnavailable, StoreNewerError } from '../db/index.js';
+import { isStoreRefusingConnection, isStoreUnavailable, StoreNewerError } from '../db/index.js';
 import { PLANS } from '../domain/enums.js';
 import { KEY_SCOPES } from '../domain/scopes.js';
 import { packageVersion } from '../version.js';
@@ -182,6 +182,7 @@ function isDiskFull(err: unknown): boolean {
 /** The one line a command's failure is reported with (after `school-data: `). */
 export function describeError(err: unknown): string {
   if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreNewerError) return printable(err.message);
+  if (isStoreRefusingConnection(err)) return `PostgreSQL refused the connection: ${firstLine((err as Error).message)} (check DATABASE_URL)`;
   if (isStoreUnavailable(err)) return `the data store is unavailable: ${firstLine((err as Error).message)}`;
   if (isDiskFull(err)) return `the disk of the data store is full (${firstLine((err as Error).message)}): the command's changes were rolled back; free some space and run it again`;
   if (err instanceof Error) return `unexpected error: ${firstLine(err.message)}`;

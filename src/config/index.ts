@@ -131,6 +131,31 @@ export function ensureDirectory(dir: string, setting: string): void {
   if (!fs.statSync(dir).isDirectory()) throw new ConfigError(`${setting}: ${dir} is not a directory`);
 }
 
+/** The `sslmode`s of libpq that the store can keep (libpq's `allow`, plain first, it cannot). */
+const SSL_MODES = ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify'];
+
+/**
+ * DATABASE_URL's TLS settings, checked before a connection needs them: a mode the store
+ * knows, a root certificate where `verify-ca` needs one, and certificate files that can be
+ * read (the driver would read them only at a connection, a request's or a command's).
+ */
+function checkPostgresTls(url: URL): void {
+  const mode = url.searchParams.get('sslmode');
+  if (mode !== null && !SSL_MODES.includes(mode)) throw new ConfigError(`DATABASE_URL's sslmode must be one of ${SSL_MODES.join(', ')} (got ${JSON.stringify(mode)})`);
+  if (mode === 'verify-ca' && !url.searchParams.get('sslrootcert')) {
+    throw new ConfigError("DATABASE_URL's sslmode=verify-ca needs sslrootcert=FILE, the certificate of the authority that signed the server's (or use verify-full)");
+  }
+  for (const name of ['sslrootcert', 'sslcert', 'sslkey']) {
+    const file = url.searchParams.get(name);
+    if (!file) continue;
+    try {
+      fs.accessSync(file, fs.constants.R_OK);
+    } catch (err) {
+      throw new ConfigError(`DATABASE_URL's ${name}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+    }
+  }
+}
+
 /**
  * Reads the configuration from `env`, with `overrides` (command-line flags) taking
  * precedence. Throws a ConfigError naming the variable when a value is invalid.
@@ -155,6 +180,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   for (const key of ['databaseUrl', 'redisUrl'] as const) {
     if (typeof out[key] === 'string' && !URL.canParse(out[key])) throw new ConfigError(`${settings[key].env} is not a valid URL (a host, and a port from 1 to 65535 if given)`);
   }
+  if (typeof out.databaseUrl === 'string') checkPostgresTls(new URL(out.databaseUrl));
   if (out.port !== 0 && out.port === out.cabinetPort) {
     throw new ConfigError(`SCHOOL_DATA_CABINET_PORT must differ from PORT (both are ${String(out.port)}; serve's --cabinet-port and --port set them too)`);
   }

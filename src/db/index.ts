@@ -35,7 +35,7 @@ import { DEFAULT_LEASE_MS, KeyWatch, type KeyWatchOptions } from './watch.js';
 
 export type { Reader } from './reader.js';
 export { announceKeyChanges, KeyWatch } from './watch.js';
-export { isStoreUnavailable } from './unavailable.js';
+export { isStoreRefusingConnection, isStoreUnavailable } from './unavailable.js';
 export { openBulkConnection, type BulkConnection, type RowLoader } from './bulk.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -104,12 +104,23 @@ function pgTypes(driver: typeof pg) {
   };
 }
 
+/**
+ * DATABASE_URL with `sslmode` read as libpq (psql) reads it: `require` encrypts without
+ * checking the server's certificate, `verify-full` checks it and the host name. pg alone
+ * would check for `require` too, and print a warning that its next major version will not.
+ */
+export function withLibpqSslModes(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  url.searchParams.set('uselibpqcompat', 'true');
+  return url.toString();
+}
+
 export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTimeoutMs' | 'dbPoolSize'>): Store {
   if (config.databaseUrl) {
     // Loaded when PostgreSQL is configured: an embedded (SQLite) process never loads the driver.
     const driver = createRequire(import.meta.url)('pg') as typeof pg;
     const sockets = new Sockets();
-    const connection = { connectionString: config.databaseUrl, connectionTimeoutMillis: config.dbTimeoutMs, types: pgTypes(driver), stream: sockets.stream };
+    const connection = { connectionString: withLibpqSslModes(config.databaseUrl), connectionTimeoutMillis: config.dbTimeoutMs, types: pgTypes(driver), stream: sockets.stream };
     const pool = new driver.Pool({
       ...connection,
       max: config.dbPoolSize,

@@ -8,6 +8,7 @@ const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
  */
 export function isStoreUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
+  if (isStoreRefusingConnection(err)) return true;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
     // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT ...): another writer held the file.
@@ -16,4 +17,22 @@ export function isStoreUnavailable(err: unknown): boolean {
     if (code.startsWith('08') || code.startsWith('57P') || code === '53300' || code === '57014') return true;
   }
   return /timeout|Connection terminated|connect ECONN|Client has encountered a connection error/i.test(err.message);
+}
+
+/** PostgreSQL's refusals of a connection as configured: authentication, no such role or database. */
+const REFUSAL_CODES = new Set(['28000', '28P01', '3D000']);
+/** Node's TLS errors and OpenSSL's certificate checks (DEPTH_ZERO_SELF_SIGNED_CERT, UNABLE_TO_VERIFY_LEAF_SIGNATURE ...). */
+const TLS_REFUSAL = /^ERR_(TLS|SSL)_|CERT|SIGNATURE|^INVALID_CA$|^HOSTNAME_MISMATCH$/;
+
+/**
+ * True when PostgreSQL was reached but will not take a connection as DATABASE_URL
+ * describes it: the credentials, the database's name, or TLS (no TLS on the server, a
+ * certificate that fails the check the URL's sslmode asks for). DATABASE_URL, or the
+ * server's settings, must change; a request meanwhile gets 503 as in an outage.
+ */
+export function isStoreRefusingConnection(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (REFUSAL_CODES.has(code) || TLS_REFUSAL.test(code))) return true;
+  return err.message === 'The server does not support SSL connections';
 }

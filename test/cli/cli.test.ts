@@ -10,6 +10,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { describeError } from '../../src/cli/main.js';
+import { isStoreUnavailable } from '../../src/db/index.js';
 import { schoolData } from '../helpers/fixtures.js';
 import { BIN, runCli, type CliResult } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
@@ -261,6 +262,15 @@ describe('school-data CLI', () => {
     }
     // No room at all for SQLite's journal is an I/O error to it: not called a full disk.
     assert.equal(describeError(Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' })), 'the data store is unavailable: disk I/O error');
+  });
+
+  it('names a connection PostgreSQL refuses, and a request then gets 503 rather than 500', () => {
+    for (const [code, message] of [['28P01', 'password authentication failed for user "app"'], ['3D000', 'database "app" does not exist'], ['DEPTH_ZERO_SELF_SIGNED_CERT', 'self-signed certificate']] as const) {
+      const err = Object.assign(new Error(message), { code });
+      assert.equal(describeError(err), `PostgreSQL refused the connection: ${message} (check DATABASE_URL)`);
+      assert.ok(isStoreUnavailable(err), code);
+    }
+    assert.equal(describeError(new Error('The server does not support SSL connections')), 'PostgreSQL refused the connection: The server does not support SSL connections (check DATABASE_URL)');
   });
 
   it('reports configuration and usage errors in one line', async () => {

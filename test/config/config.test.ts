@@ -1,5 +1,8 @@
 /** The configuration's rules: each variable read by its rule, a bad value named with what it must be. */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig, settings } from '../../src/config/index.js';
 
@@ -25,5 +28,28 @@ describe('configuration', () => {
     refused({ DATABASE_URL: 'mysql://u:secret@h/x' }, 'DATABASE_URL must be a postgres:// URL');
     refused({ REDIS_URL: 'http://u:secret@h' }, 'REDIS_URL must be a redis:// URL');
     assert.throws(() => loadConfig({}, { port: 1.5 }), /PORT must be an integer/);
+  });
+
+  it("checks DATABASE_URL's TLS settings before any connection needs them", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sd-config-'));
+    try {
+      const ca = path.join(dir, 'ca.pem');
+      fs.writeFileSync(ca, 'a certificate');
+      for (const mode of ['disable', 'prefer', 'require', 'verify-full', 'no-verify']) assert.ok(loadConfig({ DATABASE_URL: `postgres://h/db?sslmode=${mode}` }).databaseUrl, mode);
+      assert.ok(loadConfig({ DATABASE_URL: `postgres://h/db?sslmode=verify-ca&sslrootcert=${ca}` }).databaseUrl);
+      refused(
+        { DATABASE_URL: 'postgres://u:secret@h/db?sslmode=allow' },
+        'DATABASE_URL\'s sslmode must be one of disable, prefer, require, verify-ca, verify-full, no-verify (got "allow")',
+      );
+      refused(
+        { DATABASE_URL: 'postgres://h/db?sslmode=verify-ca' },
+        "DATABASE_URL's sslmode=verify-ca needs sslrootcert=FILE, the certificate of the authority that signed the server's (or use verify-full)",
+      );
+      const missing = path.join(dir, 'none.pem');
+      refused({ DATABASE_URL: `postgres://h/db?sslmode=verify-full&sslrootcert=${missing}` }, `DATABASE_URL's sslrootcert: cannot read ${missing} (ENOENT)`);
+      refused({ DATABASE_URL: `postgres://h/db?sslmode=require&sslcert=${ca}&sslkey=${missing}` }, `DATABASE_URL's sslkey: cannot read ${missing} (ENOENT)`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
