@@ -83,13 +83,13 @@ function joinedItems(db: Untyped, page: ReturnType<typeof inSchool>) {
  * The body: the joined items (none: null) and the meta, `limit` and `offset` echoed. Each
  * part is parenthesised: SQLite's `||` binds tighter than `-`, so a bare `end - first`
  * there would subtract two concatenations. `limit` and `offset` are cast: better-sqlite3
- * binds every JavaScript number as a REAL, which SQLite writes as text as `50.0`.
+ * binds every JavaScript number as a REAL, which SQLite writes as text as `50.0`. The meta
+ * is made whole before it is joined to the items: each `||` copies both its sides, and the
+ * items (kilobytes) are then copied twice, not seven times.
  */
 function listBody(db: Untyped, total: unknown, items: unknown, q: Window) {
-  return asBytes(
-    db as Kysely<Database>,
-    sql<string>`'{"items":[' || coalesce((${items}), '') || '],"meta":{"total":' || (${total}) || ',"limit":' || cast(${q.limit} as integer) || ',"offset":' || cast(${q.offset} as integer) || '}}'`,
-  ).as('body');
+  const meta = sql<string>`'],"meta":{"total":' || (${total}) || ',"limit":' || cast(${q.limit} as integer) || ',"offset":' || cast(${q.offset} as integer) || '}}'`;
+  return asBytes(db as Kysely<Database>, sql<string>`'{"items":[' || coalesce((${items}), '') || (${meta})`).as('body');
 }
 
 /** The largest position: the end of a page that no row after the period bounds. */
