@@ -230,8 +230,15 @@ interface WaitingRead {
   reject: (error: unknown) => void;
 }
 
-/** Reads of one statement text merged into one batch at most; more go out in further batches at once. */
-const MAX_BATCH = 100;
+/**
+ * Reads of one statement text merged into one batch at most; a turn's reads beyond it go out
+ * at once in batches of even size, each on a connection of its own. One batch is read by one
+ * PostgreSQL backend, a read after the other: 50 pages in one took 3 ms while the server
+ * waited, then the server answered all 50 while PostgreSQL waited. In batches of 10 the
+ * backends read side by side, and the first answers are written while the last are read
+ * (docs/performance.md, "A turn's reads in batches of ten").
+ */
+const MAX_BATCH = 10;
 
 /** The column a batch adds to every row: which read of the batch the row answers (1-based). */
 const BATCH_INDEX = '__school_data_read';
@@ -327,7 +334,8 @@ export class PgReader implements Reader {
         else group.push(read);
       }
       for (const [types, group] of byTypes) {
-        for (let i = 0; i < group.length; i += MAX_BATCH) void this.batch(sql, types.split(','), group.slice(i, i + MAX_BATCH));
+        const size = Math.ceil(group.length / Math.ceil(group.length / MAX_BATCH));
+        for (let i = 0; i < group.length; i += size) void this.batch(sql, types.split(','), group.slice(i, i + size));
       }
     }
   };

@@ -116,15 +116,24 @@ describe('the reads of one turn on PostgreSQL', { skip: process.env.DATABASE_URL
   const read = (text: string, values: readonly unknown[]) => Promise.resolve(store.reads.run<Record<string, unknown>>(text, values));
 
   it('go out as one statement when they run the same one, each read getting its own rows in order', async () => {
-    const text = "select statement_timestamp()::text as at, g as n, $1::text as word from generate_series(1, $2::int) as g order by g desc";
-    const values = Array.from({ length: 12 }, (_, i) => [`w${i}`, i % 4] as const);
+    // A statement is known by its start and its backend: the same in every row it returns.
+    const text = "select statement_timestamp()::text || '/' || pg_backend_pid() as statement, g as n, $1::text as word from generate_series(1, $2::int) as g order by g desc";
+    const values = Array.from({ length: 10 }, (_, i) => [`w${i}`, 1 + (i % 4)] as const);
     const answers = await Promise.all(values.map((v) => read(text, v)));
     answers.forEach((rows, i) => {
       const [word, n] = values[i]!;
       assert.deepEqual(rows.map((r) => [r.n, r.word]), Array.from({ length: n }, (_, j) => [n - j, word]), `read ${i}`);
     });
-    // One statement: PostgreSQL's statement time is the same in every row of every read.
-    assert.equal(new Set(answers.flat().map((r) => r.at)).size, 1);
+    assert.equal(new Set(answers.flat().map((r) => r.statement)).size, 1);
+  });
+
+  it('go out in batches of ten at most, of even size, side by side', async () => {
+    const text = 'select statement_timestamp()::text || \'/\' || pg_backend_pid() as statement, $1::int as i';
+    const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => read(text, [i])));
+    assert.deepEqual(answers.map((rows) => rows.map((r) => r.i)), Array.from({ length: 24 }, (_, i) => [i]));
+    const readsOf = new Map<unknown, number>();
+    for (const [row] of answers) readsOf.set(row!.statement, (readsOf.get(row!.statement) ?? 0) + 1);
+    assert.deepEqual([...readsOf.values()], [8, 8, 8]);
   });
 
   it('keep reads whose values differ in type apart, and take text, integers, fractions and booleans', async () => {
