@@ -88,6 +88,12 @@ export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
 
 /** How long closing a PostgreSQL store waits for the server to close its connections: milliseconds when it answers. */
 const SOCKETS_CLOSE_MS = 1000;
+/**
+ * Silence on a connection after which TCP asks the server whether it is there (then once a
+ * second, ten times: Node's settings): a connection with no timeout of its own, the
+ * import's, learns of a partition in about 20 s instead of the system's two hours.
+ */
+const KEEPALIVE_IDLE_MS = 10_000;
 
 /** A driver's error (or an optional setting's refusal) that is handled by other means. */
 const noop = (): void => undefined;
@@ -120,7 +126,14 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     // Loaded when PostgreSQL is configured: an embedded (SQLite) process never loads the driver.
     const driver = createRequire(import.meta.url)('pg') as typeof pg;
     const sockets = new Sockets();
-    const connection = { connectionString: withLibpqSslModes(config.databaseUrl), connectionTimeoutMillis: config.dbTimeoutMs, types: pgTypes(driver), stream: sockets.stream };
+    const connection = {
+      connectionString: withLibpqSslModes(config.databaseUrl),
+      connectionTimeoutMillis: config.dbTimeoutMs,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
+      types: pgTypes(driver),
+      stream: sockets.stream,
+    };
     const pool = new driver.Pool({
       ...connection,
       max: config.dbPoolSize,
@@ -129,7 +142,6 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
       statement_timeout: config.dbTimeoutMs,
       query_timeout: config.dbTimeoutMs + 500,
       idleTimeoutMillis: 30_000,
-      keepAlive: true,
       // Every statement on the pool is planned without its values: a named one once per
       // connection, as SQLite's reads are. Left to choose, PostgreSQL plans the key lookup
       // again on every run where a turn has few keys (docs/decisions.md, "PostgreSQL plans
@@ -170,7 +182,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     // The watch's own connection: a query that does not answer within half a lease ends it,
     // and the watch starts again on a new one (a blackholed database is seen as lost).
     const watchKeys = (options: Omit<KeyWatchOptions, 'client'> = {}) =>
-      new KeyWatch({ ...options, client: (name) => new driver.Client({ ...connection, application_name: name, keepAlive: true, query_timeout: (options.leaseMs ?? DEFAULT_LEASE_MS) / 2 }) });
+      new KeyWatch({ ...options, client: (name) => new driver.Client({ ...connection, application_name: name, query_timeout: (options.leaseMs ?? DEFAULT_LEASE_MS) / 2 }) });
     return { db, reads, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, migrate, watchKeys, close };
   }
   ensureDirectory(config.dataDir, 'SCHOOL_DATA_DIR');

@@ -88,7 +88,7 @@ class MigrationDialect extends PostgresDialect {
 }
 
 /** One connection for migrations, with the connect timeout but no statement timeout; destroy it after. */
-export function openMigrationConnection(driver: typeof pg, options: Pick<pg.PoolConfig, 'connectionString' | 'connectionTimeoutMillis' | 'types' | 'stream'>): Kysely<Database> {
+export function openMigrationConnection(driver: typeof pg, options: Pick<pg.PoolConfig, 'connectionString' | 'connectionTimeoutMillis' | 'keepAlive' | 'keepAliveInitialDelayMillis' | 'types' | 'stream'>): Kysely<Database> {
   const pool = new driver.Pool({ ...options, max: 1 });
   pool.on('error', () => undefined);
   return new Kysely<Database>({ dialect: new MigrationDialect({ pool }) });
