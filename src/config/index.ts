@@ -145,11 +145,13 @@ function checkPostgresTls(url: URL): void {
   if (mode === 'verify-ca' && !url.searchParams.get('sslrootcert')) {
     throw new ConfigError("DATABASE_URL's sslmode=verify-ca needs sslrootcert=FILE, the certificate of the authority that signed the server's (or use verify-full)");
   }
+  if (url.searchParams.has('uselibpqcompat')) throw new ConfigError("DATABASE_URL: leave uselibpqcompat out (sslmode always has libpq's meaning here)");
   for (const name of ['sslrootcert', 'sslcert', 'sslkey']) {
     const file = url.searchParams.get(name);
     if (!file) continue;
     try {
-      fs.accessSync(file, fs.constants.R_OK);
+      // Read, as the driver will: a directory, or a file root may open but not read, fails here.
+      fs.readFileSync(file);
     } catch (err) {
       throw new ConfigError(`DATABASE_URL's ${name}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
     }

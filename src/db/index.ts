@@ -90,7 +90,7 @@ export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
 const SOCKETS_CLOSE_MS = 1000;
 /**
  * Silence on a connection after which TCP asks the server whether it is there (then once a
- * second, ten times: Node's settings): a connection with no timeout of its own, the
+ * second, ten times: libuv's settings): a connection with no timeout of its own, the
  * import's, learns of a partition in about 20 s instead of the system's two hours.
  */
 const KEEPALIVE_IDLE_MS = 10_000;
@@ -114,10 +114,12 @@ function pgTypes(driver: typeof pg) {
  * DATABASE_URL with `sslmode` read as libpq (psql) reads it: `require` encrypts without
  * checking the server's certificate, `verify-full` checks it and the host name. pg alone
  * would check for `require` too, and print a warning that its next major version will not.
+ * pg's own `no-verify`, which libpq's reading does not know, is `require`.
  */
-export function withLibpqSslModes(databaseUrl: string): string {
+function withLibpqSslModes(databaseUrl: string): string {
   const url = new URL(databaseUrl);
   url.searchParams.set('uselibpqcompat', 'true');
+  if (url.searchParams.get('sslmode') === 'no-verify') url.searchParams.set('sslmode', 'require');
   return url.toString();
 }
 

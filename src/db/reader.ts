@@ -232,11 +232,10 @@ interface WaitingRead {
 
 /**
  * Reads of one statement text merged into one batch at most; a turn's reads beyond it go out
- * at once in batches of even size, each on a connection of its own. One batch is read by one
- * PostgreSQL backend, a read after the other: 50 pages in one took 3 ms while the server
- * waited, then the server answered all 50 while PostgreSQL waited. In batches of 10 the
- * backends read side by side, and the first answers are written while the last are read
- * (docs/performance.md, "A turn's reads in batches of ten").
+ * at once in batches whose sizes differ by one at most, each on a connection of its own. One
+ * batch is read by one PostgreSQL backend, a read after the other, while the server waits;
+ * in smaller batches the backends read side by side, and the first answers are written while
+ * the last are read (docs/performance.md, "A turn's reads in batches of ten").
  */
 const MAX_BATCH = 10;
 
@@ -334,8 +333,10 @@ export class PgReader implements Reader {
         else group.push(read);
       }
       for (const [types, group] of byTypes) {
-        const size = Math.ceil(group.length / Math.ceil(group.length / MAX_BATCH));
-        for (let i = 0; i < group.length; i += size) void this.batch(sql, types.split(','), group.slice(i, i + size));
+        const batches = Math.ceil(group.length / MAX_BATCH);
+        for (let j = 0; j < batches; j++) {
+          void this.batch(sql, types.split(','), group.slice(Math.floor((j * group.length) / batches), Math.floor(((j + 1) * group.length) / batches)));
+        }
       }
     }
   };

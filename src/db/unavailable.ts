@@ -21,8 +21,16 @@ export function isStoreUnavailable(err: unknown): boolean {
 
 /** PostgreSQL's refusals of a connection as configured: authentication, no such role or database. */
 const REFUSAL_CODES = new Set(['28000', '28P01', '3D000']);
-/** Node's TLS errors and OpenSSL's certificate checks (DEPTH_ZERO_SELF_SIGNED_CERT, UNABLE_TO_VERIFY_LEAF_SIGNATURE ...). */
-const TLS_REFUSAL = /^ERR_(TLS|SSL)_|CERT|SIGNATURE|^INVALID_CA$|^HOSTNAME_MISMATCH$/;
+/** OpenSSL's checks of the server's certificate, as Node names their failures, and Node's host name check. */
+const CERTIFICATE_REFUSALS = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY', 'UNABLE_TO_GET_CRL', 'CERT_SIGNATURE_FAILURE', 'CERT_NOT_YET_VALID', 'CERT_HAS_EXPIRED',
+  'ERROR_IN_CERT_NOT_BEFORE_FIELD', 'ERROR_IN_CERT_NOT_AFTER_FIELD', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN',
+  'CERT_CHAIN_TOO_LONG', 'CERT_REVOKED', 'INVALID_CA', 'PATH_LENGTH_EXCEEDED', 'INVALID_PURPOSE', 'CERT_UNTRUSTED', 'CERT_REJECTED',
+  'HOSTNAME_MISMATCH', 'ERR_TLS_CERT_ALTNAME_INVALID', 'ERR_SSL_WRONG_VERSION_NUMBER',
+]);
+/** A TLS alert the server sent during the handshake (ERR_SSL_TLSV1_ALERT_UNKNOWN_CA ...): it refused the client's side. */
+const HANDSHAKE_ALERT = /^ERR_SSL_(TLSV1|SSLV3)_ALERT_/;
 
 /**
  * True when PostgreSQL was reached but will not take a connection as DATABASE_URL
@@ -33,6 +41,6 @@ const TLS_REFUSAL = /^ERR_(TLS|SSL)_|CERT|SIGNATURE|^INVALID_CA$|^HOSTNAME_MISMA
 export function isStoreRefusingConnection(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string' && (REFUSAL_CODES.has(code) || TLS_REFUSAL.test(code))) return true;
+  if (typeof code === 'string' && (REFUSAL_CODES.has(code) || CERTIFICATE_REFUSALS.has(code) || HANDSHAKE_ALERT.test(code))) return true;
   return err.message === 'The server does not support SSL connections';
 }

@@ -48,6 +48,8 @@ describe('configuration', () => {
       const missing = path.join(dir, 'none.pem');
       refused({ DATABASE_URL: `postgres://h/db?sslmode=verify-full&sslrootcert=${missing}` }, `DATABASE_URL's sslrootcert: cannot read ${missing} (ENOENT)`);
       refused({ DATABASE_URL: `postgres://h/db?sslmode=require&sslcert=${ca}&sslkey=${missing}` }, `DATABASE_URL's sslkey: cannot read ${missing} (ENOENT)`);
+      refused({ DATABASE_URL: `postgres://h/db?sslmode=verify-full&sslrootcert=${dir}` }, `DATABASE_URL's sslrootcert: cannot read ${dir} (EISDIR)`);
+      refused({ DATABASE_URL: 'postgres://h/db?sslmode=require&uselibpqcompat=false' }, "DATABASE_URL: leave uselibpqcompat out (sslmode always has libpq's meaning here)");
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -20,6 +20,8 @@ import { seedWorld } from '../helpers/world.js';
 describe('TLS to PostgreSQL', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only' }, () => {
   let store: TestStore;
   let proxy: PgTlsProxy;
+  /** The same real server, as one without TLS. */
+  let plain: PgTlsProxy;
   let certDir: string;
   let certPath: string;
 
@@ -30,17 +32,20 @@ describe('TLS to PostgreSQL', { skip: process.env.DATABASE_URL ? false : 'Postgr
     certPath = material.certPath;
     const url = new URL(store.url!);
     proxy = await PgTlsProxy.start({ host: url.hostname, port: Number(url.port || 5432) }, material);
+    plain = await PgTlsProxy.start({ host: url.hostname, port: Number(url.port || 5432) }, null);
   });
   after(async () => {
     await proxy.close();
+    await plain.close();
     await store.close();
     fs.rmSync(certDir, { recursive: true, force: true });
   });
 
-  /** The test store's URL through the TLS proxy (or straight to PostgreSQL), with `params` added. */
-  const urlWith = (params: Record<string, string>, throughProxy = true) => {
+  /** The test store's URL through the TLS proxy (or the one without TLS), with `params` added. */
+  const urlWith = (params: Record<string, string>, through = proxy) => {
     const url = new URL(store.url!);
-    if (throughProxy) url.port = String(proxy.port);
+    url.hostname = '127.0.0.1';
+    url.port = String(through.port);
     for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
     return url.toString();
   };
@@ -69,6 +74,12 @@ describe('TLS to PostgreSQL', { skip: process.env.DATABASE_URL ? false : 'Postgr
     assert.ok(proxy.tlsSessions > before, 'no TLS session');
   });
 
+  it("node-postgres's own sslmode=no-verify encrypts without checking, as require does", async () => {
+    const before = proxy.tlsSessions;
+    succeeds(await cli(urlWith({ sslmode: 'no-verify' })));
+    assert.ok(proxy.tlsSessions > before, 'no TLS session');
+  });
+
   it('sslmode=disable connects in plain text', async () => {
     const before = proxy.tlsSessions;
     succeeds(await cli(urlWith({ sslmode: 'disable' })));
@@ -76,7 +87,7 @@ describe('TLS to PostgreSQL', { skip: process.env.DATABASE_URL ? false : 'Postgr
   });
 
   it('a server without TLS, or without the database, is named in one line', async () => {
-    refused(await cli(urlWith({ sslmode: 'require' }, false)), /^school-data: PostgreSQL refused the connection: The server does not support SSL connections \(check DATABASE_URL\)$/);
+    refused(await cli(urlWith({ sslmode: 'require' }, plain)), /^school-data: PostgreSQL refused the connection: The server does not support SSL connections \(check DATABASE_URL\)$/);
     const url = new URL(store.url!);
     url.pathname = '/school_data_no_such_database';
     refused(await cli(url.toString()), /^school-data: PostgreSQL refused the connection: database "school_data_no_such_database" does not exist \(check DATABASE_URL\)$/);

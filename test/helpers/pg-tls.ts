@@ -1,8 +1,9 @@
 /**
  * A PostgreSQL server that speaks TLS, for tests: a loopback proxy in front of the real
- * (plain) server. It answers a client's SSLRequest with 'S', takes the TLS handshake with
- * the certificate it is given and passes the decrypted bytes on; a client that starts
- * without TLS is passed on as it is. `tlsSessions` counts the handshakes it finished.
+ * server. It answers a client's SSLRequest with 'S', takes the TLS handshake with the
+ * certificate it is given and passes the decrypted bytes on; a client that starts without
+ * TLS is passed on as it is. Without a certificate it answers 'N', as a server without TLS
+ * does. `tlsSessions` counts the handshakes it finished.
  */
 import net from 'node:net';
 import tls from 'node:tls';
@@ -16,7 +17,8 @@ export class PgTlsProxy {
 
   private constructor(private readonly server: net.Server) {}
 
-  static async start(target: { host: string; port: number }, material: { cert: string; key: string }): Promise<PgTlsProxy> {
+  /** `material` null: a server without TLS, which answers an SSLRequest 'N'. */
+  static async start(target: { host: string; port: number }, material: { cert: string; key: string } | null): Promise<PgTlsProxy> {
     const server = net.createServer();
     const proxy = new PgTlsProxy(server);
     server.on('connection', (socket) => proxy.accept(socket, target, material));
@@ -28,7 +30,7 @@ export class PgTlsProxy {
     return (this.server.address() as net.AddressInfo).port;
   }
 
-  private accept(socket: net.Socket, target: { host: string; port: number }, material: { cert: string; key: string }): void {
+  private accept(socket: net.Socket, target: { host: string; port: number }, material: { cert: string; key: string } | null): void {
     this.track(socket);
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
@@ -36,8 +38,15 @@ export class PgTlsProxy {
       if (head.length < SSL_REQUEST.length) return;
       socket.off('data', onData);
       socket.pause();
+      if (material === null && head.equals(SSL_REQUEST)) {
+        socket.write('N');
+        head = Buffer.alloc(0);
+        socket.on('data', onData);
+        socket.resume();
+        return;
+      }
       const upstream = this.track(net.connect(target));
-      if (head.equals(SSL_REQUEST)) {
+      if (material !== null && head.equals(SSL_REQUEST)) {
         socket.write('S');
         const secure = new tls.TLSSocket(socket, { isServer: true, cert: material.cert, key: material.key });
         secure.on('secure', () => this.tlsSessions++);

@@ -84,8 +84,8 @@ function joinedItems(db: Untyped, page: ReturnType<typeof inSchool>) {
  * part is parenthesised: SQLite's `||` binds tighter than `-`, so a bare `end - first`
  * there would subtract two concatenations. `limit` and `offset` are cast: better-sqlite3
  * binds every JavaScript number as a REAL, which SQLite writes as text as `50.0`. The meta
- * is made whole before it is joined to the items: each `||` copies both its sides, and the
- * items (kilobytes) are then copied twice, not seven times.
+ * is made whole before it is joined to the items: each `||` copies both its sides, so the
+ * items (kilobytes) are copied once per `||` they stand beside.
  */
 function listBody(db: Untyped, total: unknown, items: unknown, q: Window) {
   const meta = sql<string>`'],"meta":{"total":' || (${total}) || ',"limit":' || cast(${q.limit} as integer) || ',"offset":' || cast(${q.offset} as integer) || '}}'`;
