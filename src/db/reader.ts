@@ -333,9 +333,10 @@ export class PgReader implements Reader {
         else group.push(read);
       }
       for (const [types, group] of byTypes) {
+        const columnTypes = types.split(',');
         const batches = Math.ceil(group.length / MAX_BATCH);
         for (let j = 0; j < batches; j++) {
-          void this.batch(sql, types.split(','), group.slice(Math.floor((j * group.length) / batches), Math.floor(((j + 1) * group.length) / batches)));
+          void this.batch(sql, columnTypes, group.slice(Math.floor((j * group.length) / batches), Math.floor(((j + 1) * group.length) / batches)));
         }
       }
     }
