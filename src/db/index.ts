@@ -28,7 +28,7 @@ import * as m0016 from './migrations/0016_list_changes.js';
 import * as m0017 from './migrations/0017_import_tables_unchecked.js';
 import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
-import { objectRows, PgReader, SqliteReader, type Reader } from './reader.js';
+import { objectRows, PgReader, SqliteReader, withParameters, type Reader } from './reader.js';
 import { Sockets } from './sockets.js';
 import type { Database } from './schema.js';
 import { DEFAULT_LEASE_MS, KeyWatch, type KeyWatchOptions } from './watch.js';
@@ -353,6 +353,9 @@ interface Template {
  *
  * Every call passes the same keys (a value not given is undefined, not left out): the
  * shape is then a bit per key, worked out without building anything per request.
+ *
+ * On PostgreSQL a value the query uses in several places is one parameter, sent (and, in a
+ * batch of reads, put in an array) once; its uses must then be of one type.
  */
 export function prepared<P extends object, R>(build: (db: Kysely<Database>, values: P) => Compilable<R>): (reader: Reader, values: P) => R[] | Promise<R[]> {
   const templates = new WeakMap<Kysely<Database>, Map<number, Template>>();
@@ -388,11 +391,23 @@ function compileTemplate<P extends object>(db: Kysely<Database>, build: (db: Kys
   const stand: Record<string, Slot> = {};
   for (const name of names) if (given[name] !== undefined) stand[name] = new Slot(name);
   const compiled = build(db, stand as P).compile();
-  return {
-    sql: compiled.sql,
-    sources: compiled.parameters.map((p) => (p instanceof Slot ? names.indexOf(p.name) : -1)),
-    constants: [...compiled.parameters],
-  };
+  const parameters = compiled.parameters;
+  if (!onPostgres(db)) {
+    return { sql: compiled.sql, sources: parameters.map((p) => (p instanceof Slot ? names.indexOf(p.name) : -1)), constants: [...parameters] };
+  }
+  // PostgreSQL numbers its parameters: a value the query uses in several places is sent once.
+  const sources: number[] = [];
+  const constants: unknown[] = [];
+  const numberOf = new Map<string, number>();
+  const renumbered = parameters.map((p) => {
+    const known = p instanceof Slot ? numberOf.get(p.name) : undefined;
+    if (known !== undefined) return known;
+    sources.push(p instanceof Slot ? names.indexOf(p.name) : -1);
+    constants.push(p);
+    if (p instanceof Slot) numberOf.set(p.name, sources.length);
+    return sources.length;
+  });
+  return { sql: withParameters(compiled.sql, (n) => `$${renumbered[n - 1]}`), sources, constants };
 }
 
 /** Whether a Kysely instance (or transaction) talks to PostgreSQL rather than SQLite. */

@@ -253,13 +253,18 @@ function arrayType(value: unknown): string | null {
   return null;
 }
 
+/** Whether two reads' values would go in arrays of the same types (`arrayType`). */
+function sameTypes(a: readonly unknown[], b: readonly unknown[]): boolean {
+  for (let i = 0; i < a.length; i++) if (arrayType(a[i]) !== arrayType(b[i])) return false;
+  return true;
+}
+
 /**
- * The statement that answers many reads of `text` at once: one row of parameters per read,
- * each run through the statement as a lateral subquery, its rows tagged with the read's place.
- * Parameters `$n` become the columns `p<n>`; quoted text and names are left as they are.
+ * `text` with each parameter `$n` written as `to(n)`; quoted text and names are left as they
+ * are (the API's statements, Kysely's, have no comments).
  */
-export function batchedText(text: string, types: readonly string[]): string {
-  let inner = '';
+export function withParameters(text: string, to: (n: number) => string): string {
+  let out = '';
   let from = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
@@ -269,12 +274,21 @@ export function batchedText(text: string, types: readonly string[]): string {
     } else if (c === '$' && /[0-9]/.test(text[i + 1] ?? '')) {
       let j = i + 1;
       while (j < text.length && /[0-9]/.test(text[j]!)) j++;
-      inner += `${text.slice(from, i)}"batch"."p${text.slice(i + 1, j)}"`;
+      out += `${text.slice(from, i)}${to(Number(text.slice(i + 1, j)))}`;
       from = j;
       i = j - 1;
     }
   }
-  inner += text.slice(from);
+  return out + text.slice(from);
+}
+
+/**
+ * The statement that answers many reads of `text` at once: one row of parameters per read,
+ * each run through the statement as a lateral subquery, its rows tagged with the read's place.
+ * Parameters `$n` become the columns `p<n>`.
+ */
+export function batchedText(text: string, types: readonly string[]): string {
+  const inner = withParameters(text, (n) => `"batch"."p${n}"`);
   const arrays = types.map((type, i) => `$${i + 1}::${type}`).join(', ');
   const columns = types.map((_, i) => `"p${i + 1}"`).join(', ');
   return `select "batch"."${BATCH_INDEX}", "read".* from unnest(${arrays}) with ordinality as "batch"(${columns}, "${BATCH_INDEX}") cross join lateral (${inner}) as "read"`;
@@ -292,6 +306,8 @@ export class PgReader implements Reader {
   readonly dialect = 'postgres';
   /** Query text -> statement name. Names are per process, like the pool's connections. */
   private readonly names = new Map<string, string>();
+  /** Query text -> the types of a batch's parameters -> its batched text. */
+  private readonly batchedTexts = new Map<string, Map<string, string>>();
   private waiting = new Map<string, WaitingRead[]>();
   private scheduled = false;
 
@@ -325,32 +341,42 @@ export class PgReader implements Reader {
         continue;
       }
       // Reads whose values have other types (a number where another read has text) go in a batch of their own.
-      const byTypes = new Map<string, WaitingRead[]>();
+      const groups: WaitingRead[][] = [];
       for (const read of reads) {
-        const types = read.parameters.map(arrayType).join(',');
-        const group = byTypes.get(types);
-        if (group === undefined) byTypes.set(types, [read]);
+        const group = groups.find((g) => sameTypes(g[0]!.parameters, read.parameters));
+        if (group === undefined) groups.push([read]);
         else group.push(read);
       }
-      for (const [types, group] of byTypes) {
-        const columnTypes = types.split(',');
+      for (const group of groups) {
+        const text = this.batchedText(sql, group[0]!.parameters);
         const batches = Math.ceil(group.length / MAX_BATCH);
         for (let j = 0; j < batches; j++) {
-          void this.batch(sql, columnTypes, group.slice(Math.floor((j * group.length) / batches), Math.floor(((j + 1) * group.length) / batches)));
+          void this.batch(sql, text, group.slice(Math.floor((j * group.length) / batches), Math.floor(((j + 1) * group.length) / batches)));
         }
       }
     }
   };
 
-  private async batch(sql: string, types: string[], reads: WaitingRead[]): Promise<void> {
+  /** The batched form of `sql` for reads with the types of `parameters`, made once. */
+  private batchedText(sql: string, parameters: readonly unknown[]): string {
+    const types = parameters.map(arrayType) as string[];
+    const key = types.join(',');
+    let forSql = this.batchedTexts.get(sql);
+    if (forSql === undefined) this.batchedTexts.set(sql, (forSql = new Map<string, string>()));
+    let text = forSql.get(key);
+    if (text === undefined) forSql.set(key, (text = batchedText(sql, types)));
+    return text;
+  }
+
+  private async batch(sql: string, batched: string, reads: WaitingRead[]): Promise<void> {
     if (reads.length === 1) {
       this.query(sql, reads[0]!.parameters).then(reads[0]!.resolve, reads[0]!.reject);
       return;
     }
-    const columns = types.map((_, i) => reads.map((r) => r.parameters[i]));
+    const columns = reads[0]!.parameters.map((_, i) => reads.map((r) => r.parameters[i]));
     let rows: Record<string, unknown>[];
     try {
-      rows = await this.query(batchedText(sql, types), columns);
+      rows = await this.query(batched, columns);
     } catch (error) {
       if (isStoreUnavailable(error)) for (const read of reads) read.reject(error);
       // A read that fails by itself (a value PostgreSQL refuses) fails only itself: each goes again alone.

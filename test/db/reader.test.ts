@@ -10,7 +10,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import SQLite from 'better-sqlite3';
-import { sqlitePath } from '../../src/db/index.js';
+import { prepared, sqlitePath, type Reader } from '../../src/db/index.js';
 import { batchedText, opaqueParameters } from '../../src/db/reader.js';
 import { createSchool } from '../../src/management/schools.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -161,5 +161,41 @@ describe('the statement that answers many reads', () => {
       batchedText(`select '$1', "$2" from t where a = $1 and b < $2 + $10`, ['text[]', 'int8[]']),
       `select "batch"."__school_data_read", "read".* from unnest($1::text[], $2::int8[]) with ordinality as "batch"("p1", "p2", "__school_data_read") cross join lateral (select '$1', "$2" from t where a = "batch"."p1" and b < "batch"."p2" + "batch"."p10") as "read"`,
     );
+  });
+});
+
+describe('a query compiled once per shape (prepared)', () => {
+  let store: TestStore;
+  let schoolId: string;
+  before(async () => {
+    store = await createTestStore();
+    const created = await createSchool(store.db, { name: 'Prepared', plan: 'Profi', id: `pp_${randomBytes(5).toString('hex')}` });
+    assert.ok(created.ok);
+    schoolId = created.value.id;
+  });
+  after(() => store.close());
+
+  // The school's id twice (with a name) and its name once, beside a constant of the query ('Nope').
+  const schoolOf = prepared((db, q: { id: string; name: string | undefined }) => {
+    let query = db.selectFrom('schools').select(['id', 'plan']).where('id', '=', q.id).where('plan', '!=', 'Nope');
+    if (q.name !== undefined) query = query.where((eb) => eb.or([eb('name', '=', q.name!), eb('id', '=', q.id)]));
+    return query;
+  });
+
+  it('sends a value used in several places once on PostgreSQL, each in its place on SQLite, and answers the same', async () => {
+    const sent: { sql: string; parameters: readonly unknown[] }[] = [];
+    const watched: Reader = { ...store.reads, db: store.reads.db, dialect: store.reads.dialect, run: (sql, parameters) => (sent.push({ sql, parameters }), store.reads.run(sql, parameters)), close: () => Promise.resolve() };
+    for (const name of ['Prepared', 'Other', undefined]) {
+      sent.length = 0;
+      assert.deepEqual(await schoolOf(watched, { id: schoolId, name }), [{ id: schoolId, plan: 'Profi' }], String(name));
+      const [{ sql, parameters }] = sent as [(typeof sent)[0]];
+      if (store.reads.dialect === 'postgres') {
+        assert.deepEqual(parameters, name === undefined ? [schoolId, 'Nope'] : [schoolId, 'Nope', name]);
+        assert.equal(sql.match(/\$1\b/g)?.length, name === undefined ? 1 : 2, sql);
+      } else {
+        assert.deepEqual(parameters, name === undefined ? [schoolId, 'Nope'] : [schoolId, 'Nope', name, schoolId]);
+      }
+    }
+    assert.deepEqual(await schoolOf(watched, { id: 'no-such-school', name: 'Prepared' }), []);
   });
 });
