@@ -2,7 +2,8 @@
  * A connection of its own for a bulk write (the importer): statements compiled by the
  * store's Kysely and run on one dedicated connection, rows loaded in bulk (COPY on
  * PostgreSQL, prepared multi-row INSERTs on SQLite), and no per-query timeout, so a large
- * transaction takes as long as it needs while the pool keeps serving requests.
+ * transaction takes as long as it needs while the pool keeps serving requests (a COPY that
+ * PostgreSQL stops taking is the exception: openPostgres).
  *
  * Rules: one user per connection; the caller begins and ends its transactions. On SQLite,
  * bulk connections to one file are taken one at a time within a process: better-sqlite3
@@ -11,9 +12,10 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { Writable } from 'node:stream';
+import type { Duplex, Writable } from 'node:stream';
 import SQLite from 'better-sqlite3';
 import type { CompiledQuery} from 'kysely';
 import { type Compilable, type Kysely } from 'kysely';
@@ -56,8 +58,8 @@ type Opener = () => Promise<BulkConnection>;
 const openers = new WeakMap<Kysely<Database>, Opener>();
 
 /** How `openBulkConnection(db)` reaches the store behind `db` (called by openStore). */
-export function registerBulk(db: Kysely<Database>, target: { sqliteFile: string } | { driver: typeof pg; connection: pg.ClientConfig }): void {
-  openers.set(db, 'sqliteFile' in target ? () => openSqlite(db, target.sqliteFile) : () => openPostgres(db, target.driver, target.connection));
+export function registerBulk(db: Kysely<Database>, target: { sqliteFile: string } | { driver: typeof pg; connection: pg.ClientConfig; stallMs: number }): void {
+  openers.set(db, 'sqliteFile' in target ? () => openSqlite(db, target.sqliteFile) : () => openPostgres(db, target.driver, target.connection, target.stallMs));
 }
 
 /** A dedicated connection to the store of `db` (a store's `db`, from openStore). */
@@ -71,8 +73,17 @@ const compiled = (query: Compilable | CompiledQuery): CompiledQuery => ('compile
 
 // --- PostgreSQL ---------------------------------------------------------------------------
 
-async function openPostgres(db: Kysely<Database>, driver: typeof pg, connection: pg.ClientConfig): Promise<BulkConnection> {
-  const client = new driver.Client(connection);
+/**
+ * `stallMs`: a COPY fails, and the connection is dropped, when PostgreSQL takes none of the
+ * bytes waiting to go for that long, or does not confirm the COPY's end that long after its
+ * last byte went. A partition while rows are sent leaves them unacknowledged, so the
+ * connection's keepalive never starts, and only the kernel's retransmissions (some 15
+ * minutes) would end the wait.
+ */
+async function openPostgres(db: Kysely<Database>, driver: typeof pg, connection: pg.ClientConfig, stallMs: number): Promise<BulkConnection> {
+  let socket: Duplex | undefined;
+  const open = connection.stream ?? (() => new net.Socket());
+  const client = new driver.Client({ ...connection, stream: () => (socket = open()) });
   // A connection lost mid-statement fails that statement; the 'error' event must not end the process.
   client.on('error', () => undefined);
   await client.connect();
@@ -89,7 +100,7 @@ async function openPostgres(db: Kysely<Database>, driver: typeof pg, connection:
     },
     load(table, columns) {
       const text = `COPY ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`;
-      const loader = copyLoader(previous.then(() => client.query(copyFrom(text))));
+      const loader = copyLoader(previous.then(() => client.query(copyFrom(text))), { stallMs, drop: (error) => socket?.destroy(error) });
       previous = loader.ended;
       return loader;
     },
@@ -107,6 +118,12 @@ async function openPostgres(db: Kysely<Database>, driver: typeof pg, connection:
 
 function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** How a COPY notices a connection that stopped taking its bytes, and drops it (openPostgres). */
+interface CopyWatch {
+  stallMs: number;
+  drop: (error: Error) => void;
 }
 
 /** Characters per write to the COPY stream: many rows a write, yet small enough to stay in V8's young generation. */
@@ -162,11 +179,14 @@ class SpillFile {
  * row carries its index in the file), so spilled ones are sent after those held, and
  * rows given while the spill file is sent join it.
  */
-function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<void> } {
+function copyLoader(starting: Promise<Writable>, watch: CopyWatch): RowLoader & { ended: Promise<void> } {
   let stream: Writable | null = null;
   let failure: Error | null = null;
   let buffer = '';
   let inFlight = 0;
+  /** When the connection last took bytes (or was given some after taking all); when the COPY's end was sent. */
+  let lastTaken = 0;
+  let endSent: number | null = null;
   let waiters: (() => void)[] = [];
   const waiting: Buffer[] = [];
   let spill: SpillFile | null = null;
@@ -177,8 +197,10 @@ function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<v
     for (const w of wake) w();
   };
   const write = (s: Writable, chunk: Buffer) => {
+    if (inFlight === 0) lastTaken = Date.now();
     inFlight += chunk.length;
     s.write(chunk, (err?: Error | null) => {
+      lastTaken = Date.now();
       inFlight -= chunk.length;
       if (err) failure = err;
       if (inFlight <= LOAD_HELD_BYTES / 2 || failure) wakeAll();
@@ -212,12 +234,25 @@ function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<v
       file.close();
     }
   };
+  const stalled = (now: number): boolean => {
+    if (inFlight > 0) return now - lastTaken > watch.stallMs;
+    return endSent !== null && now - Math.max(lastTaken, endSent) > watch.stallMs;
+  };
+  let watchdog: NodeJS.Timeout | undefined;
   const opened = starting.then((s) => {
     stream = s;
     s.on('error', (err: Error) => {
       failure = err;
       wakeAll();
     });
+    watchdog = setInterval(() => {
+      if (!stalled(Date.now())) return;
+      clearInterval(watchdog);
+      failure ??= Object.assign(new Error(`PostgreSQL took nothing of a COPY for ${watch.stallMs / 1000} s: connection dropped`), { code: 'ETIMEDOUT' });
+      wakeAll();
+      watch.drop(failure);
+    }, Math.min(1000, watch.stallMs / 3));
+    watchdog.unref();
     for (const chunk of waiting.splice(0)) {
       inFlight -= chunk.length;
       write(s, chunk);
@@ -235,6 +270,7 @@ function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<v
         s.on('error', reject);
       }),
   );
+  void finished.finally(() => clearInterval(watchdog)).catch(() => undefined);
   // Reported by the next write or by end(), never as unhandled.
   finished.catch(() => undefined);
   opened.catch(() => {
@@ -266,6 +302,7 @@ function copyLoader(starting: Promise<Writable>): RowLoader & { ended: Promise<v
       await finished.catch(() => undefined);
       throw failure;
     }
+    endSent = Date.now();
     s.end();
     await finished;
   };

@@ -111,6 +111,13 @@ function pgTypes(driver: typeof pg) {
 }
 
 /**
+ * An import's COPY may go without PostgreSQL taking its bytes for this many query timeouts
+ * (30 s at the default): longer than a busy server's pauses, and than it takes to read the
+ * rows in the sockets' buffers after the last was sent (src/db/bulk.ts).
+ */
+const COPY_STALL_TIMEOUTS = 10;
+
+/**
  * DATABASE_URL with `sslmode` read as libpq (psql) reads it: `require` encrypts without
  * checking the server's certificate, `verify-full` checks it and the host name. pg alone
  * would check for `require` too, and print a warning that its next major version will not.
@@ -161,7 +168,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     pool.on('connect', (client) => client.on('error', noop));
     const url = new URL(config.databaseUrl);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    registerBulk(db, { driver, connection });
+    registerBulk(db, { driver, connection, stallMs: COPY_STALL_TIMEOUTS * config.dbTimeoutMs });
     const reads = new PgReader(db, pool);
     const migrate = async (to?: string) => {
       const migrationDb = openMigrationConnection(driver, connection);

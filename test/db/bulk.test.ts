@@ -3,7 +3,8 @@
  * holds the connection never makes its writer wait; past what it holds in memory its rows
  * go to a spill file that no name in the file system points to, and every row arrives
  * once, the rows given while that file is being sent included; a load that cannot spill
- * fails at once, and the connection stays usable.
+ * fails at once, and the connection stays usable. A COPY that PostgreSQL stops taking (a
+ * partition while rows are sent) fails after ten store timeouts, its connection dropped.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -12,6 +13,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { LOAD_HELD_BYTES, openBulkConnection, type BulkConnection } from '../../src/db/bulk.js';
+import { openStore } from '../../src/db/index.js';
+import { FaultProxy } from '../helpers/faultproxy.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 /** The files this process holds open that were removed from their directory: spill files. */
@@ -118,5 +121,45 @@ describe('bulk connection: loads held behind an exclusive job', () => {
     await assert.rejects(loader.end());
     const { rows } = await conn.run(sql`select count(*) as n from unspilled`.compile(conn.db));
     assert.equal(Number(rows[0]!.n), 0, 'nothing of the load was written');
+  });
+});
+
+describe('bulk connection: a COPY PostgreSQL stops taking', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only: SQLite has no connection to lose' }, () => {
+  it('fails the load after ten store timeouts without progress, and drops the connection', async () => {
+    const direct = await createTestStore();
+    const url = new URL(direct.url!);
+    const proxy = await FaultProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
+    url.hostname = proxy.address.host;
+    url.port = String(proxy.address.port);
+    const proxied = openStore({ databaseUrl: url.toString(), dataDir: direct.dataDir, dbTimeoutMs: 300, dbPoolSize: 1 });
+    const conn = await openBulkConnection(proxied.db);
+    try {
+      await conn.run(sql`create temp table partitioned (idx integer primary key, body text not null)`.compile(conn.db));
+      const loader = conn.load('partitioned', ['idx', 'body']);
+      const body = 'x'.repeat(1000);
+      for (let idx = 0; idx < 1000; idx++) await loader.write([idx, body]);
+      // A partition: the proxy holds every byte both ways and resets nothing. The rows
+      // after it fill the sockets' buffers and what the load holds, so the writer waits.
+      await proxy.setMode('blackhole');
+      const silentAt = Date.now();
+      let failure: unknown = null;
+      try {
+        for (let idx = 1000; idx < 200_000; idx++) await loader.write([idx, body]);
+        await loader.end();
+      } catch (error) {
+        failure = error;
+      }
+      const seconds = (Date.now() - silentAt) / 1000;
+      assert.ok(failure instanceof Error, 'the load failed');
+      assert.match(failure.message, /PostgreSQL took nothing of a COPY for 3 s/);
+      assert.equal((failure as { code?: string }).code, 'ETIMEDOUT');
+      assert.ok(seconds >= 3 && seconds < 10, `failed ${seconds} s after the database went silent`);
+      await assert.rejects(conn.run(sql`select 1`.compile(conn.db)), 'the connection was dropped');
+    } finally {
+      await conn.close();
+      await proxied.close();
+      await proxy.close();
+      await direct.close();
+    }
   });
 });
