@@ -129,6 +129,9 @@ interface CopyWatch {
 /** Characters per write to the COPY stream: many rows a write, yet small enough to stay in V8's young generation. */
 const COPY_CHUNK_BYTES = 32 * 1024;
 
+/** Bytes the COPY stream holds at most: more wait in the loader (`pump`). */
+const STREAM_PIECE_BYTES = 1024 * 1024;
+
 /**
  * Bytes of rows a load holds in memory, at most, that the connection has not taken. Past
  * them a writer waits for a running COPY; while the COPY has not begun (it waits for an
@@ -184,7 +187,9 @@ function copyLoader(starting: Promise<Writable>, watch: CopyWatch): RowLoader & 
   let failure: Error | null = null;
   let buffer = '';
   let inFlight = 0;
-  /** When the connection last took bytes (or was given some after taking all); when the COPY's end was sent. */
+  /** Chunks given to the open COPY, not yet written to its stream (`pump`). */
+  const queued: Buffer[] = [];
+  /** When the connection last took a piece (or the COPY began, or was given bytes after taking all); when its end was sent. */
   let lastTaken = 0;
   let endSent: number | null = null;
   let waiters: (() => void)[] = [];
@@ -196,15 +201,28 @@ function copyLoader(starting: Promise<Writable>, watch: CopyWatch): RowLoader & 
     waiters = [];
     for (const w of wake) w();
   };
+  /**
+   * Writes queued chunks while the stream holds less than STREAM_PIECE_BYTES: a write's
+   * callback comes once the whole piece it went out with has been taken, so small pieces
+   * are what lets the watchdog see a slow connection still taking bytes.
+   */
+  const pump = (s: Writable) => {
+    while (queued.length > 0 && s.writableLength < STREAM_PIECE_BYTES && !failure) {
+      const chunk = queued.shift()!;
+      s.write(chunk, (err?: Error | null) => {
+        lastTaken = Date.now();
+        inFlight -= chunk.length;
+        if (err) failure = err;
+        pump(s);
+        if (inFlight <= LOAD_HELD_BYTES / 2 || queued.length === 0 || failure) wakeAll();
+      });
+    }
+  };
   const write = (s: Writable, chunk: Buffer) => {
     if (inFlight === 0) lastTaken = Date.now();
     inFlight += chunk.length;
-    s.write(chunk, (err?: Error | null) => {
-      lastTaken = Date.now();
-      inFlight -= chunk.length;
-      if (err) failure = err;
-      if (inFlight <= LOAD_HELD_BYTES / 2 || failure) wakeAll();
-    });
+    queued.push(chunk);
+    pump(s);
   };
   const send = (text: string) => {
     const chunk = Buffer.from(text, 'utf8');
@@ -241,6 +259,7 @@ function copyLoader(starting: Promise<Writable>, watch: CopyWatch): RowLoader & 
   let watchdog: NodeJS.Timeout | undefined;
   const opened = starting.then((s) => {
     stream = s;
+    lastTaken = Date.now();
     s.on('error', (err: Error) => {
       failure = err;
       wakeAll();
@@ -294,6 +313,7 @@ function copyLoader(starting: Promise<Writable>, watch: CopyWatch): RowLoader & 
     try {
       await flush();
       await replaying;
+      while (queued.length > 0 && !failure) await new Promise<void>((resolve) => waiters.push(resolve));
       if (failure) throw failure;
     } catch (err) {
       // The COPY is given up (CopyFail), so the connection is free for what follows.

@@ -111,11 +111,11 @@ function pgTypes(driver: typeof pg) {
 }
 
 /**
- * An import's COPY may go without PostgreSQL taking its bytes for this many query timeouts
- * (30 s at the default): longer than a busy server's pauses, and than it takes to read the
- * rows in the sockets' buffers after the last was sent (src/db/bulk.ts).
+ * How long an import's COPY may go without PostgreSQL taking its bytes (src/db/bulk.ts): ten
+ * query timeouts, and 30 s at least, longer than a busy server's pauses and than it takes to
+ * read the rows in the sockets' buffers after the last was sent.
  */
-const COPY_STALL_TIMEOUTS = 10;
+const copyStallMs = (dbTimeoutMs: number) => Math.max(30_000, 10 * dbTimeoutMs);
 
 /**
  * DATABASE_URL with `sslmode` read as libpq (psql) reads it: `require` encrypts without
@@ -168,7 +168,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     pool.on('connect', (client) => client.on('error', noop));
     const url = new URL(config.databaseUrl);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    registerBulk(db, { driver, connection, stallMs: COPY_STALL_TIMEOUTS * config.dbTimeoutMs });
+    registerBulk(db, { driver, connection, stallMs: copyStallMs(config.dbTimeoutMs) });
     const reads = new PgReader(db, pool);
     const migrate = async (to?: string) => {
       const migrationDb = openMigrationConnection(driver, connection);
