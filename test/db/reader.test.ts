@@ -197,5 +197,9 @@ describe('a query compiled once per shape (prepared)', () => {
       }
     }
     assert.deepEqual(await schoolOf(watched, { id: 'no-such-school', name: 'Prepared' }), []);
+    // Reads of one turn (one statement on PostgreSQL, the value once in its batch): each its own answer.
+    const ids = [schoolId, 'no-such-school', schoolId, 'another-missing'];
+    const answers = await Promise.all(ids.map(async (id) => schoolOf(store.reads, { id, name: 'Prepared' })));
+    assert.deepEqual(answers, ids.map((id) => (id === schoolId ? [{ id: schoolId, plan: 'Profi' }] : [])));
   });
 });
