@@ -5,10 +5,29 @@
  * else (a syntax error, a record naming a field twice, a top-level value that is neither an
  * array nor an object, a value below it that is not one either) it throws NotPlain, having
  * handed over nothing of what it could not read, and the exact reader (source.ts) goes on.
+ * It throws NotPlain too where the file runs on for more than its limits (`SpanLimits`)
+ * from the last mark of the top two levels: it holds no more bytes than that, and the
+ * exact reader, which measures the same spans, says where.
  */
 
 /** The file is not in the plain layout here: the exact reader says why, or reads it. */
 export class NotPlain extends Error {}
+
+/**
+ * How far the file may run on from the last mark of its top two levels (the file's braces,
+ * a member's name, its colon and brackets, the commas, colons and names between the values
+ * below it, each such value's end): a value below them may take `value` bytes of the file,
+ * from its bracket, and `list` in an object member (the id lists of `deleted`); anything
+ * else between two marks, `value`.
+ */
+export interface SpanLimits {
+  value: number;
+  list: number;
+}
+
+const MIB = 1 << 20;
+/** Far more than any valid record takes (a few kilobytes: text is at most 1,000 characters); an id list of about a million ids. */
+export const SPAN_LIMITS: SpanLimits = { value: MIB, list: 16 * MIB };
 
 export interface ScanEvents {
   /** A top-level member begins: its name, and its value, an array or an object. */
@@ -76,11 +95,29 @@ export class PlainScanner {
   /** Names at the record's own level: fewer fields once read means a name given twice. */
   private names = 0;
   private expectName = false;
+  /**
+   * The file's offset of the current buffer, and of the last mark of the top two levels
+   * (see SpanLimits). A name marks where it begins once it has ended (the exact reader's
+   * tokenizer hands it over then): till then `nameAt` holds that place.
+   */
+  private base = 0;
+  private mark = 0;
+  private nameAt = 0;
 
-  constructor(private readonly events: ScanEvents) {}
+  constructor(
+    private readonly events: ScanEvents,
+    private readonly limits: SpanLimits = SPAN_LIMITS,
+  ) {}
 
   /** Takes the file's next bytes (a character may be cut between two writes). */
   write(buffer: Buffer): void {
+    this.scan(buffer);
+    this.base += buffer.length;
+    const limit = this.cutting === ENTRY_VALUE_BYTES && !this.memberIsArray ? this.limits.list : this.limits.value;
+    if (this.base - this.mark > limit) throw new NotPlain();
+  }
+
+  private scan(buffer: Buffer): void {
     const fileStart = this.atFileStart;
     this.atFileStart = false;
     let start = 0;
@@ -94,6 +131,8 @@ export class PlainScanner {
     for (; i < n; i++) {
       const b = buffer[i]!;
       if (isSpace(b)) continue;
+      const marked = this.mark;
+      this.mark = this.base + i;
       switch (this.state) {
         case START:
           if (b === 0xef && fileStart && i === 0 && buffer[1] === 0xbb && buffer[2] === 0xbf) {
@@ -158,6 +197,10 @@ export class PlainScanner {
           throw new NotPlain();
       }
       // A value or a name begins at `start`: cut it out, here or in the writes to come.
+      if (this.cutting !== ENTRY_VALUE_BYTES) {
+        this.nameAt = this.mark;
+        this.mark = marked;
+      }
       i = this.cut(buffer, start);
       if (i === n) return;
     }
@@ -251,6 +294,7 @@ export class PlainScanner {
     } catch {
       throw new NotPlain();
     }
+    if (what !== ENTRY_VALUE_BYTES) this.mark = this.nameAt;
     if (what === MEMBER_NAME) {
       this.memberName = value as string;
       this.state = NAME_COLON;
@@ -258,6 +302,7 @@ export class PlainScanner {
       this.entryName = value as string;
       this.state = ENTRY_COLON;
     } else {
+      this.mark = this.base + i;
       // JSON.parse keeps the last of a name given twice: the exact reader reports it.
       if (bytes[0] === LEFT_BRACE && Object.keys(value as object).length !== names) throw new NotPlain();
       this.state = AFTER_ENTRY;

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { Tokenizer, TokenParser, TokenType, type ParsedElementInfo, type ParsedTokenInfo } from '@streamparser/json';
 import type { ImportError } from './errors.js';
-import { NotPlain, PlainScanner } from './scan.js';
+import { NotPlain, PlainScanner, SPAN_LIMITS, type SpanLimits } from './scan.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
 import { isObject } from './validate.js';
 
@@ -127,6 +127,7 @@ export function valueSource(input: unknown): Source {
 
 /** Bytes read from the file per chunk. */
 const CHUNK_BYTES = 1 << 18;
+const MIB = 1 << 20;
 /**
  * Bytes parsed between two turns of the event loop. Parsing a whole chunk takes tens of
  * milliseconds, and the answers of the statements that merge an array while the file is
@@ -342,6 +343,8 @@ class Handover implements Intake {
 export interface FileReading {
   /** Bytes read from the file per chunk (tests cut values across chunks with a few). */
   chunkBytes?: number;
+  /** How far the file may run on between the marks of its top two levels (scan.ts; tests make them small). */
+  limits?: SpanLimits;
 }
 
 /**
@@ -411,24 +414,27 @@ export async function readPlain(file: FileBytes, size: number, intake: Intake, o
   const top = new TopLevel(intake);
   let role: Role = 'skip';
   let records = 0;
-  const scanner = new PlainScanner({
-    member(name, kind) {
-      role = top.key(name, kind);
+  const scanner = new PlainScanner(
+    {
+      member(name, kind) {
+        role = top.key(name, kind);
+      },
+      value(key, value) {
+        if (typeof role === 'object') {
+          if (intake.full) return;
+          records += 1;
+          intake.record(role.array, key as number, value);
+        } else if (role === 'deleted') {
+          intake.deleted(key as string, value);
+        }
+      },
+      memberEnd() {
+        if (typeof role === 'object') intake.arrayEnd(role.array);
+        role = 'skip';
+      },
     },
-    value(key, value) {
-      if (typeof role === 'object') {
-        if (intake.full) return;
-        records += 1;
-        intake.record(role.array, key as number, value);
-      } else if (role === 'deleted') {
-        intake.deleted(key as string, value);
-      }
-    },
-    memberEnd() {
-      if (typeof role === 'object') intake.arrayEnd(role.array);
-      role = 'skip';
-    },
-  });
+    reading.limits,
+  );
   const pieces = new CharacterPieces();
   let bytes = 0;
   try {
@@ -471,8 +477,21 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
   let key: string | null = null;
   let role: Role = 'skip';
   let lastOffset = 0;
+  /** The bytes of the file's byte order mark, which the tokenizer skips: 3, or 0 without one (known at the first piece). */
+  let bom = 0;
+  let firstPiece = true;
   let lastToken: ParsedTokenInfo | null = null;
   let records = 0;
+  // The last mark of the top two levels (scan.ts, SpanLimits) and its place, once it is
+  // known: found before the chunk it is in is passed over.
+  const limits = reading.limits ?? SPAN_LIMITS;
+  let mark = 0;
+  let markAt: { line: number; column: number } | null = null;
+  let objectMember = false;
+  const marks = (offset: number) => {
+    mark = offset;
+    markAt = null;
+  };
 
   const syntax = (offset: number, what: string): JsonSyntaxError => {
     const { line, column } = lines.at(offset);
@@ -488,9 +507,12 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
   // Follows the top level (which key holds which value) and the field names of each
   // record on the tokens; the parser assembles the records themselves.
   tokenizer.onToken = (info) => {
-    lastOffset = info.offset;
+    // The tokenizer counts from after the file's byte order mark.
+    const offset = info.offset + bom;
+    lastOffset = offset;
     lastToken = info;
     const token = info.token;
+    if (depth <= 2) marks(offset);
     if (depth === 2 && token === TokenType.LEFT_BRACE) {
       fields.clear();
       expectField = true;
@@ -505,7 +527,7 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
         expectField = true;
       }
     } else if (depth === 0) {
-      if (sawValue) throw syntax(info.offset, `unexpected ${describeToken(info)} after the end of the object`);
+      if (sawValue) throw syntax(offset, `unexpected ${describeToken(info)} after the end of the object`);
       if (token !== TokenType.LEFT_BRACE) throw new JsonSyntaxError(NOT_AN_OBJECT);
       sawValue = true;
       expectKey = true;
@@ -517,18 +539,21 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
         expectKey = true;
       } else if (token !== TokenType.COLON && key !== null) {
         role = top.key(key, token === TokenType.LEFT_BRACKET ? 'array' : token === TokenType.LEFT_BRACE ? 'object' : 'other');
+        objectMember = token === TokenType.LEFT_BRACE;
         key = null;
       }
     }
     const opens = token === TokenType.LEFT_BRACE || token === TokenType.LEFT_BRACKET;
     if (opens && depth === MAX_DEPTH) {
-      const { line, column } = lines.at(info.offset);
+      const { line, column } = lines.at(offset);
       throw new JsonSyntaxError(`the file is not an import file at line ${line}, column ${column}: values are nested deeper than ${MAX_DEPTH} levels, which no value of the format is`);
     }
     parser.write(info);
     if (opens) depth += 1;
     else if (token === TokenType.RIGHT_BRACE || token === TokenType.RIGHT_BRACKET) depth -= 1;
     else return;
+    // A value below the top two levels has ended.
+    if (depth === 2 && !opens) marks(offset);
     if (depth === 1) {
       if (typeof role === 'object') intake.arrayEnd(role.array);
       role = 'skip';
@@ -552,26 +577,48 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
     return new JsonSyntaxError(`the file is not UTF-8 text at line ${line}, column ${column}: the bytes there are not UTF-8`);
   };
 
+  // The file read up to `end` runs on too far from the last mark: said as the plain reading measures it.
+  const checkSpan = (end: number) => {
+    const inValue = depth > 2;
+    const limit = inValue && objectMember ? limits.list : limits.value;
+    if (end - mark <= limit) return;
+    const { line, column } = markAt ?? lines.at(mark);
+    const most = limit % MIB === 0 ? `${limit / MIB} MiB` : `${limit} bytes`;
+    const what = !inValue
+      ? `the file runs on from there for more than ${most} with no record or name ending, which no import file does`
+      : role === 'deleted'
+        ? `the id list that begins there takes more than ${most} of the file: delete fewer records in one import`
+        : `the ${typeof role === 'object' ? 'record' : 'value'} that begins there takes more than ${most} of the file, which no record of the format does`;
+    throw new JsonSyntaxError(`the file is not an import file at line ${line}, column ${column}: ${what}`);
+  };
+
   const pieces = new CharacterPieces();
   let bytes = 0;
   let fed = 0;
   try {
     for await (const chunk of chunksOf(file, reading)) {
       const piece = pieces.next(chunk);
+      if (firstPiece && piece.length > 0) {
+        firstPiece = false;
+        if (piece[0] === 0xef && piece[1] === 0xbb && piece[2] === 0xbf) bom = 3;
+      }
+      markAt ??= lines.at(mark);
       lines.next(piece);
       if (!isUtf8(piece)) throw notUtf8(fed + Math.max(0, firstInvalid(piece)));
+      const start = fed;
       fed += piece.length;
       try {
         // The tokenizer keeps the bytes of a character cut at the end of a write for the next one.
         for (let at = 0; at < piece.length; at += SLICE_BYTES) {
           if (at > 0) await turn();
           tokenizer.write(piece.subarray(at, at + SLICE_BYTES));
+          checkSpan(start + Math.min(at + SLICE_BYTES, piece.length));
         }
       } catch (err) {
         if (err instanceof JsonSyntaxError) throw err;
         const message = (err as Error).message;
         const absolute = /absolute position "(\d+)"/.exec(message);
-        throw absolute ? syntax(Number(absolute[1]), unexpected(message)) : syntax(lastOffset, `unexpected ${lastToken ? describeToken(lastToken) : 'input'}`);
+        throw absolute ? syntax(Number(absolute[1]) + bom, unexpected(message)) : syntax(lastOffset, `unexpected ${lastToken ? describeToken(lastToken) : 'input'}`);
       }
       bytes += chunk.length;
       await intake.settle();

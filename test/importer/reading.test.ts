@@ -106,6 +106,8 @@ const edit = fc.oneof(
   fc.record({ kind: fc.constant('bom' as const), at: fc.constant(0) }),
 );
 type Edit = typeof edit extends fc.Arbitrary<infer T> ? T : never;
+/** The service's limits, and limits some records and stretches of the valid file pass (its records take 50-450 bytes). */
+const LIMITS = fc.constantFrom(undefined, { value: 300, list: 60 }, { value: 600, list: 300 });
 
 function apply(bytes: Buffer, change: Edit): Buffer {
   const at = change.at % (bytes.length + 1);
@@ -163,6 +165,37 @@ describe('reading an import file', () => {
     assert.ok(combined.some((e) => JSON.stringify(e).includes('is given twice in the record')));
   });
 
+  it('stops where a record, an id list or a stretch between them runs past its limit, saying where, as both readings measure it', async () => {
+    // Past a piece the readings check at (16 KiB), so that every chunk size sees them.
+    const limits = { value: 20_000, list: 50_000 };
+    const ids = (bytes: number) => JSON.stringify(Array.from({ length: Math.ceil(bytes / 10) }, (_, i) => `ld-${String(i).padStart(4, '0')}`));
+    const cases: [string, string | null][] = [
+      [`{"leads": [{"id": "l1"},\n {"id": "l2", "notes": "${'ж'.repeat(20_000)}"}]}`, 'line 2, column 2: the record that begins there takes more than 20000 bytes of the file, which no record of the format does'],
+      [`{"zz": [1, {"a": "${'x'.repeat(40_000)}"}]}`, 'line 1, column 12: the value that begins there takes more than 20000 bytes'],
+      [`{"deleted": {"leads": ${ids(40_000)}}}`, null],
+      [`{"deleted": {"leads": ["a"],\n"students": ${ids(90_000)}}}`, 'line 2, column 13: the id list that begins there takes more than 50000 bytes of the file: delete fewer records in one import'],
+      [`{"leads": []${' '.repeat(40_000)}, "students": []}`, 'line 1, column 12: the file runs on from there for more than 20000 bytes with no record or name ending'],
+      [`{"leads": [], "${'n'.repeat(40_000)}": []}`, 'line 1, column 13: the file runs on from there'],
+      [`{"leads": [{"id": "l1"}\n\n, "${'x'.repeat(40_000)}"]}`, 'line 3, column 1: the file runs on from there'],
+    ];
+    for (const [text, reason] of cases) {
+      for (const chunkBytes of [1 << 18, 7, 64]) {
+        const bytes = Buffer.from(text, 'utf8');
+        const { combined, exact } = await bothReadings(bytes, { chunkBytes, limits });
+        assert.deepEqual(combined, exact, text.slice(0, 40));
+        const problems = combined.filter((e) => (e as unknown[])[0] === 'problem').map((e) => ((e as unknown[])[1] as ImportError).reason);
+        if (reason === null) assert.deepEqual(problems, []);
+        else assert.match(problems.at(-1) ?? '', new RegExp(`^the file is not an import file at ${reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), text.slice(0, 40));
+      }
+    }
+    // At the limits of the service, a record of 2 MiB is refused before it is read whole.
+    const huge = Buffer.from(`{"leads": [{"id": "l1", "notes": "${'x'.repeat(2 << 20)}"}]}`);
+    assert.equal(await readPlain(writeFile(huge), huge.length, new Recorder(), undefined, {}), false);
+    const recorder = new Recorder();
+    await fileSource(writeFile(huge), huge.length).feed(recorder);
+    assert.deepEqual(recorder.events, [['problem', { array: null, index: null, field: null, reason: 'the file is not an import file at line 1, column 12: the record that begins there takes more than 1 MiB of the file, which no record of the format does' }]]);
+  });
+
   it('refuses a file changed between the plain reading and the exact one', async () => {
     const bytes = Buffer.concat([valid.subarray(0, -1), Buffer.from(',}')]);
     const file = writeFile(bytes);
@@ -192,9 +225,9 @@ describe('reading an import file', () => {
       t,
       'import file readings agree',
       150,
-      fc.asyncProperty(fc.array(edit, { minLength: 1, maxLength: 4 }), fc.oneof(fc.constant(1 << 18), fc.integer({ min: 7, max: 20_000 })), fc.constantFrom(1, 2, 5), async (edits, chunkBytes, maxProblems) => {
+      fc.asyncProperty(fc.array(edit, { minLength: 1, maxLength: 4 }), fc.oneof(fc.constant(1 << 18), fc.integer({ min: 7, max: 20_000 })), fc.constantFrom(1, 2, 5), LIMITS, async (edits, chunkBytes, maxProblems, limits) => {
         const bytes = edits.reduce(apply, valid);
-        const { combined, exact } = await bothReadings(bytes, { chunkBytes }, maxProblems);
+        const { combined, exact } = await bothReadings(bytes, { chunkBytes, limits }, maxProblems);
         assert.deepEqual(combined, exact);
       }),
     );
