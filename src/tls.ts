@@ -69,10 +69,16 @@ export async function loadTls(config: Pick<Config, 'tlsCert' | 'tlsKey' | 'dataD
   });
   ensureDirectory(path.dirname(paths.cert), 'SCHOOL_DATA_DIR');
   // Written to temporary names and renamed, so concurrent first starts never read half a file.
+  // A write that fails (a full disk) leaves none of them behind.
   const suffix = `.${process.pid}.tmp`;
-  fs.writeFileSync(paths.key + suffix, pems.private, { mode: 0o600 });
-  fs.writeFileSync(paths.cert + suffix, pems.cert);
-  fs.renameSync(paths.key + suffix, paths.key);
-  fs.renameSync(paths.cert + suffix, paths.cert);
+  try {
+    fs.writeFileSync(paths.key + suffix, pems.private, { mode: 0o600 });
+    fs.writeFileSync(paths.cert + suffix, pems.cert);
+    fs.renameSync(paths.key + suffix, paths.key);
+    fs.renameSync(paths.cert + suffix, paths.cert);
+  } catch (err) {
+    for (const file of [paths.key, paths.cert]) fs.rmSync(file + suffix, { force: true });
+    throw err;
+  }
   return { cert: pems.cert, key: pems.private, certPath: paths.cert };
 }

@@ -6,11 +6,11 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from '../config/index.js';
-import { isStoreRefusingConnection, isStoreUnavailable, StoreNewerError } from '../db/index.js';
+import { isDiskFull, isStoreRefusingConnection, isStoreUnavailable, StoreNewerError } from '../db/index.js';
 import { PLANS } from '../domain/enums.js';
 import { KEY_SCOPES } from '../domain/scopes.js';
 import { packageVersion } from '../version.js';
-import { CliError, contextFor, createOutput, RUN } from './context.js';
+import { CliError, commandDataDir, contextFor, createOutput, RUN } from './context.js';
 
 type Run = (code: number) => void;
 
@@ -173,18 +173,16 @@ const printable = (text: string) =>
   text.replace(/[\p{Cc}\u2028\u2029]/gu, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 const firstLine = (text: string) => text.split('\n')[0]!;
 
-/** SQLite's SQLITE_FULL, PostgreSQL's disk_full (53100). */
-function isDiskFull(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === 'SQLITE_FULL' || code === '53100';
-}
-
-/** The one line a command's failure is reported with (after `school-data: `). */
-export function describeError(err: unknown): string {
+/**
+ * The one line a command's failure is reported with (after `school-data: `); `dataDir`, the
+ * command's data directory when it has one, is where a full disk is looked for.
+ */
+export function describeError(err: unknown, dataDir?: string, room?: (dir: string) => number | null): string {
   if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreNewerError) return printable(err.message);
   if (isStoreRefusingConnection(err)) return `PostgreSQL refused the connection: ${firstLine((err as Error).message)} (check DATABASE_URL)`;
+  // Before an outage: SQLite's I/O errors are one too, but not what to say of a full disk.
+  if (isDiskFull(err, dataDir, room)) return `the disk of the data store is full (${firstLine((err as Error).message)}): the command's changes were rolled back; free some space and run it again`;
   if (isStoreUnavailable(err)) return `the data store is unavailable: ${firstLine((err as Error).message)}`;
-  if (isDiskFull(err)) return `the disk of the data store is full (${firstLine((err as Error).message)}): the command's changes were rolled back; free some space and run it again`;
   if (err instanceof Error) return `unexpected error: ${firstLine(err.message)}`;
   return 'unexpected error';
 }
@@ -211,7 +209,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`school-data: ${usageError(program, args, err)}\n`);
       return 2;
     }
-    process.stderr.write(`school-data: ${describeError(err)}\n`);
+    process.stderr.write(`school-data: ${describeError(err, commandDataDir())}\n`);
     return err instanceof CliError ? err.exitCode : 1;
   }
 }

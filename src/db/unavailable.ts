@@ -1,4 +1,5 @@
-/** Which errors of a data store are an outage (503 `data_unavailable`) rather than a bug (500). */
+/** Which errors of a data store are an outage (503 `data_unavailable`) rather than a bug (500), and which a full disk. */
+import fs from 'node:fs';
 
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'SQLITE_BUSY', 'SQLITE_CANTOPEN', 'SQLITE_IOERR']);
 
@@ -11,8 +12,9 @@ export function isStoreUnavailable(err: unknown): boolean {
   if (isStoreRefusingConnection(err)) return true;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
-    // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT ...): another writer held the file.
-    if (UNAVAILABLE_CODES.has(code) || code.startsWith('SQLITE_BUSY')) return true;
+    // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT ...): another writer held the
+    // file; SQLITE_IOERR's (SQLITE_IOERR_SHMSIZE ...): the file could not be read or written.
+    if (UNAVAILABLE_CODES.has(code) || code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_IOERR')) return true;
     // PostgreSQL: connection exceptions, too many connections, shutdown, query cancelled by timeout.
     if (code.startsWith('08') || code.startsWith('57P') || code === '53300' || code === '57014') return true;
   }
@@ -43,4 +45,31 @@ export function isStoreRefusingConnection(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && (REFUSAL_CODES.has(code) || CERTIFICATE_REFUSALS.has(code) || HANDSHAKE_ALERT.test(code))) return true;
   return err.message === 'The server does not support SSL connections';
+}
+
+/** Room under which a file system counts as full: SQLite's shared-memory file alone takes 32 KiB. */
+const NO_ROOM_BYTES = 1 << 20;
+
+/** The bytes this process may still write on the file system of `dir` (root may use the reserved blocks); null when it cannot be told. */
+export function roomIn(dir: string): number | null {
+  try {
+    const stats = fs.statfsSync(dir);
+    return (process.getuid?.() === 0 ? stats.bfree : stats.bavail) * stats.bsize;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * True when an error means the disk under the data store is full: SQLite's SQLITE_FULL,
+ * PostgreSQL's disk_full (53100), Node's ENOSPC, or one of SQLite's I/O errors while the
+ * data directory has no room left (a full disk is an I/O error to SQLite where its
+ * shared-memory file or journal cannot grow, SQLITE_IOERR_SHMSIZE say).
+ */
+export function isDiskFull(err: unknown, dataDir?: string, room: (dir: string) => number | null = roomIn): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'SQLITE_FULL' || code === '53100' || code === 'ENOSPC') return true;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_IOERR') || dataDir === undefined) return false;
+  const left = room(dataDir);
+  return left !== null && left < NO_ROOM_BYTES;
 }

@@ -7,10 +7,12 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { describeError } from '../../src/cli/main.js';
 import { isStoreUnavailable } from '../../src/db/index.js';
+import { roomIn } from '../../src/db/unavailable.js';
 import { schoolData } from '../helpers/fixtures.js';
 import { BIN, runCli, type CliResult } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
@@ -260,8 +262,18 @@ describe('school-data CLI', () => {
       assert.match(line, /^the disk of the data store is full \(/, code);
       assert.ok(line.includes(message) && !line.includes('\n'), line);
     }
-    // No room at all for SQLite's journal is an I/O error to it: not called a full disk.
-    assert.equal(describeError(Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' })), 'the data store is unavailable: disk I/O error');
+    // No room at all for SQLite's shared-memory file or journal is an I/O error to it: a full
+    // disk when the data directory has no room left (checked by hand on a full tmpfs:
+    // docs/operations.md), an outage otherwise.
+    const ioError = Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_SHMSIZE' });
+    assert.match(describeError(ioError, '/data', () => 4096), /^the disk of the data store is full \(disk I\/O error\): /);
+    assert.equal(describeError(ioError, '/data', () => 10 * 2 ** 30), 'the data store is unavailable: disk I/O error');
+    assert.equal(describeError(ioError, '/data', () => null), 'the data store is unavailable: disk I/O error');
+    assert.equal(describeError(ioError), 'the data store is unavailable: disk I/O error');
+    assert.match(describeError(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' })), /^the disk of the data store is full \(ENOSPC: /);
+    // The room looked at is the file system's, as this process may use it.
+    assert.ok((roomIn(os.tmpdir()) ?? 0) > 0);
+    assert.equal(roomIn(path.join(os.tmpdir(), 'no-such-directory', 'x')), null);
   });
 
   it('names a connection PostgreSQL refuses, and a request then gets 503 rather than 500', () => {
