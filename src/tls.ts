@@ -77,7 +77,13 @@ export async function loadTls(config: Pick<Config, 'tlsCert' | 'tlsKey' | 'dataD
     fs.renameSync(paths.key + suffix, paths.key);
     fs.renameSync(paths.cert + suffix, paths.cert);
   } catch (err) {
-    for (const file of [paths.key, paths.cert]) fs.rmSync(file + suffix, { force: true });
+    for (const file of [paths.key, paths.cert]) {
+      try {
+        fs.rmSync(file + suffix, { force: true });
+      } catch {
+        // The write's own error is the one to report.
+      }
+    }
     throw err;
   }
   return { cert: pems.cert, key: pems.private, certPath: paths.cert };

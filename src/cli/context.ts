@@ -48,10 +48,6 @@ export interface CommandContext {
   out: Output;
 }
 
-/** The data directory of the command being run, once its context is made: where a full disk is looked for (describeError). */
-let dataDirOfCommand: string | undefined;
-export const commandDataDir = (): string | undefined => dataDirOfCommand;
-
 /**
  * `overrides` are command-line flags: one given empty (a script's unset variable) is refused,
  * never read as "not given", which would quietly fall back to the variable or the default.
@@ -61,9 +57,7 @@ export function contextFor(options: { json?: boolean }, overrides: ConfigOverrid
     const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
     if (typeof value === 'string' && value.trim() === '') throw new CliError(`${flag} is empty: leave the option out to use ${settings[key as keyof typeof settings].env} or its default`);
   }
-  const config = loadConfig(process.env, overrides);
-  dataDirOfCommand = config.dataDir;
-  return { config, out: createOutput(Boolean(options.json)) };
+  return { config: loadConfig(process.env, overrides), out: createOutput(Boolean(options.json)) };
 }
 
 /**

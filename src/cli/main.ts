@@ -5,16 +5,22 @@
  * Commands are imported when run, so a quick command does not load the server.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { ConfigError } from '../config/index.js';
+import { ConfigError, type Config } from '../config/index.js';
 import { isDiskFull, isStoreRefusingConnection, isStoreUnavailable, StoreNewerError } from '../db/index.js';
 import { PLANS } from '../domain/enums.js';
 import { KEY_SCOPES } from '../domain/scopes.js';
 import { packageVersion } from '../version.js';
-import { CliError, commandDataDir, contextFor, createOutput, RUN } from './context.js';
+import { CliError, contextFor, createOutput, RUN } from './context.js';
 
 type Run = (code: number) => void;
 
-function buildProgram(done: Run): Command {
+/** `done` takes a command's exit code; `opened` is told the configuration a command runs with. */
+function buildProgram(done: Run, opened: (config: Config) => void): Command {
+  const context: typeof contextFor = (options, overrides) => {
+    const ctx = contextFor(options, overrides);
+    opened(ctx.config);
+    return ctx;
+  };
   const program = new Command('school-data')
     .description('Read-only public data API of a driving-school platform: server and operator commands')
     .version(packageVersion(), '-V, --version', 'print the version')
@@ -33,10 +39,10 @@ function buildProgram(done: Run): Command {
     .option('--data-dir <dir>', 'data directory (SCHOOL_DATA_DIR)')
     .option('--workers <n>', 'worker processes sharing the port (more than 1 needs REDIS_URL)', '1')
     .action(async (o: { json?: boolean; host?: string; port?: string; cabinetPort?: string; dataDir?: string; workers: string }) =>
-      done(await (await import('./commands/serve.js')).serveCommand(contextFor(o, { host: o.host, port: o.port, cabinetPort: o.cabinetPort, dataDir: o.dataDir }), o)),
+      done(await (await import('./commands/serve.js')).serveCommand(context(o, { host: o.host, port: o.port, cabinetPort: o.cabinetPort, dataDir: o.dataDir }), o)),
     );
 
-  leaf(program, 'migrate', 'create or upgrade the schema (idempotent)').action(async (o: { json?: boolean }) => done(await (await import('./commands/migrate.js')).migrateCommand(contextFor(o))));
+  leaf(program, 'migrate', 'create or upgrade the schema (idempotent)').action(async (o: { json?: boolean }) => done(await (await import('./commands/migrate.js')).migrateCommand(context(o))));
 
   const school = program.command('school').description('schools and their plans');
   const plan = new Option('--plan <plan>', 'plan').choices(PLANS).makeOptionMandatory();
@@ -46,12 +52,12 @@ function buildProgram(done: Run): Command {
     .option('--timezone <tz>', 'IANA time zone', 'Europe/Moscow')
     .option('--currency <code>', 'ISO 4217 currency of the school\'s money', 'RUB')
     .option('--id <id>', 'school id (default: generated)')
-    .action(async (o: { json?: boolean; name: string; plan: string; timezone: string; currency: string; id?: string }) => done(await (await import('./commands/school/create.js')).schoolCreate(contextFor(o), o)));
+    .action(async (o: { json?: boolean; name: string; plan: string; timezone: string; currency: string; id?: string }) => done(await (await import('./commands/school/create.js')).schoolCreate(context(o), o)));
   leaf(school, 'set-plan', 'move a school to another plan')
     .requiredOption('--school <id>', 'school id')
     .addOption(new Option('--plan <plan>', 'plan').choices(PLANS).makeOptionMandatory())
-    .action(async (o: { json?: boolean; school: string; plan: string }) => done(await (await import('./commands/school/set-plan.js')).schoolSetPlan(contextFor(o), o)));
-  leaf(school, 'list', 'list schools').action(async (o: { json?: boolean }) => done(await (await import('./commands/school/list.js')).schoolList(contextFor(o))));
+    .action(async (o: { json?: boolean; school: string; plan: string }) => done(await (await import('./commands/school/set-plan.js')).schoolSetPlan(context(o), o)));
+  leaf(school, 'list', 'list schools').action(async (o: { json?: boolean }) => done(await (await import('./commands/school/list.js')).schoolList(context(o))));
 
   const key = program.command('key').description('API keys');
   leaf(key, 'create', 'create a key; its value is shown once')
@@ -60,17 +66,17 @@ function buildProgram(done: Run): Command {
     .option('--scopes <list>', `comma-separated resources the key may read: ${KEY_SCOPES.join(', ')} (default: all)`)
     .option('--expires <date-time>', 'RFC 3339 date-time with offset, in the future, from which the key is refused (default: never)')
     .option('--allow <list>', 'comma-separated IPv4/IPv6 addresses and CIDR ranges the key may be used from (default: any)')
-    .action(async (o: { json?: boolean; school: string; name: string; scopes?: string; expires?: string; allow?: string }) => done(await (await import('./commands/key/create.js')).keyCreate(contextFor(o), o)));
+    .action(async (o: { json?: boolean; school: string; name: string; scopes?: string; expires?: string; allow?: string }) => done(await (await import('./commands/key/create.js')).keyCreate(context(o), o)));
   leaf(key, 'list', 'list a school\'s keys with their usage, options and the date each would be revoked as unused')
     .requiredOption('--school <id>', 'school id')
-    .action(async (o: { json?: boolean; school: string }) => done(await (await import('./commands/key/list.js')).keyList(contextFor(o), o)));
+    .action(async (o: { json?: boolean; school: string }) => done(await (await import('./commands/key/list.js')).keyList(context(o), o)));
   leaf(key, 'revoke', 'revoke a key at once')
     .requiredOption('--key <id>', 'key id (not the key value)')
-    .action(async (o: { json?: boolean; key: string }) => done(await (await import('./commands/key/revoke.js')).keyRevoke(contextFor(o), o)));
+    .action(async (o: { json?: boolean; key: string }) => done(await (await import('./commands/key/revoke.js')).keyRevoke(context(o), o)));
   leaf(key, 'roll', 'replace a key by a new one with its name, scopes and allowlist (shown once); the old one ends after the overlap')
     .requiredOption('--key <id>', 'key id (not the key value)')
     .addOption(new Option('--overlap <overlap>', 'how long the old key keeps working').choices(['now', '1h', '24h', '7d']).makeOptionMandatory())
-    .action(async (o: { json?: boolean; key: string; overlap: string }) => done(await (await import('./commands/key/roll.js')).keyRoll(contextFor(o), o)));
+    .action(async (o: { json?: boolean; key: string; overlap: string }) => done(await (await import('./commands/key/roll.js')).keyRoll(context(o), o)));
   leaf(key, 'allow', 'change the addresses a key may be used from')
     .requiredOption('--key <id>', 'key id (not the key value)')
     .option('--allow <list>', 'comma-separated IPv4/IPv6 addresses and CIDR ranges')
@@ -78,32 +84,32 @@ function buildProgram(done: Run): Command {
     .action(async (o: { json?: boolean; key: string; allow?: string; any?: boolean }, command: Command) => {
       // One of the two is needed: a usage error (exit code 2), as a missing option is.
       if (o.allow === undefined && o.any !== true) command.error('give either --allow <addresses> or --any');
-      done(await (await import('./commands/key/allow.js')).keyAllow(contextFor(o), o));
+      done(await (await import('./commands/key/allow.js')).keyAllow(context(o), o));
     });
   leaf(key, 'log', 'print a key\'s last requests (at most 100, newest first)')
     .requiredOption('--key <id>', 'key id (not the key value)')
-    .action(async (o: { json?: boolean; key: string }) => done(await (await import('./commands/key/log.js')).keyLog(contextFor(o), o)));
+    .action(async (o: { json?: boolean; key: string }) => done(await (await import('./commands/key/log.js')).keyLog(context(o), o)));
 
   const audit = program.command('audit').description('the audit of key events');
   leaf(audit, 'list', 'a school\'s key events, newest first: created, rolled, revoked, expired, revoked as unused, options changed')
     .requiredOption('--school <id>', 'school id')
     .option('--key <id>', 'only this key\'s events')
-    .action(async (o: { json?: boolean; school: string; key?: string }) => done(await (await import('./commands/audit/list.js')).auditList(contextFor(o), o)));
+    .action(async (o: { json?: boolean; school: string; key?: string }) => done(await (await import('./commands/audit/list.js')).auditList(context(o), o)));
 
   const director = program.command('director').description('directors: who signs in to a school\'s cabinet');
   leaf(director, 'add', 'add a director to a school; the password is read from stdin, or generated and shown once')
     .requiredOption('--school <id>', 'school id')
     .requiredOption('--email <email>', 'the director\'s email, their sign-in name (unique)')
-    .action(async (o: { json?: boolean; school: string; email: string }) => done(await (await import('./commands/director/add.js')).directorAdd(contextFor(o), o)));
+    .action(async (o: { json?: boolean; school: string; email: string }) => done(await (await import('./commands/director/add.js')).directorAdd(context(o), o)));
   leaf(director, 'list', 'list directors, of one school or of all')
     .option('--school <id>', 'school id')
-    .action(async (o: { json?: boolean; school?: string }) => done(await (await import('./commands/director/list.js')).directorList(contextFor(o), o)));
+    .action(async (o: { json?: boolean; school?: string }) => done(await (await import('./commands/director/list.js')).directorList(context(o), o)));
   leaf(director, 'set-password', 'set a director\'s password (stdin, or generated and shown once) and end their sessions')
     .requiredOption('--email <email>', 'the director\'s email')
-    .action(async (o: { json?: boolean; email: string }) => done(await (await import('./commands/director/set-password.js')).directorSetPassword(contextFor(o), o)));
+    .action(async (o: { json?: boolean; email: string }) => done(await (await import('./commands/director/set-password.js')).directorSetPassword(context(o), o)));
   leaf(director, 'remove', 'remove a director; their sessions end at once')
     .requiredOption('--email <email>', 'the director\'s email')
-    .action(async (o: { json?: boolean; email: string }) => done(await (await import('./commands/director/remove.js')).directorRemove(contextFor(o), o)));
+    .action(async (o: { json?: boolean; email: string }) => done(await (await import('./commands/director/remove.js')).directorRemove(context(o), o)));
 
   leaf(program, 'import', 'import a school\'s data from a JSON file (validated whole, one transaction)')
     .requiredOption('--school <id>', 'school id')
@@ -111,12 +117,12 @@ function buildProgram(done: Run): Command {
     .option('--progress', 'show the progress line even when stdout is not a terminal')
     .argument('<file>', 'JSON file')
     .action(async (file: string, o: { json?: boolean; school: string; replace?: boolean; progress?: boolean }) =>
-      done(await (await import('./commands/import.js')).importCommand(contextFor(o), file, o)),
+      done(await (await import('./commands/import.js')).importCommand(context(o), file, o)),
     );
 
   leaf(program, 'demo', 'create demo schools with data and keys, and print the keys')
     .option('--if-empty', 'do nothing when the database already has a school')
-    .action(async (o: { json?: boolean; ifEmpty?: boolean }) => done(await (await import('./commands/demo.js')).demoCommand(contextFor(o), o)));
+    .action(async (o: { json?: boolean; ifEmpty?: boolean }) => done(await (await import('./commands/demo.js')).demoCommand(context(o), o)));
 
   // Needs neither the configuration nor a database: the document comes from the route schemas.
   leaf(program, 'openapi', 'print the OpenAPI 3.1 document of the public API (JSON)').action(async (o: { json?: boolean }) =>
@@ -195,9 +201,16 @@ function helpAsOption(args: string[]): string[] {
 /** Runs the command line; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
   let code = 0;
-  const program = buildProgram((c) => {
-    code = c;
-  });
+  // Where a full disk is looked for when the command fails (describeError).
+  let dataDir: string | undefined;
+  const program = buildProgram(
+    (c) => {
+      code = c;
+    },
+    (config) => {
+      dataDir = config.dataDir;
+    },
+  );
   const args = helpAsOption(argv.slice(2));
   try {
     await program.parseAsync([...argv.slice(0, 2), ...args]);
@@ -209,7 +222,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`school-data: ${usageError(program, args, err)}\n`);
       return 2;
     }
-    process.stderr.write(`school-data: ${describeError(err, commandDataDir())}\n`);
+    process.stderr.write(`school-data: ${describeError(err, dataDir)}\n`);
     return err instanceof CliError ? err.exitCode : 1;
   }
 }

@@ -18,14 +18,15 @@ export class NotPlain extends Error {}
  * a member's name, its colon and brackets, the commas, colons and names between the values
  * below it, each such value's end): a value below them may take `value` bytes of the file,
  * from its bracket, and `list` in an object member (the id lists of `deleted`); anything
- * else between two marks, `value`.
+ * else between two marks, white space included, `value`. White space before the file's
+ * object and after it is not measured.
  */
 export interface SpanLimits {
   value: number;
   list: number;
 }
 
-const MIB = 1 << 20;
+export const MIB = 1 << 20;
 /** Far more than any valid record takes (a few kilobytes: text is at most 1,000 characters); an id list of about a million ids. */
 export const SPAN_LIMITS: SpanLimits = { value: MIB, list: 16 * MIB };
 
@@ -113,6 +114,8 @@ export class PlainScanner {
   write(buffer: Buffer): void {
     this.scan(buffer);
     this.base += buffer.length;
+    // Before the file's object and after it, only white space is taken, and nothing held.
+    if (this.state === START || this.state === DONE) return;
     const limit = this.cutting === ENTRY_VALUE_BYTES && !this.memberIsArray ? this.limits.list : this.limits.value;
     if (this.base - this.mark > limit) throw new NotPlain();
   }

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { Tokenizer, TokenParser, TokenType, type ParsedElementInfo, type ParsedTokenInfo } from '@streamparser/json';
 import type { ImportError } from './errors.js';
-import { NotPlain, PlainScanner, SPAN_LIMITS, type SpanLimits } from './scan.js';
+import { MIB, NotPlain, PlainScanner, SPAN_LIMITS, type SpanLimits } from './scan.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
 import { isObject } from './validate.js';
 
@@ -127,7 +127,6 @@ export function valueSource(input: unknown): Source {
 
 /** Bytes read from the file per chunk. */
 const CHUNK_BYTES = 1 << 18;
-const MIB = 1 << 20;
 /**
  * Bytes parsed between two turns of the event loop. Parsing a whole chunk takes tens of
  * milliseconds, and the answers of the statements that merge an array while the file is
@@ -137,15 +136,15 @@ const SLICE_BYTES = 1 << 14;
 
 /** Lets the event loop take what has arrived (the database's answers) before the reading goes on. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-/** How much of a long line is kept to count a column in characters rather than bytes. */
-const LINE_TAIL_BYTES = 1 << 16;
-
 const isContinuation = (byte: number) => (byte & 0xc0) === 0x80;
 
 /** The characters of UTF-8 bytes as JavaScript counts them: a 4-byte sequence is two. */
 function charactersIn(bytes: Buffer): number {
   let n = 0;
-  for (const byte of bytes) if (!isContinuation(byte)) n += byte >= 0xf0 ? 2 : 1;
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    if (!isContinuation(byte)) n += byte >= 0xf0 ? 2 : 1;
+  }
   return n;
 }
 
@@ -203,52 +202,55 @@ function firstInvalid(data: Buffer): number {
   return -1;
 }
 
-/** Line and column (from 1, in characters) of a byte offset, for the chunks fed so far. */
-class Lines {
-  private lineBefore = 1;
-  /** The bytes of the current line before the current chunk (at most LINE_TAIL_BYTES), and how many were cut. */
-  private tail: Buffer = Buffer.alloc(0);
-  private tailCut = 0;
-  private chunk: Buffer = Buffer.alloc(0);
-  private chunkStart = 0;
+/** A piece of the file: its offset and bytes, the line it begins on and the characters of that line before it. */
+interface LinePiece {
+  offset: number;
+  bytes: Buffer;
+  line: number;
+  column: number;
+}
 
-  next(chunk: Buffer): void {
-    // Account for the previous chunk before taking the next.
-    const previous = this.chunk;
-    let newlines = 0;
-    let last = -1;
-    for (let i = previous.indexOf(10); i !== -1; i = previous.indexOf(10, i + 1)) {
-      newlines += 1;
-      last = i;
+/**
+ * Line and column (from 1, in characters) of a byte offset in the pieces fed since the
+ * oldest one kept (`keepFrom`): a token is handed over when it ends, and the place to
+ * report may lie pieces before.
+ */
+class Lines {
+  private pieces: LinePiece[] = [];
+  private end = 0;
+  private line = 1;
+  private column = 0;
+
+  next(piece: Buffer): void {
+    this.pieces.push({ offset: this.end, bytes: piece, line: this.line, column: this.column });
+    this.end += piece.length;
+    const last = piece.lastIndexOf(10);
+    if (last === -1) {
+      this.column += charactersIn(piece);
+      return;
     }
-    this.lineBefore += newlines;
-    const rest = previous.subarray(last + 1);
-    if (last !== -1) {
-      this.tail = Buffer.alloc(0);
-      this.tailCut = 0;
-    }
-    const joined = Buffer.concat([this.tail, rest]);
-    // Cut where a character starts, and count what is cut in characters, as the column is.
-    let cut = Math.max(0, joined.length - LINE_TAIL_BYTES);
-    while (cut < joined.length && isContinuation(joined[cut]!)) cut += 1;
-    this.tail = Buffer.from(joined.subarray(cut));
-    this.tailCut += charactersIn(joined.subarray(0, cut));
-    this.chunkStart += previous.length;
-    this.chunk = chunk;
+    for (let i = piece.indexOf(10); i !== -1; i = piece.indexOf(10, i + 1)) this.line += 1;
+    this.column = charactersIn(piece.subarray(last + 1));
+  }
+
+  /** Lets the pieces before the one holding `offset` go: no place before it will be asked for. */
+  keepFrom(offset: number): void {
+    let drop = 0;
+    while (drop + 1 < this.pieces.length && this.pieces[drop + 1]!.offset <= offset) drop += 1;
+    if (drop > 0) this.pieces = this.pieces.slice(drop);
   }
 
   at(offset: number): { line: number; column: number } {
-    const within = Math.max(0, Math.min(offset - this.chunkStart, this.chunk.length));
-    const head = this.chunk.subarray(0, within);
-    let line = this.lineBefore;
-    let last = -1;
-    for (let i = head.indexOf(10); i !== -1; i = head.indexOf(10, i + 1)) {
-      line += 1;
-      last = i;
-    }
-    const onLine = last === -1 ? Buffer.concat([this.tail, head]) : head.subarray(last + 1);
-    const cut = last === -1 ? this.tailCut : 0;
-    return { line, column: cut + onLine.toString('utf8').length + 1 };
+    let index = this.pieces.length - 1;
+    while (index > 0 && this.pieces[index]!.offset > offset) index -= 1;
+    const piece = this.pieces[index];
+    if (piece === undefined) return { line: 1, column: 1 };
+    const head = piece.bytes.subarray(0, Math.max(0, Math.min(offset - piece.offset, piece.bytes.length)));
+    const last = head.lastIndexOf(10);
+    if (last === -1) return { line: piece.line, column: piece.column + charactersIn(head) + 1 };
+    let line = piece.line;
+    for (let i = head.indexOf(10); i !== -1; i = head.indexOf(10, i + 1)) line += 1;
+    return { line, column: charactersIn(head.subarray(last + 1)) + 1 };
   }
 }
 
@@ -293,6 +295,12 @@ function newTokenizer(): Tokenizer {
   const strings = (tokenizer as unknown as { bufferedString: { decoder: unknown } }).bufferedString;
   strings.decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   return tokenizer;
+}
+
+/** The bytes of the string or number the tokenizer is reading (private fields of the pinned version, as above). */
+function heldBytes(tokenizer: Tokenizer): number {
+  const held = tokenizer as unknown as { bufferedString: { byteLength: number }; bufferedNumber: { byteLength: number } };
+  return Math.max(held.bufferedString.byteLength, held.bufferedNumber.byteLength);
 }
 
 /**
@@ -482,16 +490,10 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
   let firstPiece = true;
   let lastToken: ParsedTokenInfo | null = null;
   let records = 0;
-  // The last mark of the top two levels (scan.ts, SpanLimits) and its place, once it is
-  // known: found before the chunk it is in is passed over.
+  // The last mark of the top two levels (scan.ts, SpanLimits): no place before it is reported.
   const limits = reading.limits ?? SPAN_LIMITS;
   let mark = 0;
-  let markAt: { line: number; column: number } | null = null;
   let objectMember = false;
-  const marks = (offset: number) => {
-    mark = offset;
-    markAt = null;
-  };
 
   const syntax = (offset: number, what: string): JsonSyntaxError => {
     const { line, column } = lines.at(offset);
@@ -512,7 +514,7 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
     lastOffset = offset;
     lastToken = info;
     const token = info.token;
-    if (depth <= 2) marks(offset);
+    if (depth <= 2) mark = offset;
     if (depth === 2 && token === TokenType.LEFT_BRACE) {
       fields.clear();
       expectField = true;
@@ -553,7 +555,7 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
     else if (token === TokenType.RIGHT_BRACE || token === TokenType.RIGHT_BRACKET) depth -= 1;
     else return;
     // A value below the top two levels has ended.
-    if (depth === 2 && !opens) marks(offset);
+    if (depth === 2 && !opens) mark = offset;
     if (depth === 1) {
       if (typeof role === 'object') intake.arrayEnd(role.array);
       role = 'skip';
@@ -577,12 +579,15 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
     return new JsonSyntaxError(`the file is not UTF-8 text at line ${line}, column ${column}: the bytes there are not UTF-8`);
   };
 
-  // The file read up to `end` runs on too far from the last mark: said as the plain reading measures it.
+  // The file read up to `end` runs on too far from the last mark: said as the plain reading
+  // measures it. Before the file's object and after it only white space may come, which
+  // neither reading holds: there only a token the tokenizer holds counts (any is an error
+  // once it ends), up to the larger limit, which no token of a file the plain reading takes passes.
   const checkSpan = (end: number) => {
     const inValue = depth > 2;
-    const limit = inValue && objectMember ? limits.list : limits.value;
-    if (end - mark <= limit) return;
-    const { line, column } = markAt ?? lines.at(mark);
+    const limit = depth === 0 ? limits.list : inValue && objectMember ? limits.list : limits.value;
+    if ((depth === 0 ? heldBytes(tokenizer) : end - mark) <= limit) return;
+    const { line, column } = lines.at(mark);
     const most = limit % MIB === 0 ? `${limit / MIB} MiB` : `${limit} bytes`;
     const what = !inValue
       ? `the file runs on from there for more than ${most} with no record or name ending, which no import file does`
@@ -602,7 +607,7 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
         firstPiece = false;
         if (piece[0] === 0xef && piece[1] === 0xbb && piece[2] === 0xbf) bom = 3;
       }
-      markAt ??= lines.at(mark);
+      lines.keepFrom(mark);
       lines.next(piece);
       if (!isUtf8(piece)) throw notUtf8(fed + Math.max(0, firstInvalid(piece)));
       const start = fed;
@@ -617,8 +622,9 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
       } catch (err) {
         if (err instanceof JsonSyntaxError) throw err;
         const message = (err as Error).message;
+        // The tokenizer's own positions count the byte order mark.
         const absolute = /absolute position "(\d+)"/.exec(message);
-        throw absolute ? syntax(Number(absolute[1]) + bom, unexpected(message)) : syntax(lastOffset, `unexpected ${lastToken ? describeToken(lastToken) : 'input'}`);
+        throw absolute ? syntax(Number(absolute[1]), unexpected(message)) : syntax(lastOffset, `unexpected ${lastToken ? describeToken(lastToken) : 'input'}`);
       }
       bytes += chunk.length;
       await intake.settle();

@@ -51,8 +51,8 @@ describe('school-data import (the CLI)', () => {
   it('says a file is empty, and where JSON goes wrong by line and column', async () => {
     const school = await addSchool(store.db);
     const bytes = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
-    // A line longer than the part of it kept in memory (64 KiB), of two-byte characters, one
-    // of them cut between two chunks of the file (256 KiB: the prefix is an odd 37 bytes).
+    // A line over a chunk of the file (256 KiB) long, of two-byte characters, one of them cut
+    // between two chunks (the prefix is an odd 37 bytes): its column counts characters.
     const long = `{"branches": [{"id": "b12", "name": "${'я'.repeat(200_000)}" x`;
     const cases: [string | Buffer, RegExp][] = [
       ['', /import refused, nothing written: the file is empty$/],
@@ -64,10 +64,11 @@ describe('school-data import (the CLI)', () => {
       [bytes('{"x": "', [0xc0, 0xaf], '"}'), /not UTF-8 text at line 1, column 8/],
       ['{\n  "students": [\n    {"id": "st-1",, "full_name": "x"}\n  ]\n}', /not valid JSON at line 3, column 19: unexpected ","$/],
       ['{"students": [', /not valid JSON at line 1, column 15: unexpected end of the file$/],
-      // Counted from the file's first byte, its byte order mark included.
+      // Counted from the file's first byte, its byte order mark included, whether the parser
+      // or the tokenizer finds what is wrong.
       [bytes([0xef, 0xbb, 0xbf], '{\n "students": [\n {"id": "st-1",, "x": 1}]}'), /not valid JSON at line 3, column 16: unexpected ","$/],
-      // A record longer than any valid one is refused before it is held whole (a 600 MB
-      // field took 2 GB and was reported as a syntax error).
+      [bytes([0xef, 0xbb, 0xbf], '{\n"a": x, "b": 1}'), /not valid JSON at line 2, column 6: unexpected "x"$/],
+      // A record longer than any valid one is refused before it is held whole.
       [`{"branches": [{"id": "b0", "name": "Zero"},\n {"id": "b1", "name": "${'x'.repeat(1_100_000)}"}]}`, /line 2, column 2: the record that begins there takes more than 1 MiB of the file, which no record of the format does$/],
       ['{\n "branches": [{"id": "Ыы", "name": tru}]}', /not valid JSON at line 2, column 39: unexpected "}"$/],
       ['[]', /the file must be a JSON object/],

@@ -177,6 +177,13 @@ describe('reading an import file', () => {
       [`{"leads": []${' '.repeat(40_000)}, "students": []}`, 'line 1, column 12: the file runs on from there for more than 20000 bytes with no record or name ending'],
       [`{"leads": [], "${'n'.repeat(40_000)}": []}`, 'line 1, column 13: the file runs on from there'],
       [`{"leads": [{"id": "l1"}\n\n, "${'x'.repeat(40_000)}"]}`, 'line 3, column 1: the file runs on from there'],
+      // The place of a name read across pieces of the file is where it begins.
+      [`{"leads": [], "students"${' '.repeat(40_000)}: []}`, 'line 1, column 15: the file runs on from there'],
+      [`{"leads": [123456${' '.repeat(40_000)}]}`, 'line 1, column 12: the file runs on from there'],
+      // White space before the file's object and after it holds nothing, and is not measured;
+      // a token there is held until it ends, up to the larger limit.
+      [`${' '.repeat(40_000)}{"leads": []}${'\n'.repeat(40_000)}`, null],
+      [`{"leads": []} "${'x'.repeat(100_000)}"`, 'line 1, column 13: the file runs on from there for more than 50000 bytes'],
     ];
     for (const [text, reason] of cases) {
       for (const chunkBytes of [1 << 18, 7, 64]) {
@@ -188,6 +195,9 @@ describe('reading an import file', () => {
         else assert.match(problems.at(-1) ?? '', new RegExp(`^the file is not an import file at ${reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), text.slice(0, 40));
       }
     }
+    const blank = Buffer.from(' '.repeat(100_000));
+    const { combined } = await bothReadings(blank, { limits });
+    assert.deepEqual(combined, [['problem', { array: null, index: null, field: null, reason: 'the file holds nothing but white space' }]]);
     // At the limits of the service, a record of 2 MiB is refused before it is read whole.
     const huge = Buffer.from(`{"leads": [{"id": "l1", "notes": "${'x'.repeat(2 << 20)}"}]}`);
     assert.equal(await readPlain(writeFile(huge), huge.length, new Recorder(), undefined, {}), false);
