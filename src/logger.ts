@@ -46,8 +46,11 @@ const RETRY_MS = 20;
  * more (EAGAIN on a non-blocking pipe whose reader is slow), the rest is retried shortly;
  * past MAX_PENDING_BYTES new lines are dropped rather than stalling the server or growing
  * without bound. Lost output (that, or a destination that fails) is counted and reported
- * in a line of its own once lines go out again.
+ * in a line of its own once lines go out again, on a line of its own even when the
+ * destination failed in the middle of one.
  */
+const NEWLINE = 0x0a;
+
 export class LineBatcher implements pino.DestinationStream {
   private lines: string[] = [];
   /** Bytes of an earlier batch the destination has not taken yet; they go first. */
@@ -57,6 +60,8 @@ export class LineBatcher implements pino.DestinationStream {
   private retry: NodeJS.Timeout | null = null;
   /** Bytes of log lines lost (refused by the destination, or over MAX_PENDING_BYTES), reported once lines go out again. */
   private droppedBytes = 0;
+  /** The destination took part of a line and then failed (a disk filled): the next output ends that line first. */
+  private midLine = false;
 
   /** `write` is fs.writeSync's contract (tests give one that refuses or takes part). */
   constructor(
@@ -104,7 +109,7 @@ export class LineBatcher implements pino.DestinationStream {
   /** Writes every pending line now, as far as the destination takes them; pino's `logger.flush(cb)` calls it. */
   flush(done?: (err?: Error) => void): void {
     if (this.droppedBytes > 0 && this.unwritten === null) {
-      this.lines.unshift(`{"level":40,"time":${Date.now()},"pid":${process.pid},"droppedBytes":${this.droppedBytes},"msg":"log output lost: the destination did not take it"}\n`);
+      this.lines.unshift(`${this.midLine ? '\n' : ''}{"level":40,"time":${Date.now()},"pid":${process.pid},"droppedBytes":${this.droppedBytes},"msg":"log output lost: the destination did not take it"}\n`);
       this.droppedBytes = 0;
     }
     if (this.lines.length > 0) {
@@ -115,7 +120,9 @@ export class LineBatcher implements pino.DestinationStream {
     let data = this.unwritten;
     while (data !== null && data.length > 0) {
       try {
-        data = data.subarray(this.writeSync(this.fd, data));
+        const taken = this.writeSync(this.fd, data);
+        if (taken > 0) this.midLine = data[taken - 1] !== NEWLINE;
+        data = data.subarray(taken);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') {
           // A closed or broken destination (EPIPE, EBADF): a log line is never worth a

@@ -92,6 +92,29 @@ describe('LineBatcher: the log destination', () => {
     assert.deepEqual(lines[1], JSON.parse(line(2)));
   });
 
+  it('starts a line of its own after a line the destination took part of before it failed (a full disk)', () => {
+    const writes: Buffer[] = [];
+    // The bytes the disk has room for.
+    let room = 10;
+    const batcher = new LineBatcher(99, (_fd, data) => {
+      if (room === 0) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+      const n = Math.min(room, data.length);
+      room -= n;
+      writes.push(Buffer.from(data.subarray(0, n)));
+      return n;
+    });
+    batcher.write(line(1));
+    batcher.flush();
+    room = Infinity;
+    batcher.write(line(2));
+    batcher.flush();
+    const [cut, lost, next, end] = Buffer.concat(writes).toString().split('\n');
+    assert.equal(cut, line(1).slice(0, 10));
+    assert.equal((JSON.parse(lost!) as { droppedBytes: number }).droppedBytes, Buffer.byteLength(line(1)) - 10);
+    assert.deepEqual(JSON.parse(next!), JSON.parse(line(2)));
+    assert.equal(end, '');
+  });
+
   it('answers pino\'s flush(callback)', () => {
     const d = destination();
     const batcher = new LineBatcher(99, d.write);
