@@ -29,6 +29,8 @@ const MAX_PENDING_BYTES = 16 * 1024 * 1024;
 const FLUSH_BYTES = 64 * 1024;
 const RETRY_MS = 20;
 
+const NEWLINE = 0x0a;
+
 /**
  * A log destination that writes the lines of one event-loop turn with one system call.
  *
@@ -49,8 +51,6 @@ const RETRY_MS = 20;
  * in a line of its own once lines go out again, on a line of its own even when the
  * destination failed in the middle of one.
  */
-const NEWLINE = 0x0a;
-
 export class LineBatcher implements pino.DestinationStream {
   private lines: string[] = [];
   /** Bytes of an earlier batch the destination has not taken yet; they go first. */

@@ -50,7 +50,7 @@ const RIGHT_BRACKET = 0x5d;
 /** A closing bracket is its opening one plus two, for both kinds. */
 const CLOSES = 2;
 
-const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+export const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 const opens = (b: number) => b === LEFT_BRACE || b === LEFT_BRACKET;
 
 /** Levels a value below the top may open: more than any value of the format, fewer than the exact reader allows. */

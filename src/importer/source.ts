@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { Tokenizer, TokenParser, TokenType, type ParsedElementInfo, type ParsedTokenInfo } from '@streamparser/json';
 import type { ImportError } from './errors.js';
-import { MIB, NotPlain, PlainScanner, SPAN_LIMITS, type SpanLimits } from './scan.js';
+import { isSpace, MIB, NotPlain, PlainScanner, SPAN_LIMITS, type SpanLimits } from './scan.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
 import { isObject } from './validate.js';
 
@@ -263,8 +263,10 @@ const PUNCTUATION: Partial<Record<TokenType, string>> = {
   [TokenType.COMMA]: '","',
 };
 
+/** A token as a message shows it: a long string cut short. */
 function describeToken(info: ParsedTokenInfo): string {
-  return PUNCTUATION[info.token] ?? JSON.stringify(info.value);
+  const text = PUNCTUATION[info.token] ?? JSON.stringify(info.value);
+  return text.length > 60 ? `${text.slice(0, 56)}..."` : text;
 }
 
 /** The character the tokenizer stopped at, from its message (`Unexpected "x" at ...`). */
@@ -295,12 +297,6 @@ function newTokenizer(): Tokenizer {
   const strings = (tokenizer as unknown as { bufferedString: { decoder: unknown } }).bufferedString;
   strings.decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   return tokenizer;
-}
-
-/** The bytes of the string or number the tokenizer is reading (private fields of the pinned version, as above). */
-function heldBytes(tokenizer: Tokenizer): number {
-  const held = tokenizer as unknown as { bufferedString: { byteLength: number }; bufferedNumber: { byteLength: number } };
-  return Math.max(held.bufferedString.byteLength, held.bufferedNumber.byteLength);
 }
 
 /**
@@ -407,7 +403,8 @@ async function* chunksOf(file: FileBytes, reading: FileReading): AsyncGenerator<
       const { bytesRead } = await handle.read(chunk, 0, size, handle === file ? position : null);
       if (bytesRead === 0) return;
       position += bytesRead;
-      yield chunk.subarray(0, bytesRead);
+      // A short read (a pipe's) is copied: a piece kept for a while must not hold the whole chunk.
+      yield bytesRead < size / 2 ? Buffer.from(chunk.subarray(0, bytesRead)) : chunk.subarray(0, bytesRead);
     }
   } finally {
     if (handle !== file) await handle.close();
@@ -494,6 +491,9 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
   const limits = reading.limits ?? SPAN_LIMITS;
   let mark = 0;
   let objectMember = false;
+  // Outside the file's object (before it, after it) the mark is where white space ends:
+  // there a token has begun once anything else has come, and is then measured from its start.
+  let tokenOutside = false;
 
   const syntax = (offset: number, what: string): JsonSyntaxError => {
     const { line, column } = lines.at(offset);
@@ -556,6 +556,10 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
     else return;
     // A value below the top two levels has ended.
     if (depth === 2 && !opens) mark = offset;
+    if (depth === 0) {
+      mark = offset + 1;
+      tokenOutside = false;
+    }
     if (depth === 1) {
       if (typeof role === 'object') intake.arrayEnd(role.array);
       role = 'skip';
@@ -579,14 +583,22 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
     return new JsonSyntaxError(`the file is not UTF-8 text at line ${line}, column ${column}: the bytes there are not UTF-8`);
   };
 
-  // The file read up to `end` runs on too far from the last mark: said as the plain reading
-  // measures it. Before the file's object and after it only white space may come, which
-  // neither reading holds: there only a token the tokenizer holds counts (any is an error
-  // once it ends), up to the larger limit, which no token of a file the plain reading takes passes.
-  const checkSpan = (end: number) => {
+  // The file read up to the end of `slice` (from `start`) runs on too far from the last mark:
+  // said as the plain reading measures it. Outside the file's object only white space may
+  // come, which neither reading holds and which moves the mark on; a token there (an error
+  // once it ends) counts from its start.
+  const checkSpan = (start: number, slice: Buffer) => {
+    const end = start + slice.length;
+    if (depth === 0 && !tokenOutside) {
+      let i = Math.max(0, mark - start);
+      while (i < slice.length && isSpace(slice[i]!)) i += 1;
+      mark = start + i;
+      if (i === slice.length) return;
+      tokenOutside = true;
+    }
     const inValue = depth > 2;
-    const limit = depth === 0 ? limits.list : inValue && objectMember ? limits.list : limits.value;
-    if ((depth === 0 ? heldBytes(tokenizer) : end - mark) <= limit) return;
+    const limit = inValue && objectMember ? limits.list : limits.value;
+    if (end - mark <= limit) return;
     const { line, column } = lines.at(mark);
     const most = limit % MIB === 0 ? `${limit / MIB} MiB` : `${limit} bytes`;
     const what = !inValue
@@ -605,7 +617,7 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
       const piece = pieces.next(chunk);
       if (firstPiece && piece.length > 0) {
         firstPiece = false;
-        if (piece[0] === 0xef && piece[1] === 0xbb && piece[2] === 0xbf) bom = 3;
+        if (piece[0] === 0xef && piece[1] === 0xbb && piece[2] === 0xbf) mark = bom = 3;
       }
       lines.keepFrom(mark);
       lines.next(piece);
@@ -616,8 +628,9 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
         // The tokenizer keeps the bytes of a character cut at the end of a write for the next one.
         for (let at = 0; at < piece.length; at += SLICE_BYTES) {
           if (at > 0) await turn();
-          tokenizer.write(piece.subarray(at, at + SLICE_BYTES));
-          checkSpan(start + Math.min(at + SLICE_BYTES, piece.length));
+          const slice = piece.subarray(at, at + SLICE_BYTES);
+          tokenizer.write(slice);
+          checkSpan(start + at, slice);
         }
       } catch (err) {
         if (err instanceof JsonSyntaxError) throw err;

@@ -263,8 +263,8 @@ describe('school-data CLI', () => {
       assert.ok(line.includes(message) && !line.includes('\n'), line);
     }
     // No room at all for SQLite's shared-memory file or journal is an I/O error to it: a full
-    // disk when the data directory has no room left (checked by hand on a full tmpfs:
-    // docs/operations.md), an outage otherwise.
+    // disk when the data directory has no room left (docs/decisions.md, "A full disk is
+    // called full"), an outage otherwise.
     const ioError = Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_SHMSIZE' });
     assert.match(describeError(ioError, '/data', () => 4096), /^the disk of the data store is full \(disk I\/O error\): /);
     assert.equal(describeError(ioError, '/data', () => 10 * 2 ** 30), 'the data store is unavailable: disk I/O error');

@@ -183,7 +183,11 @@ describe('reading an import file', () => {
       // White space before the file's object and after it holds nothing, and is not measured;
       // a token there is held until it ends, up to the larger limit.
       [`${' '.repeat(40_000)}{"leads": []}${'\n'.repeat(40_000)}`, null],
-      [`{"leads": []} "${'x'.repeat(100_000)}"`, 'line 1, column 13: the file runs on from there for more than 50000 bytes'],
+      [`\uFEFF${' '.repeat(40_000)}{"leads": []}`, null],
+      [`{"leads": []} "${'x'.repeat(40_000)}"`, 'line 1, column 15: the file runs on from there for more than 20000 bytes'],
+      [`"${'x'.repeat(40_000)}"`, 'line 1, column 1: the file runs on from there'],
+      // An id long enough to pass the value limit, in a list under its own: nothing refused after it.
+      [`{"deleted": {"leads": ["${'x'.repeat(30_000)}"]}}${' '.repeat(40_000)}`, null],
     ];
     for (const [text, reason] of cases) {
       for (const chunkBytes of [1 << 18, 7, 64]) {

@@ -113,6 +113,17 @@ describe('LineBatcher: the log destination', () => {
     assert.equal((JSON.parse(lost!) as { droppedBytes: number }).droppedBytes, Buffer.byteLength(line(1)) - 10);
     assert.deepEqual(JSON.parse(next!), JSON.parse(line(2)));
     assert.equal(end, '');
+    // A disk that fills between two lines cuts none: no empty line before the report.
+    writes.length = 0;
+    room = Buffer.byteLength(line(3));
+    batcher.write(line(3));
+    batcher.write(line(4));
+    batcher.flush();
+    room = Infinity;
+    batcher.write(line(5));
+    batcher.flush();
+    const after = Buffer.concat(writes).toString().split('\n');
+    assert.deepEqual(after.map((l) => (l === '' ? '' : (JSON.parse(l) as { n?: number; msg?: string }).n ?? 'lost')), [3, 'lost', 5, '']);
   });
 
   it('answers pino\'s flush(callback)', () => {
