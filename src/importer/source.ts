@@ -263,7 +263,7 @@ const PUNCTUATION: Partial<Record<TokenType, string>> = {
   [TokenType.COMMA]: '","',
 };
 
-/** A token as a message shows it: a long string cut short. */
+/** A token as a message shows it: a long string cut short (a number comes as JavaScript reads it). */
 function describeToken(info: ParsedTokenInfo): string {
   const text = PUNCTUATION[info.token] ?? JSON.stringify(info.value);
   return text.length > 60 ? `${text.slice(0, 56)}..."` : text;

@@ -199,6 +199,11 @@ describe('reading an import file', () => {
         else assert.match(problems.at(-1) ?? '', new RegExp(`^the file is not an import file at ${reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), text.slice(0, 40));
       }
     }
+    // A token quoted in a message is cut short.
+    for (const [tail, quoted] of [[`"${'x'.repeat(100)}"`, `"${'x'.repeat(55)}..."`], ['1'.repeat(100), '1.111111111111111e+99']] as const) {
+      const { exact } = await bothReadings(Buffer.from(`{"leads": []} ${tail}\n`), {});
+      assert.deepEqual(exact, [['arrayEnd', 'leads'], ['problem', { array: null, index: null, field: null, reason: `the file is not valid JSON at line 1, column 15: unexpected ${quoted} after the end of the object` }]]);
+    }
     const blank = Buffer.from(' '.repeat(100_000));
     const { combined } = await bothReadings(blank, { limits });
     assert.deepEqual(combined, [['problem', { array: null, index: null, field: null, reason: 'the file holds nothing but white space' }]]);
