@@ -1,7 +1,7 @@
 /** Which errors of a data store are an outage (503 `data_unavailable`) rather than a bug (500), and which a full disk. */
 import fs from 'node:fs';
 
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'SQLITE_BUSY', 'SQLITE_CANTOPEN', 'SQLITE_IOERR']);
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'SQLITE_CANTOPEN']);
 
 /**
  * True when an error means the data store could not be reached or did not answer

@@ -484,7 +484,6 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
   let lastOffset = 0;
   /** The bytes of the file's byte order mark, which the tokenizer skips: 3, or 0 without one (known at the first piece). */
   let bom = 0;
-  let firstPiece = true;
   let lastToken: ParsedTokenInfo | null = null;
   let records = 0;
   // The last mark of the top two levels (scan.ts, SpanLimits): no place before it is reported.
@@ -615,10 +614,7 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
   try {
     for await (const chunk of chunksOf(file, reading)) {
       const piece = pieces.next(chunk);
-      if (firstPiece && piece.length > 0) {
-        firstPiece = false;
-        if (piece[0] === 0xef && piece[1] === 0xbb && piece[2] === 0xbf) mark = bom = 3;
-      }
+      if (fed === 0 && piece[0] === 0xef && piece[1] === 0xbb && piece[2] === 0xbf) mark = bom = 3;
       lines.keepFrom(mark);
       lines.next(piece);
       if (!isUtf8(piece)) throw notUtf8(fed + Math.max(0, firstInvalid(piece)));
