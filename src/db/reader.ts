@@ -336,8 +336,7 @@ export class PgReader implements Reader {
     this.waiting = new Map();
     for (const [sql, reads] of all) {
       if (reads.length === 1) {
-        const [read] = reads;
-        this.query(sql, read!.parameters).then(read!.resolve, read!.reject);
+        this.alone(sql, reads[0]!);
         continue;
       }
       // Reads whose values have other types (a number where another read has text) go in a batch of their own.
@@ -348,6 +347,10 @@ export class PgReader implements Reader {
         else group.push(read);
       }
       for (const group of groups) {
+        if (group.length === 1) {
+          this.alone(sql, group[0]!);
+          continue;
+        }
         const text = this.batchedText(sql, group[0]!.parameters);
         const batches = Math.ceil(group.length / MAX_BATCH);
         for (let j = 0; j < batches; j++) {
@@ -368,11 +371,13 @@ export class PgReader implements Reader {
     return text;
   }
 
+  /** A read sent by itself, as written. */
+  private alone(sql: string, read: WaitingRead): void {
+    this.query(sql, read.parameters).then(read.resolve, read.reject);
+  }
+
+  /** Reads of one statement with values of the same types, in one statement: two at least. */
   private async batch(sql: string, batched: string, reads: WaitingRead[]): Promise<void> {
-    if (reads.length === 1) {
-      this.query(sql, reads[0]!.parameters).then(reads[0]!.resolve, reads[0]!.reject);
-      return;
-    }
     const columns = reads[0]!.parameters.map((_, i) => reads.map((r) => r.parameters[i]));
     let rows: Record<string, unknown>[];
     try {
@@ -380,7 +385,7 @@ export class PgReader implements Reader {
     } catch (error) {
       if (isStoreUnavailable(error)) for (const read of reads) read.reject(error);
       // A read that fails by itself (a value PostgreSQL refuses) fails only itself: each goes again alone.
-      else for (const read of reads) this.query(sql, read.parameters).then(read.resolve, read.reject);
+      else for (const read of reads) this.alone(sql, read);
       return;
     }
     const answers: unknown[][] = reads.map(() => []);
