@@ -5,7 +5,7 @@
  * only its SHA-256, so a copy of the table cannot be replayed as a sign-in. A session
  * ends after an idle period, after an absolute lifetime, or at sign-out (row deleted).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config/index.js';
 import type { Database } from '../db/schema.js';
@@ -36,7 +36,7 @@ export interface SignedIn {
 
 export type SessionLookup = { state: 'none' } | { state: 'expired' } | { state: 'active'; session: SignedIn };
 
-const sessionId = (token: string): string => createHash('sha256').update(token).digest('hex');
+const sessionId = (token: string): string => hash('sha256', token, 'hex');
 
 /** Starts a session and returns the token for the cookie (the only place it exists). */
 export async function startSession(db: Kysely<Database>, directorId: string, policy: SessionPolicy): Promise<string> {

@@ -6,7 +6,7 @@
  * many machines cannot try one. The account bucket is named by a hash of the email,
  * known or not, so neither the bucket nor the answer tells whether an account exists.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimiterUnavailable, type RateLimiter } from '../access/ratelimit/index.js';
 import { normaliseEmail } from '../management/directors.js';
@@ -16,7 +16,7 @@ export const LOGIN_ATTEMPTS_PER_ADDRESS = 20;
 
 /** A short, stable, non-reversible name for an email, for buckets and log lines. */
 export function accountTag(email: string): string {
-  return createHash('sha256').update(normaliseEmail(email)).digest('hex').slice(0, 32);
+  return hash('sha256', normaliseEmail(email), 'hex').slice(0, 32);
 }
 
 export type ThrottleVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };

@@ -187,7 +187,7 @@ export function describeError(err: unknown, dataDir?: string, room?: (dir: strin
   if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreNewerError) return printable(err.message);
   if (isStoreRefusingConnection(err)) return `PostgreSQL refused the connection: ${firstLine((err as Error).message)} (check DATABASE_URL)`;
   // Before an outage: SQLite's I/O errors are one too, but not what to say of a full disk.
-  if (isDiskFull(err, dataDir, room)) return `the disk of the data store is full (${firstLine((err as Error).message)}): the command's changes were rolled back; free some space and run it again`;
+  if (isDiskFull(err, dataDir, room)) return `the disk of the data store is full (${firstLine((err as Error).message)}): nothing is half-written; free some space and run it again`;
   if (isStoreUnavailable(err)) return `the data store is unavailable: ${firstLine((err as Error).message)}`;
   if (err instanceof Error) return `unexpected error: ${firstLine(err.message)}`;
   return 'unexpected error';

@@ -6,7 +6,7 @@
  * seq's batch (src/importer/write.ts): after a restored copy of the database, a seq taken
  * again by another import has another. Cursors of version 1, without a stamp, are read too.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { LIST_TABLES } from '../items.js';
 
 /**
@@ -27,7 +27,7 @@ export interface Place {
 export const START = { seq: 0, resource: END, id: '', stamp: '' } satisfies Place;
 
 function schoolTag(schoolId: string): string {
-  return createHash('sha256').update(schoolId).digest('base64url').slice(0, 8);
+  return hash('sha256', schoolId, 'base64url').slice(0, 8);
 }
 
 export function encodeCursor(schoolId: string, place: Place & { stamp: string }): string {

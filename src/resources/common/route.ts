@@ -6,7 +6,7 @@
  * database, or an object serialized by the 200 schema), stored and written by the one
  * writer (src/edge/answer.ts).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import fastJson from 'fast-json-stringify';
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
@@ -74,10 +74,7 @@ export function endpoint<Q, P = Record<string, never>>(spec: Endpoint<Q, P>): En
  */
 export function validatorOf(tenant: Tenant, target: string): string {
   const scopes = tenant.scopes === ALL_SCOPES ? '' : `\n${tenant.scopes}`;
-  return createHash('sha256')
-    .update(`${packageVersion()}\n${tenant.id}\n${tenant.dataVersion}.${tenant.dataStamp}\n${tenant.timezone}\n${tenant.currency}\n${target}${scopes}`)
-    .digest('base64url')
-    .slice(0, 22);
+  return hash('sha256', `${packageVersion()}\n${tenant.id}\n${tenant.dataVersion}.${tenant.dataStamp}\n${tenant.timezone}\n${tenant.currency}\n${target}${scopes}`, 'base64url').slice(0, 22);
 }
 
 const NO_BODY = plain(Buffer.alloc(0));
