@@ -7,12 +7,14 @@
  */
 import type { Config } from '../config/index.js';
 import type { KeyWatch, Reader } from '../db/index.js';
+import type { IncomingMessage } from 'node:http';
 import type { BlockList } from 'node:net';
 import { addressAllowed, blockListOf } from '../domain/addresses.js';
 import { scopeSetOfStored, scopesIn, type ScopeSet } from '../domain/scopes.js';
 import type { Tenant } from '../domain/tenant.js';
 import type { DependencyState } from '../ops/dependency.js';
 import { formatTimestamp } from '../domain/time.js';
+import { headerRepeated } from '../edge/checks.js';
 import type { Caller } from '../ops/request-log.js';
 import { methodNotAllowed, Problem } from '../problems/index.js';
 import { bearerKey, hashKey } from './keys.js';
@@ -57,6 +59,19 @@ const RATE_LIMIT_UNAVAILABLE = new Problem('rate_limit_unavailable', 'The rate-l
 const ADDRESS_NOT_ALLOWED = new Problem('address_not_allowed', 'This key may not be used from this address; the school\'s director can change the key\'s address list.');
 const PUBLIC: Access = { allowed: true, tenant: null, caller: null, rateLimit: null };
 const REFUSED_NO_KEY: Access = { allowed: false, problem: UNAUTHORIZED, caller: null, rateLimit: null };
+const SEVERAL_KEYS = new Problem('unauthorized', 'A request may carry one Authorization header, not more: send one, "Authorization: Bearer <key>".', {
+  headers: { 'WWW-Authenticate': 'Bearer realm="school-data"' },
+});
+const REFUSED_SEVERAL_KEYS: Access = { allowed: false, problem: SEVERAL_KEYS, caller: null, rateLimit: null };
+
+/**
+ * The request's Authorization header for `check`, as a list when the request has more than
+ * one line of it (refused: a proxy before us may have read another line than Node keeps).
+ */
+export function authorizationOf(req: IncomingMessage): string | string[] | undefined {
+  const header = req.headers.authorization;
+  return header !== undefined && headerRepeated(req, 'authorization') ? [header] : header;
+}
 
 /** `make` once per distinct argument; at `bound` entries the cache starts again (a backstop against floods of distinct values). */
 function madeOnce<K, V>(make: (key: K) => V, bound = Number.POSITIVE_INFINITY): (key: K) => V {
@@ -289,6 +304,7 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     // Before the public-path exemption: the OpenAPI document is read-only like the rest.
     if (method !== 'GET' && method !== 'HEAD') return refusedMethod(method);
     if (isPublic) return PUBLIC;
+    if (Array.isArray(authorization)) return REFUSED_SEVERAL_KEYS;
     const key = bearerKey(authorization);
     if (key === null) return REFUSED_NO_KEY;
     const found = keys.find(hashKey(key));

@@ -14,13 +14,13 @@ import { performance } from 'node:perf_hooks';
 import FindMyWay from 'find-my-way';
 import type { Tenant } from '../domain/tenant.js';
 import { problemAnswer, type Answer, type Exchange, type WriteAnswer } from '../edge/answer.js';
-import { hostRepeated } from '../edge/checks.js';
+import { headerRepeated } from '../edge/checks.js';
 import { API_PREFIX, pathOf } from '../edge/paths.js';
 import type { ErrorAnswer } from '../edge/errors.js';
 import { beforeQuery, currentTurn } from '../edge/turn-end.js';
 import type { ResponseRecorder } from '../ops/metrics.js';
 import type { Caller } from '../ops/request-log.js';
-import type { Access, AccessCheck } from './decide.js';
+import { authorizationOf, type Access, type AccessCheck } from './decide.js';
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -184,7 +184,7 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
   return function front(req, res) {
     const url = req.url ?? '';
     const method = req.method;
-    if ((method !== 'GET' && method !== 'HEAD') || !url.startsWith(API_PREFIX) || url.length > maxUrlBytes || url.includes('#') || (req.headers.host === undefined ? req.httpVersion === '1.1' : hostRepeated(req))) {
+    if ((method !== 'GET' && method !== 'HEAD') || !url.startsWith(API_PREFIX) || url.length > maxUrlBytes || url.includes('#') || (req.headers.host === undefined ? req.httpVersion === '1.1' : headerRepeated(req, 'host'))) {
       app(req, res);
       return;
     }
@@ -207,7 +207,7 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
     };
     let decided: Access | Promise<Access>;
     try {
-      decided = check(method, req.headers.authorization, route.url, false, exchange, early);
+      decided = check(method, authorizationOf(req), route.url, false, exchange, early);
     } catch (failure) {
       handOn(exchange, res, { failure });
       return;

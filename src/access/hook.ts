@@ -11,7 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Tenant } from '../domain/tenant.js';
 import { problemAnswer, type SendAnswer } from '../edge/answer.js';
 import { API_PREFIX, targetPath, underPrefix } from '../edge/paths.js';
-import type { Access, AccessCheck } from './decide.js';
+import { authorizationOf, type Access, type AccessCheck } from './decide.js';
 import { takeEarly } from './front.js';
 
 declare module 'fastify' {
@@ -57,7 +57,7 @@ export function accessHook({ check, publicPaths, send }: AccessHookOptions) {
     }
     let decided: Access | Promise<Access>;
     try {
-      decided = check(request.method, request.headers.authorization, route, publicPaths.has(route ?? targetPath(request.url)), request);
+      decided = check(request.method, authorizationOf(request.raw), route, publicPaths.has(route ?? targetPath(request.url)), request);
     } catch (failure) {
       done(failure as Error);
       return;

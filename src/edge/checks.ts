@@ -24,7 +24,7 @@ export function edgeChecks(options: { maxUrlBytes: number; unmatched: ResponseRe
     const problem =
       url.length > maxUrlBytes ? uriTooLong
       : request.headers.host === undefined && request.raw.httpVersion === '1.1' ? NO_HOST
-      : hostRepeated(request.raw) ? HOSTS
+      : headerRepeated(request.raw, 'host') ? HOSTS
       : url.includes('#') ? FRAGMENT
       : null;
     if (problem === null) done();
@@ -33,15 +33,15 @@ export function edgeChecks(options: { maxUrlBytes: number; unmatched: ResponseRe
 }
 
 /**
- * Whether `req` has more than one Host line (Node keeps only the first in `headers`). Only
- * worth asking when it has one.
+ * Whether `req` has more than one line of the header `name` (lower case): Node keeps only
+ * the first Host or Authorization in `headers`. Only worth asking when it has one.
  */
-export function hostRepeated(req: IncomingMessage): boolean {
+export function headerRepeated(req: IncomingMessage, name: string): boolean {
   const raw = req.rawHeaders;
-  let hosts = 0;
+  let seen = 0;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    if (name.length === 4 && name.toLowerCase() === 'host' && ++hosts > 1) return true;
+    const line = raw[i]!;
+    if (line.length === name.length && line.toLowerCase() === name && ++seen > 1) return true;
   }
   return false;
 }

@@ -119,17 +119,21 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
   };
 }
 
+const CONNECT_NOT_ALLOWED = methodNotAllowed('CONNECT');
+
 /**
- * Answers CONNECT, which only a proxy supports and Node hands to no request handler: the
- * API's 405, written onto the socket. `observe` gets the answer and the request (its line
- * was read) for its access line.
+ * Answers CONNECT, which only a proxy supports and Node hands to no request handler: as
+ * the app answers any other method, 405 under the API's prefix and 404 elsewhere (a
+ * proxy's `host:port` target included), written onto the socket. `observe` gets the
+ * answer and the request (its line was read) for its access line.
  */
 export function connectHandler(headers: Record<string, string>, observe: (answer: RawAnswer, req: IncomingMessage, startedAt: number) => void) {
   return function onConnect(req: IncomingMessage, socket: Duplex): void {
     const startedAt = performance.now();
     // The answers to the requests read before it go first (turn-end.ts).
     flushHeldAnswers();
-    const requestId = writeRawProblem(socket, 405, methodNotAllowed('CONNECT'), headers);
-    if (requestId !== null) observe({ requestId, status: 405, socket }, req, startedAt);
+    const problem = underPrefix(req.url ?? '') ? CONNECT_NOT_ALLOWED : NOT_FOUND;
+    const requestId = writeRawProblem(socket, problem.status, problem, headers);
+    if (requestId !== null) observe({ requestId, status: problem.status, socket }, req, startedAt);
   };
 }

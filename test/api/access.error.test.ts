@@ -78,21 +78,28 @@ describe('errors and their precedence', () => {
     }
   });
 
-  it('405 for CONNECT, which only a proxy supports, with its access line', async () => {
+  it('CONNECT, which only a proxy supports: 405 under the API\'s prefix, 404 elsewhere, with its access line', async () => {
     // In a second of its own: the tests before used up that second's lines of 405s.
     await new Promise((r) => setTimeout(r, 1010 - (Date.now() % 1000)));
-    const outcome = await rawExchange(t.origin, t.ca, `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nAuthorization: Bearer ${w.a.key}\r\n\r\n`);
-    assert.ok(outcome.kind === 'response');
-    assert.equal(outcome.response.status, 405);
-    assert.equal(outcome.response.headers.allow, 'GET, HEAD');
-    const body = JSON.parse(outcome.response.body) as Problem;
-    assert.equal(body.code, 'method_not_allowed');
-    assert.equal(body.request_id, outcome.response.headers['x-request-id']);
-    const line = t.logs.join('').split('\n').find((l) => l.includes(body.request_id));
-    assert.ok(line, 'no log line holds the 405\'s request id');
-    const logged = JSON.parse(line) as { req: { method: string; url: string }; res: { statusCode: number }; msg: string; responseTime?: number };
-    assert.deepEqual([logged.req.method, logged.req.url, logged.res.statusCode, logged.msg], ['CONNECT', 'example.com:443', 405, 'request completed']);
-    assert.equal(typeof logged.responseTime, 'number');
+    const cases: [string, number, string][] = [
+      ['/api/public/v1/students', 405, 'method_not_allowed'],
+      ['example.com:443', 404, 'not_found'],
+      ['/foo', 404, 'not_found'],
+    ];
+    for (const [target, status, code] of cases) {
+      const outcome = await rawExchange(t.origin, t.ca, `CONNECT ${target} HTTP/1.1\r\nHost: example.com:443\r\nAuthorization: Bearer ${w.a.key}\r\n\r\n`);
+      assert.ok(outcome.kind === 'response', target);
+      assert.equal(outcome.response.status, status, target);
+      if (status === 405) assert.equal(outcome.response.headers.allow, 'GET, HEAD');
+      const body = JSON.parse(outcome.response.body) as Problem;
+      assert.equal(body.code, code, target);
+      assert.equal(body.request_id, outcome.response.headers['x-request-id']);
+      const line = t.logs.join('').split('\n').find((l) => l.includes(body.request_id));
+      assert.ok(line, `no log line holds the ${status}'s request id`);
+      const logged = JSON.parse(line) as { req: { method: string; url: string }; res: { statusCode: number }; msg: string; responseTime?: number };
+      assert.deepEqual([logged.req.method, logged.req.url, logged.res.statusCode, logged.msg], ['CONNECT', target, status, 'request completed']);
+      assert.equal(typeof logged.responseTime, 'number');
+    }
   });
 
   it('401 for a missing, malformed, unknown or revoked key, with WWW-Authenticate', async () => {
@@ -120,6 +127,21 @@ describe('errors and their precedence', () => {
   it('the auth scheme is case-insensitive, the key exact', async () => {
     const res = await t.request('/api/public/v1/students', { headers: { authorization: `bEaReR ${w.a.key}` } });
     assert.equal(res.status, 200);
+  });
+
+  it('401 for a request with two Authorization lines, whichever comes first, on either path', async () => {
+    const bogus = 'Bearer service_pk_00000000000000000000000000000000';
+    // The second path is percent-encoded: it goes past the front to the app's own hook.
+    for (const path of ['/api/public/v1/students', '/api/public/v1/%73tudents']) {
+      for (const lines of [[`Bearer ${w.a.key}`, bogus], [bogus, `Bearer ${w.a.key}`], [`Bearer ${w.a.key}`, `Bearer ${w.a.key}`]]) {
+        const auth = lines.map((l) => `Authorization: ${l}\r\n`).join('');
+        const outcome = await rawExchange(t.origin, t.ca, `GET ${path} HTTP/1.1\r\nHost: localhost\r\n${auth}Connection: close\r\n\r\n`);
+        assert.ok(outcome.kind === 'response', path);
+        assert.equal(outcome.response.status, 401, `${path} ${lines.join(' | ')}`);
+        assert.equal(outcome.response.headers['www-authenticate'], 'Bearer realm="school-data"');
+        assert.match((JSON.parse(outcome.response.body) as Problem).detail, /one Authorization header, not more/);
+      }
+    }
   });
 
   it('401 details do not depend on why the key failed', async () => {

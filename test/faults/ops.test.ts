@@ -52,7 +52,7 @@ describe('health endpoints and metrics', () => {
     assert.equal((await api.request(`/no/such/${w.b.id}?school=${w.b.id}`, { key: null })).status, 404);
     const oversized = await rawExchange(api.origin, api.ca, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     assert.equal(oversized.kind === 'response' && oversized.response.status, 431);
-    const connect = await rawExchange(api.origin, api.ca, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    const connect = await rawExchange(api.origin, api.ca, 'CONNECT /api/public/v1/students HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
     assert.equal(connect.kind === 'response' && connect.response.status, 405);
 
     const res = await get('/metrics');
