@@ -10,13 +10,14 @@
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
-import Fastify, { LogController } from 'fastify';
+import Fastify, { LogController, type FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { RateLimiter } from '../access/ratelimit/index.js';
 import { limitServer, serverOptions, type ListenerLimits } from '../edge/listener.js';
 import { opsPlugin } from '../ops/health.js';
 import { ApiMetrics } from '../ops/metrics.js';
+import { redactKeys } from '../ops/request-log.js';
 import type { Config } from '../config/index.js';
 import type { Database } from '../db/schema.js';
 import type { TlsMaterial } from '../tls.js';
@@ -38,6 +39,9 @@ export interface CabinetDeps {
   metrics?: ApiMetrics;
 }
 
+/** A request in the cabinet's log lines: Fastify's fields, with anything shaped like a key masked in the URL. */
+const requestFields = (req: FastifyRequest) => ({ method: req.method, url: redactKeys(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort });
+
 /** The largest form the cabinet has (sign-in: email + password + token) fits many times over. */
 const FORM_LIMIT = 8 * 1024;
 
@@ -46,7 +50,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
 
   // The same TLS settings, timeouts and connection limits as the API's listener.
   const app = Fastify({
-    loggerInstance: deps.logger.child({ listener: 'cabinet' }),
+    loggerInstance: deps.logger.child({ listener: 'cabinet' }, { serializers: { req: requestFields } }),
     https: serverOptions(config, tls),
     genReqId: () => randomUUID(),
     requestIdHeader: false,

@@ -4,9 +4,14 @@
  * (`?api_key=service_pk_...`), and the URL is logged with every request: anything
  * shaped like a key is masked there before it reaches a log line.
  */
-// Also matches a percent-encoded or upper-cased prefix and a truncated value: whatever
-// follows the prefix up to the next delimiter is masked.
-const KEY_IN_TEXT = /service(?:_|%5f)pk(?:_|%5f)[^&/?#\s"]*/gi;
+/** A character of the key's prefix, as written, upper-cased or percent-encoded (once or twice). */
+const prefixCharacter = (c: string) => {
+  const codes = [...new Set([c.toLowerCase(), c.toUpperCase()])].map((x) => x.charCodeAt(0).toString(16));
+  return `(?:${c}|%(?:25)?(?:${codes.join('|')}))`;
+};
+// The prefix in any of those forms, and whatever follows it up to the next delimiter (a
+// truncated or encoded value too) is masked.
+const KEY_IN_TEXT = new RegExp(`${[...'service_pk_'].map(prefixCharacter).join('')}[^&/?#\\s"]*`, 'gi');
 
 export const REDACTED_KEY = '[redacted-key]';
 

@@ -229,6 +229,17 @@ describe('cabinet security', () => {
     }
   });
 
+  it('masks a key pasted into a URL in its log lines, written plainly or percent-encoded', async () => {
+    const hex = keyA.key.slice('service_pk_'.length);
+    for (const pasted of [keyA.key, `%73ervice%5Fpk_${hex}`, `%2573ervice_pk_${hex}`]) {
+      assert.ok((await a.get(`/settings/api?k=${pasted}`)).status < 500);
+      assert.ok((await t.browser().get(`/login?k=${pasted}`)).status < 500);
+    }
+    const logs = t.logs.join('');
+    assert.ok(logs.includes('?k=[redacted-key]'), 'the requests were logged, the key masked');
+    assert.ok(!logs.includes(hex), 'a key value is in the cabinet\'s logs');
+  });
+
   it('escapes markup in every value it shows', async () => {
     const d = await seedDirector(store.db, 'VIP', '<script>alert(1)</script> & "школа"');
     const k = await createKey(store.db, d.schoolId, '"><img src=x onerror=alert(1)>');

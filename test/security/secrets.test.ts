@@ -57,6 +57,10 @@ describe('key values never leak', () => {
     const k = w.a.key;
     const cases: [string, string, Parameters<TestApp['request']>[1], number][] = [
       ['query value', `/api/public/v1/students?api_key=${k}`, { key: k }, 400],
+      // Percent-encoded anywhere in its prefix, once or twice, or wholly.
+      ['encoded query value', `/api/public/v1/students?api_key=%73ervice%5Fpk_${k.slice(11)}`, { key: k }, 400],
+      ['twice-encoded query value', `/api/public/v1/lessons?student_id=%2573ervice_pk_${k.slice(11)}`, { key: k }, 400],
+      ['wholly encoded query value', `/api/public/v1/students?api_key=${[...k].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')}`, { key: k }, 400],
       ['query name', `/api/public/v1/students?${k}=1`, { key: k }, 400],
       // A key is shaped like an id: a valid filter that matches nothing.
       ['filter value', `/api/public/v1/lessons?student_id=${k}`, { key: k }, 200],
@@ -106,7 +110,7 @@ describe('key values never leak', () => {
     }
     const logs = apps.flatMap((app) => app.logs).join('');
     assert.ok(logs.includes('"url":"/api/public/v1/students?api_key=[redacted-key]"'), 'the logs were captured, with the pasted key masked');
-    for (const key of keys) assert.ok(!logs.includes(key), 'a key value is in the logs');
+    for (const key of keys) assert.ok(!logs.includes(key) && !logs.includes(key.slice(11)), 'a key value is in the logs');
     assert.ok(!KEY_VALUE.test(logs), 'a key value is in the logs');
   });
 
