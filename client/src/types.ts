@@ -547,12 +547,12 @@ export interface ListVehiclesQuery {
 export interface ListLessonsQuery {
   /**
    * a date YYYY-MM-DD (from the start of that day in the school time zone) or an RFC 3339 date-time with offset; inclusive
-   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2}))?$`
+   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2}))?$`
    */
   period_from?: string;
   /**
    * a date YYYY-MM-DD (to the end of that day in the school time zone) or an RFC 3339 date-time with offset; inclusive
-   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2}))?$`
+   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2}))?$`
    */
   period_to?: string;
   /**
@@ -604,12 +604,12 @@ export interface ListContractsQuery {
 export interface ListPaymentsQuery {
   /**
    * a date YYYY-MM-DD (from the start of that day in the school time zone) or an RFC 3339 date-time with offset; inclusive
-   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2}))?$`
+   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2}))?$`
    */
   period_from?: string;
   /**
    * a date YYYY-MM-DD (to the end of that day in the school time zone) or an RFC 3339 date-time with offset; inclusive
-   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2}))?$`
+   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2}))?$`
    */
   period_to?: string;
   /**
@@ -631,12 +631,12 @@ export interface ListLeadsQuery {
   status?: 'new' | 'in_progress' | 'converted' | 'rejected';
   /**
    * a date YYYY-MM-DD (from the start of that day in the school time zone) or an RFC 3339 date-time with offset; inclusive
-   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2}))?$`
+   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2}))?$`
    */
   period_from?: string;
   /**
    * a date YYYY-MM-DD (to the end of that day in the school time zone) or an RFC 3339 date-time with offset; inclusive
-   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2}))?$`
+   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2}))?$`
    */
   period_to?: string;
   /**
@@ -657,12 +657,12 @@ export interface ListLeadsQuery {
 export interface GetFinanceSummaryQuery {
   /**
    * a date YYYY-MM-DD (from the start of that day in the school time zone) or an RFC 3339 date-time with offset; inclusive
-   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2}))?$`
+   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2}))?$`
    */
   period_from: string;
   /**
    * a date YYYY-MM-DD (to the end of that day in the school time zone) or an RFC 3339 date-time with offset; inclusive
-   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2}))?$`
+   * pattern: `^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2}))?$`
    */
   period_to: string;
 }

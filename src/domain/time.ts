@@ -94,6 +94,19 @@ function fractionMs(text: string): number {
   return /[1-9]/.test(text.slice(4)) ? ms + 0.5 : ms;
 }
 
+/**
+ * Orders two date-times that parseDateTime puts in the same millisecond by the digits of
+ * their fractions past the third (an offset moves whole minutes, so those digits alone
+ * decide): negative, zero or positive as `a` is before, at or after `b`.
+ */
+export function compareWithinMillisecond(a: string, b: string): number {
+  const beyond = (text: string) => /\.\d{3}(\d*)/.exec(text)?.[1] ?? '';
+  const [x, y] = [beyond(a), beyond(b)];
+  const width = Math.max(x.length, y.length);
+  const [px, py] = [x.padEnd(width, '0'), y.padEnd(width, '0')];
+  return px < py ? -1 : px > py ? 1 : 0;
+}
+
 /** The first instant of the four-digit years the stored form has, and the first after them. */
 const YEAR_0_MS = utcMs(0, 0, 1);
 export const YEAR_10000_MS = utcMs(10000, 0, 1);

@@ -55,6 +55,12 @@ describe('timestamps in the stored form', () => {
     assert.equal(skipped.from, skipped.until);
     assert.deepEqual(resolvePeriod('2011-12-29', '2011-12-30', 'Pacific/Apia'), { from: '2011-12-29T10:00:00Z', until: '2011-12-30T10:00:00Z' });
     assert.throws(() => resolvePeriod('2011-12-31', '2011-12-30', 'Pacific/Apia'), /period_from/);
+    // Bounds within one millisecond are ordered by all their digits, whatever their offsets.
+    assert.throws(() => resolvePeriod('2026-03-28T22:59:59.99999Z', '2026-03-28T22:59:59.9999Z', 'UTC'), /period_from/);
+    assert.throws(() => resolvePeriod('2026-03-29T01:59:59.1230001+03:00', '2026-03-28T22:59:59.123Z', 'UTC'), /period_from/);
+    for (const [from, to] of [['2026-03-28T22:59:59.9999Z', '2026-03-28T22:59:59.99999Z'], ['2026-03-28T22:59:59.1230Z', '2026-03-28T22:59:59.123Z'], ['2026-03-28T22:59:59.1234567891Z', '2026-03-28T22:59:59.1234567891Z']]) {
+      assert.doesNotThrow(() => resolvePeriod(from, to, 'UTC'), `${from} .. ${to}`);
+    }
     assert.equal(normaliseTimestamp('2026-13-01T00:00:00Z'), null);
     assert.equal(normaliseTimestamp('2026-01-01T24:00:00Z'), null);
     assert.equal(normaliseTimestamp('2026-01-01T00:60:00Z'), null);

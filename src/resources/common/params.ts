@@ -8,7 +8,7 @@ import { parseDate, parseDateTime } from '../../domain/time.js';
 import { NOT_A_REAL_DATE } from './period.js';
 import { checked } from './query.js';
 
-export const PERIOD_PATTERN = '^\\d{4}-\\d{2}-\\d{2}([Tt]\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?([Zz]|[+-]\\d{2}:\\d{2}))?$';
+export const PERIOD_PATTERN = '^\\d{4}-\\d{2}-\\d{2}([Tt]\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?([Zz]|[+-]\\d{2}:\\d{2}))?$';
 
 export const MAX_LIMIT = 200;
 export const DEFAULT_LIMIT = 50;

@@ -3,7 +3,7 @@
  * zone) or an RFC 3339 date-time; both bounds inclusive. They become a half-open
  * range of UTC timestamps [from, until) that compares directly with stored text.
  */
-import { formatTimestamp, nextDay, parseDate, parseDateTime, startOfLocalDay, YEAR_10000_MS } from '../../domain/time.js';
+import { compareWithinMillisecond, formatTimestamp, nextDay, parseDate, parseDateTime, startOfLocalDay, YEAR_10000_MS } from '../../domain/time.js';
 import type { Tenant } from '../../domain/tenant.js';
 import { Problem, type InvalidParam } from '../../problems/index.js';
 
@@ -55,7 +55,8 @@ export function resolvePeriod(from: string | undefined, to: string | undefined, 
   if (to !== undefined && end === null) invalid.push({ name: 'period_to', reason: NOT_A_REAL_DATE });
   // Two dates in order are never refused, even when the clocks skipped the days between them.
   const datesInOrder = () => parseDate(from!) !== null && parseDate(to!) !== null && from! <= to!;
-  if (invalid.length === 0 && start !== null && end !== null && start > end && !datesInOrder()) {
+  const after = start !== null && end !== null && (start > end || (start === end && compareWithinMillisecond(from!, to!) > 0));
+  if (invalid.length === 0 && after && !datesInOrder()) {
     invalid.push({ name: 'period_from', reason: 'must not be after period_to' });
   }
   if (invalid.length > 0) throw Problem.invalid(invalid);
