@@ -88,7 +88,7 @@ export interface KeyCard {
   rolled_from: string | null;
   /** A rolled key's end of overlap: it is refused from then on. */
   retires_at: string | null;
-  /** When the key will be revoked as unused if it is not used before (null: it will not be). */
+  /** When the key will be revoked as unused if it is not used before (null: it will not be, or it expires or retires by then). */
   unused_revoke_at: string | null;
 }
 
@@ -126,6 +126,8 @@ function cardOf(row: CardRow, policy: KeyPolicy, now: string): KeyCard {
   if (status === 'active' && unusedAt !== null && unusedAt <= now) return cardOf({ ...row, revoked_at: unusedAt, revoke_reason: 'unused' }, policy, now);
   if (reason === null && status === 'revoked') reason = 'rolled';
   if (reason === null && status === 'expired') reason = 'expired';
+  // A key that expires or retires by then is never revoked as unused.
+  const endsFirst = unusedAt !== null && [row.expires_at, row.retires_at].some((end) => end !== null && end <= unusedAt);
   return {
     id: row.id,
     name: row.name,
@@ -141,7 +143,7 @@ function cardOf(row: CardRow, policy: KeyPolicy, now: string): KeyCard {
     allow: row.allow === null ? null : row.allow.split(','),
     rolled_from: row.rolled_from,
     retires_at: row.retires_at,
-    unused_revoke_at: status === 'active' ? unusedAt : null,
+    unused_revoke_at: status === 'active' && !endsFirst ? unusedAt : null,
   };
 }
 

@@ -168,6 +168,10 @@ describe('key options on the request path', () => {
     const usedCard = (await listKeys(t.store.db, school, { unusedDays: 90 })).find((c) => c.id === used.id)!;
     assert.equal(usedCard.status, 'active');
     assert.ok(usedCard.unused_revoke_at !== null && usedCard.unused_revoke_at > formatTimestamp(Date.now() + 79 * DAY));
+    // A key that expires first is never revoked as unused: no such date is shown.
+    const soon = await keyWith({ expiresAt: formatTimestamp(Date.now() + 3 * DAY) }, school);
+    const soonCard = (await listKeys(t.store.db, school, { unusedDays: 90 })).find((c) => c.id === soon.id)!;
+    assert.deepEqual([soonCard.status, soonCard.unused_revoke_at], ['active', null]);
   });
 
   it('allowlist: 403 address_not_allowed from elsewhere; X-Forwarded-For counts only from a trusted proxy', async () => {
