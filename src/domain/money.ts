@@ -27,3 +27,9 @@ export function parseMoney(text: string): number | null {
 }
 
 export const CURRENCY = /^[A-Z]{3}$/;
+
+/** The ISO 4217 codes in use, as the runtime's ICU knows them (no test or precious-metal codes). */
+const CURRENCIES_IN_USE = new Set(Intl.supportedValuesOf('currency'));
+
+/** Whether `code` is an ISO 4217 currency in use: what a school's money may be kept in. */
+export const isCurrencyInUse = (code: string): boolean => CURRENCIES_IN_USE.has(code);

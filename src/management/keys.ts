@@ -342,6 +342,9 @@ export interface RolledKey {
   old: KeyCard;
 }
 
+/** How a key that ended did, in a sentence about it. */
+const ENDED: Record<RevokeReason, string> = { revoked: 'is revoked', rolled: 'was rolled', expired: 'has expired', unused: 'was revoked as unused' };
+
 /**
  * Rolls a key: a new key with the old one's name, scopes and allowlist (shown once), and
  * the old one revoked after `overlap`. The new key needs a free place among the 10 active
@@ -358,7 +361,7 @@ export async function rollKey(db: Kysely<Database>, keyId: string, overlap: Over
     const place = await placeForKey(trx, before.school_id, now, policy);
     // Read again under the school's lock: the sweep may just have ended it.
     const old = await trx.selectFrom('api_keys').select(CARD_COLUMNS).where('id', '=', keyId).executeTakeFirstOrThrow();
-    if (old.revoked_at !== null) return { ok: false, reason: `key "${keyId}" is revoked; only an active key can be rolled` };
+    if (old.revoked_at !== null) return { ok: false, reason: `key "${keyId}" ${ENDED[(old.revoke_reason ?? 'revoked') as RevokeReason]}; only an active key can be rolled` };
     if (old.retires_at !== null) return { ok: false, reason: `key "${keyId}" was already rolled; it ends at ${old.retires_at}` };
     if (!place.ok) return place;
     const options: KeyOptions = {

@@ -156,6 +156,8 @@ describe('school-data CLI', () => {
     const typed = await json('school', 'create', '--name', 'Typed zone', '--plan', 'VIP', '--timezone', 'europe/MOSCOW');
     assert.equal(typed.timezone, 'Europe/Moscow');
     fails(await cli('school', 'create', '--name', 'X', '--plan', 'VIP', '--id', 'bad id'), /school id/);
+    for (const currency of ['XYZ', 'XXX', 'RU', 'РУБ']) fails(await cli('school', 'create', '--name', 'X', '--plan', 'VIP', '--currency', currency), /ISO 4217 code in use/);
+    assert.equal((await json('school', 'create', '--name', 'Euro', '--plan', 'VIP', '--currency', 'eur')).currency, 'EUR');
     fails(await cli('school', 'create', '--name', 'Again', '--plan', 'VIP', '--id', 'cli-school'), /already exists/);
     fails(await cli('school', 'create', '--plan', 'VIP'), /--name/);
     for (const name of ['Two\nlines', 'Next\u0085line', 'Line\u2028separator', 'Right\u202eto left']) {

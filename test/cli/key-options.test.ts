@@ -104,6 +104,14 @@ describe('school-data key options (CLI)', () => {
     fails(await cli('key', 'roll', '--key', old.id, '--overlap', 'now'), /already rolled/);
     const rolledNow = await json<{ id: string; old_key: { status: string } }>('key', 'roll', '--key', fresh.id, '--overlap', 'now');
     assert.equal(rolledNow.old_key.status, 'revoked');
+    // A key that ended says how.
+    fails(await cli('key', 'roll', '--key', fresh.id, '--overlap', 'now'), /was rolled; only an active key can be rolled/);
+    const ending = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Ending');
+    await store.db.updateTable('api_keys').set({ expires_at: '2020-01-01T00:00:00Z' }).where('id', '=', ending.id).execute();
+    fails(await cli('key', 'roll', '--key', ending.id, '--overlap', 'now'), /has expired; only an active key can be rolled/);
+    const revoked = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Revoked');
+    assert.equal((await cli('key', 'revoke', '--key', revoked.id)).code, 0);
+    fails(await cli('key', 'roll', '--key', revoked.id, '--overlap', '1h'), /is revoked; only an active key can be rolled/);
   });
 
   it('changes a key\'s allowlist, and the audit lists every event with its actor', async () => {
