@@ -64,13 +64,17 @@ const SEVERAL_KEYS = new Problem('unauthorized', 'A request may carry one Author
 });
 const REFUSED_SEVERAL_KEYS: Access = { allowed: false, problem: SEVERAL_KEYS, caller: null, rateLimit: null };
 
+/** What `authorizationOf` gives for a request with more than one Authorization line. */
+export const SEVERAL_AUTHORIZATIONS = Symbol('several Authorization lines');
+
 /**
- * The request's Authorization header for `check`, as a list when the request has more than
- * one line of it (refused: a proxy before us may have read another line than Node keeps).
+ * The request's Authorization header for `check`, or SEVERAL_AUTHORIZATIONS when it has
+ * more than one line of it (refused: a proxy before us may have read another line than
+ * the first, which Node keeps).
  */
-export function authorizationOf(req: IncomingMessage): string | string[] | undefined {
+export function authorizationOf(req: IncomingMessage): string | typeof SEVERAL_AUTHORIZATIONS | undefined {
   const header = req.headers.authorization;
-  return header !== undefined && headerRepeated(req, 'authorization') ? [header] : header;
+  return header !== undefined && headerRepeated(req, 'authorization') ? SEVERAL_AUTHORIZATIONS : header;
 }
 
 /** `make` once per distinct argument; at `bound` entries the cache starts again (a backstop against floods of distinct values). */
@@ -167,7 +171,7 @@ function refusedMethod(method: string): Access {
 /** The decision, at once where every store answered at once (SQLite, the in-memory limiter), else a promise of it. */
 export type AccessCheck = (
   method: string,
-  authorization: string | string[] | undefined,
+  authorization: string | typeof SEVERAL_AUTHORIZATIONS | undefined,
   route: string | undefined,
   isPublic: boolean,
   /** The client: its address (request.ip, trusted proxies applied) is read only for a key with an allowlist. */
@@ -304,7 +308,7 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     // Before the public-path exemption: the OpenAPI document is read-only like the rest.
     if (method !== 'GET' && method !== 'HEAD') return refusedMethod(method);
     if (isPublic) return PUBLIC;
-    if (Array.isArray(authorization)) return REFUSED_SEVERAL_KEYS;
+    if (authorization === SEVERAL_AUTHORIZATIONS) return REFUSED_SEVERAL_KEYS;
     const key = bearerKey(authorization);
     if (key === null) return REFUSED_NO_KEY;
     const found = keys.find(hashKey(key));

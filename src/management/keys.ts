@@ -391,8 +391,7 @@ export async function setAllowlist(db: Kysely<Database>, keyId: string, allow: s
     if ((await sweepKeyIn(trx, keyId, now, policy, schoolId)) === undefined) return { ok: false, reason: `no key with id "${keyId}"` };
     const before = await trx.selectFrom('api_keys').select(['school_id', 'allow', 'revoked_at', 'revoke_reason']).where('id', '=', keyId).executeTakeFirstOrThrow();
     if (before.revoked_at !== null) {
-      const ended = before.revoke_reason === 'revoked' || before.revoke_reason === null ? 'is revoked' : `has ended (${before.revoke_reason})`;
-      return { ok: false, reason: `key "${keyId}" ${ended}; its options can no longer change` };
+      return { ok: false, reason: `key "${keyId}" ${ENDED[(before.revoke_reason ?? 'revoked') as RevokeReason]}; its options can no longer change` };
     }
     if (before.allow === stored) return { ok: true, value: null };
     await trx.updateTable('api_keys').set({ allow: stored }).where('id', '=', keyId).execute();

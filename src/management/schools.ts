@@ -41,7 +41,7 @@ export async function createSchool(db: Kysely<Database>, input: NewSchool): Prom
   const typedCurrency = input.currency ?? 'RUB';
   // Kept in capitals, whatever the case it was typed in (`eur` is EUR).
   const currency = typedCurrency.toUpperCase();
-  if (!isCurrencyInUse(currency)) return fail(`currency must be an ISO 4217 code in use, such as RUB (not "${typedCurrency}")`);
+  if (!/^[a-z]{3}$/i.test(typedCurrency) || !isCurrencyInUse(currency)) return fail(`currency must be an ISO 4217 code in use, such as RUB (not "${typedCurrency}")`);
   const id = input.id ?? `sch_${randomBytes(6).toString('hex')}`;
   if (!ID.test(id)) return fail('school id must be 1-64 characters of A-Z a-z 0-9 _ -');
 

@@ -141,7 +141,7 @@ describe('key options on the request path', () => {
     assert.equal(revoked.value.revoke_reason, 'expired');
     const allowed = await setAllowlist(t.store.db, other.id, ['10.0.0.0/8'], 'director@example.test', { unusedDays: 90 }, school);
     assert.ok(!allowed.ok);
-    assert.match(allowed.reason, /has ended \(expired\); its options can no longer change/);
+    assert.match(allowed.reason, /has expired; its options can no longer change/);
     const row = await t.store.db.selectFrom('api_keys').select(['allow', 'revoke_reason']).where('id', '=', other.id).executeTakeFirstOrThrow();
     assert.deepEqual(row, { allow: null, revoke_reason: 'expired' });
     for (const k of [expired, other]) {

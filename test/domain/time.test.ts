@@ -57,7 +57,10 @@ describe('timestamps in the stored form', () => {
     assert.throws(() => resolvePeriod('2011-12-31', '2011-12-30', 'Pacific/Apia'), /period_from/);
     // Bounds within one millisecond are ordered by all their digits, whatever their offsets.
     assert.throws(() => resolvePeriod('2026-03-28T22:59:59.99999Z', '2026-03-28T22:59:59.9999Z', 'UTC'), /period_from/);
-    assert.throws(() => resolvePeriod('2026-03-29T01:59:59.1230001+03:00', '2026-03-28T22:59:59.123Z', 'UTC'), /period_from/);
+    assert.throws(() => resolvePeriod('2026-03-29T01:59:59.1239+03:00', '2026-03-28T22:59:59.12389Z', 'UTC'), /period_from/);
+    // A date-time in a date's last millisecond is within the date, whatever its digits.
+    assert.doesNotThrow(() => resolvePeriod('2026-03-01T23:59:59.9999Z', '2026-03-01', 'UTC'));
+    assert.throws(() => resolvePeriod('2026-03-02T00:00:00Z', '2026-03-01', 'UTC'), /period_from/);
     for (const [from, to] of [['2026-03-28T22:59:59.9999Z', '2026-03-28T22:59:59.99999Z'], ['2026-03-28T22:59:59.1230Z', '2026-03-28T22:59:59.123Z'], ['2026-03-28T22:59:59.1234567891Z', '2026-03-28T22:59:59.1234567891Z']]) {
       assert.doesNotThrow(() => resolvePeriod(from, to, 'UTC'), `${from} .. ${to}`);
     }
