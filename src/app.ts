@@ -17,7 +17,7 @@ import type { UsageRecorder } from './access/usage.js';
 import type { Config } from './config/index.js';
 import type { Store } from './db/index.js';
 import { answerWriter, dataAnswer, noteArrival, SECURITY_HEADERS, type Answer } from './edge/answer.js';
-import { edgeChecks } from './edge/checks.js';
+import { edgeChecks, edgeRefusal } from './edge/checks.js';
 import { errorAnswer, errorHandler, notFoundHandler } from './edge/errors.js';
 import { COMPRESS_FROM_BYTES } from './edge/encoding.js';
 import { API_PREFIX, underPrefix } from './edge/paths.js';
@@ -115,10 +115,10 @@ export async function buildApp(deps: AppDeps) {
     // new connections are refused by the closed listener, idle ones are closed.
     return503OnClosing: false,
   });
-  // CONNECT, which Node hands to no request handler, gets the API's 405 and its access line as another method's 405 does.
+  // CONNECT, which Node hands to no request handler, is answered as another method is, with its access line.
   app.server.on(
     'connect',
-    connectHandler(SECURITY_HEADERS, (answer, req, startedAt) => {
+    connectHandler(SECURITY_HEADERS, edgeRefusal(config.maxUrlBytes), (answer, req, startedAt) => {
       const { remoteAddress, remotePort } = answer.socket as Socket;
       const responseTime = performance.now() - startedAt;
       unmatched(answer.status, responseTime);

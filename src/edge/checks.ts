@@ -17,18 +17,25 @@ const FRAGMENT = new Problem('invalid_parameter', 'The request target contains "
 
 export function edgeChecks(options: { maxUrlBytes: number; unmatched: ResponseRecorder; send: SendAnswer }) {
   const { maxUrlBytes, unmatched, send } = options;
-  const uriTooLong = new Problem('uri_too_long', `The request URI is over ${maxUrlBytes} bytes.`);
+  const refusal = edgeRefusal(maxUrlBytes);
   return function checkRequest(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
     noteArrival(request, unmatched);
-    const url = request.raw.url ?? '';
-    const problem =
-      url.length > maxUrlBytes ? uriTooLong
-      : request.headers.host === undefined && request.raw.httpVersion === '1.1' ? NO_HOST
-      : headerRepeated(request.raw, 'host') ? HOSTS
-      : url.includes('#') ? FRAGMENT
-      : null;
+    const problem = refusal(request.raw);
     if (problem === null) done();
     else send(reply, problemAnswer(problem, request.id));
+  };
+}
+
+/** What the HTTP layer refuses of a request before anything else is looked at, or null (for CONNECT too: src/edge/raw.ts). */
+export function edgeRefusal(maxUrlBytes: number): (req: IncomingMessage) => Problem | null {
+  const uriTooLong = new Problem('uri_too_long', `The request URI is over ${maxUrlBytes} bytes.`);
+  return (req) => {
+    const url = req.url ?? '';
+    return url.length > maxUrlBytes ? uriTooLong
+      : req.headers.host === undefined && req.httpVersion === '1.1' ? NO_HOST
+      : headerRepeated(req, 'host') ? HOSTS
+      : url.includes('#') ? FRAGMENT
+      : null;
   };
 }
 

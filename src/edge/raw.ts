@@ -123,16 +123,17 @@ const CONNECT_NOT_ALLOWED = methodNotAllowed('CONNECT');
 
 /**
  * Answers CONNECT, which only a proxy supports and Node hands to no request handler: as
- * the app answers any other method, 405 under the API's prefix and 404 elsewhere (a
+ * the app answers any other method, the HTTP layer's refusals first (`refusal`: no Host or
+ * two, a '#', a target too long), then 405 under the API's prefix and 404 elsewhere (a
  * proxy's `host:port` target included), written onto the socket. `observe` gets the
  * answer and the request (its line was read) for its access line.
  */
-export function connectHandler(headers: Record<string, string>, observe: (answer: RawAnswer, req: IncomingMessage, startedAt: number) => void) {
+export function connectHandler(headers: Record<string, string>, refusal: (req: IncomingMessage) => Problem | null, observe: (answer: RawAnswer, req: IncomingMessage, startedAt: number) => void) {
   return function onConnect(req: IncomingMessage, socket: Duplex): void {
     const startedAt = performance.now();
     // The answers to the requests read before it go first (turn-end.ts).
     flushHeldAnswers();
-    const problem = underPrefix(req.url ?? '') ? CONNECT_NOT_ALLOWED : NOT_FOUND;
+    const problem = refusal(req) ?? (underPrefix(req.url ?? '') ? CONNECT_NOT_ALLOWED : NOT_FOUND);
     const requestId = writeRawProblem(socket, problem.status, problem, headers);
     if (requestId !== null) observe({ requestId, status: problem.status, socket }, req, startedAt);
   };

@@ -100,6 +100,13 @@ describe('errors and their precedence', () => {
       assert.deepEqual([logged.req.method, logged.req.url, logged.res.statusCode, logged.msg], ['CONNECT', target, status, 'request completed']);
       assert.equal(typeof logged.responseTime, 'number');
     }
+    // The HTTP layer's refusals come first, as for any other method.
+    for (const request of ['CONNECT /api/public/v1/students HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 'CONNECT /api/public/v1/students#x HTTP/1.1\r\nHost: a\r\n\r\n', 'CONNECT /api/public/v1/students HTTP/1.1\r\n\r\n']) {
+      const outcome = await rawExchange(t.origin, t.ca, request);
+      assert.ok(outcome.kind === 'response', request);
+      assert.equal(outcome.response.status, 400, request);
+      assert.equal((JSON.parse(outcome.response.body) as Problem).code, 'invalid_parameter', request);
+    }
   });
 
   it('401 for a missing, malformed, unknown or revoked key, with WWW-Authenticate', async () => {
