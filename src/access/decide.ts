@@ -49,9 +49,8 @@ type RateLimitHeaders = readonly string[];
 
 // The refusals a flood repeats are made once (a Problem is never changed after it is
 // made), so each refused request does not pay for a new error and its stack trace.
-const UNAUTHORIZED = new Problem('unauthorized', 'A valid API key is required: send the header "Authorization: Bearer <key>".', {
-  headers: { 'WWW-Authenticate': 'Bearer realm="school-data"' },
-});
+const BEARER_CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="school-data"' };
+const UNAUTHORIZED = new Problem('unauthorized', 'A valid API key is required: send the header "Authorization: Bearer <key>".', { headers: BEARER_CHALLENGE });
 const PLAN_REQUIRED = new Problem('plan_required', 'The school\'s plan does not include API access; the Profi and VIP plans do.');
 const RATE_LIMIT_UNAVAILABLE = new Problem('rate_limit_unavailable', 'The rate-limit service is unavailable; try again shortly.', {
   headers: { 'Retry-After': '5' },
@@ -59,9 +58,7 @@ const RATE_LIMIT_UNAVAILABLE = new Problem('rate_limit_unavailable', 'The rate-l
 const ADDRESS_NOT_ALLOWED = new Problem('address_not_allowed', 'This key may not be used from this address; the school\'s director can change the key\'s address list.');
 const PUBLIC: Access = { allowed: true, tenant: null, caller: null, rateLimit: null };
 const REFUSED_NO_KEY: Access = { allowed: false, problem: UNAUTHORIZED, caller: null, rateLimit: null };
-const SEVERAL_KEYS = new Problem('unauthorized', 'A request may carry one Authorization header, not more: send one, "Authorization: Bearer <key>".', {
-  headers: { 'WWW-Authenticate': 'Bearer realm="school-data"' },
-});
+const SEVERAL_KEYS = new Problem('unauthorized', 'A request may carry one Authorization header, not more: send one, "Authorization: Bearer <key>".', { headers: BEARER_CHALLENGE });
 const REFUSED_SEVERAL_KEYS: Access = { allowed: false, problem: SEVERAL_KEYS, caller: null, rateLimit: null };
 
 /** What `authorizationOf` gives for a request with more than one Authorization line. */

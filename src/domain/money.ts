@@ -31,5 +31,11 @@ export const CURRENCY = /^[A-Z]{3}$/;
 /** The ISO 4217 codes in use, as the runtime's ICU knows them (no test or precious-metal codes). */
 const CURRENCIES_IN_USE = new Set(Intl.supportedValuesOf('currency'));
 
-/** Whether `code` is an ISO 4217 currency in use: what a school's money may be kept in. */
-export const isCurrencyInUse = (code: string): boolean => CURRENCIES_IN_USE.has(code);
+/**
+ * The ISO 4217 code in use that `typed` names, in capitals whatever the case it was typed
+ * in (`eur` is EUR), or null: what a school's money may be kept in.
+ */
+export function currencyInUse(typed: string): string | null {
+  const code = typed.toUpperCase();
+  return /^[a-z]{3}$/i.test(typed) && CURRENCIES_IN_USE.has(code) ? code : null;
+}

@@ -342,8 +342,9 @@ export interface RolledKey {
   old: KeyCard;
 }
 
-/** How a key that ended did, in a sentence about it. */
 const ENDED: Record<RevokeReason, string> = { revoked: 'is revoked', rolled: 'was rolled', expired: 'has expired', unused: 'was revoked as unused' };
+/** How a key that ended did, by its stored reason, in a sentence about it. */
+const ended = (reason: string | null): string => ENDED[(reason ?? 'revoked') as RevokeReason];
 
 /**
  * Rolls a key: a new key with the old one's name, scopes and allowlist (shown once), and
@@ -361,7 +362,7 @@ export async function rollKey(db: Kysely<Database>, keyId: string, overlap: Over
     const place = await placeForKey(trx, before.school_id, now, policy);
     // Read again under the school's lock: the sweep may just have ended it.
     const old = await trx.selectFrom('api_keys').select(CARD_COLUMNS).where('id', '=', keyId).executeTakeFirstOrThrow();
-    if (old.revoked_at !== null) return { ok: false, reason: `key "${keyId}" ${ENDED[(old.revoke_reason ?? 'revoked') as RevokeReason]}; only an active key can be rolled` };
+    if (old.revoked_at !== null) return { ok: false, reason: `key "${keyId}" ${ended(old.revoke_reason)}; only an active key can be rolled` };
     if (old.retires_at !== null) return { ok: false, reason: `key "${keyId}" was already rolled; it ends at ${old.retires_at}` };
     if (!place.ok) return place;
     const options: KeyOptions = {
@@ -391,7 +392,7 @@ export async function setAllowlist(db: Kysely<Database>, keyId: string, allow: s
     if ((await sweepKeyIn(trx, keyId, now, policy, schoolId)) === undefined) return { ok: false, reason: `no key with id "${keyId}"` };
     const before = await trx.selectFrom('api_keys').select(['school_id', 'allow', 'revoked_at', 'revoke_reason']).where('id', '=', keyId).executeTakeFirstOrThrow();
     if (before.revoked_at !== null) {
-      return { ok: false, reason: `key "${keyId}" ${ENDED[(before.revoke_reason ?? 'revoked') as RevokeReason]}; its options can no longer change` };
+      return { ok: false, reason: `key "${keyId}" ${ended(before.revoke_reason)}; its options can no longer change` };
     }
     if (before.allow === stored) return { ok: true, value: null };
     await trx.updateTable('api_keys').set({ allow: stored }).where('id', '=', keyId).execute();

@@ -8,7 +8,7 @@ import { announceKeyChanges } from '../db/index.js';
 import { SCHOOL_COLUMNS, type Database, type School } from '../db/schema.js';
 import { isPlan, PLANS, type Plan } from '../domain/enums.js';
 import { ID } from '../domain/ids.js';
-import { isCurrencyInUse } from '../domain/money.js';
+import { currencyInUse } from '../domain/money.js';
 import { isOneLine } from '../domain/text.js';
 import { canonicalTimeZone, nowTimestamp } from '../domain/time.js';
 
@@ -39,9 +39,8 @@ export async function createSchool(db: Kysely<Database>, input: NewSchool): Prom
   const timezone = canonicalTimeZone(typed);
   if (timezone === null) return fail(`unknown time zone "${typed}" (use an IANA name such as Europe/Moscow)`);
   const typedCurrency = input.currency ?? 'RUB';
-  // Kept in capitals, whatever the case it was typed in (`eur` is EUR).
-  const currency = typedCurrency.toUpperCase();
-  if (!/^[a-z]{3}$/i.test(typedCurrency) || !isCurrencyInUse(currency)) return fail(`currency must be an ISO 4217 code in use, such as RUB (not "${typedCurrency}")`);
+  const currency = currencyInUse(typedCurrency);
+  if (currency === null) return fail(`currency must be an ISO 4217 code in use, such as RUB (not "${typedCurrency}")`);
   const id = input.id ?? `sch_${randomBytes(6).toString('hex')}`;
   if (!ID.test(id)) return fail('school id must be 1-64 characters of A-Z a-z 0-9 _ -');
 

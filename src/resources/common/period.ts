@@ -55,11 +55,10 @@ export function resolvePeriod(from: string | undefined, to: string | undefined, 
   if (to !== undefined && end === null) invalid.push({ name: 'period_to', reason: NOT_A_REAL_DATE });
   // Two dates in order are never refused, even when the clocks skipped the days between them.
   const datesInOrder = () => parseDate(from!) !== null && parseDate(to!) !== null && from! <= to!;
-  // A date's end is its last whole millisecond: a date-time within it (`.9999`, read as
-  // that millisecond and a half) is not after it; two date-times in one millisecond are
-  // ordered by all their digits.
-  const toDate = to !== undefined && parseDate(to) !== null;
-  const after = start !== null && end !== null && (toDate ? start >= end + 1 : start > end || (start === end && compareWithinMillisecond(from!, to!) > 0));
+  // Looked at closer only when the start is not before the end (rarely): a date's end is its
+  // last whole millisecond, and a date-time within it (`.9999`, read as that millisecond
+  // and a half) is not after it; two date-times in one millisecond are ordered by all their digits.
+  const after = start !== null && end !== null && start >= end && (parseDate(to!) !== null ? start >= end + 1 : start > end || compareWithinMillisecond(from!, to!) > 0);
   if (invalid.length === 0 && after && !datesInOrder()) {
     invalid.push({ name: 'period_from', reason: 'must not be after period_to' });
   }
