@@ -31,8 +31,9 @@ export function httpsClient(origin: string, ca: string) {
     request(path: string, opts: RequestOptions = {}): Promise<TestResponse> {
       const headers: Record<string, string | string[]> = { ...opts.headers };
       if (opts.key) headers.authorization = `Bearer ${opts.key}`;
-      return new Promise((resolve, reject) => {
-        const req = https.request(`${origin}${path}`, { method: opts.method ?? 'GET', headers, agent }, (res) => {
+      const method = opts.method ?? 'GET';
+      const send = (): Promise<TestResponse> => new Promise((resolve, reject) => {
+        const req = https.request(`${origin}${path}`, { method, headers, agent }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
@@ -42,9 +43,16 @@ export function httpsClient(origin: string, ca: string) {
           });
           res.on('error', reject);
         });
-        req.on('error', reject);
+        req.on('error', (err: NodeJS.ErrnoException) => {
+          // A kept-alive connection the server closed for idling just as this request went
+          // out on it: the server never read it, so a GET or HEAD goes again on a new one
+          // (as Node's documentation advises any client to do).
+          if (req.reusedSocket && err.code === 'ECONNRESET' && (method === 'GET' || method === 'HEAD')) send().then(resolve, reject);
+          else reject(err);
+        });
         req.end();
       });
+      return send();
     },
     close: () => agent.destroy(),
   };
