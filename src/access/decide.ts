@@ -116,8 +116,12 @@ class KeyClock {
   now = '';
   /** A key last used (or, never used, created) at or before this is unused too long; null: never. */
   unusedBefore: string | null = null;
+  /** Whether keys unused too long are refused (SCHOOL_DATA_KEY_UNUSED_DAYS is not 0). */
+  readonly judgesUnused: boolean;
 
-  constructor(private readonly unusedDays: number) {}
+  constructor(private readonly unusedDays: number) {
+    this.judgesUnused = unusedDays > 0;
+  }
 
   tick(): void {
     const second = Math.floor(Date.now() / 1000);
@@ -146,7 +150,7 @@ function callerOf(found: KeyRow): Caller {
 /** Whether a key no longer works: revoked, expired, past its roll's overlap, or unused too long. */
 function ended(found: KeyRow, clock: KeyClock): boolean {
   if (found.revokedAt !== null) return true;
-  if (found.expiresAt === null && found.retiresAt === null && clock.unusedBefore === null) return false;
+  if (found.expiresAt === null && found.retiresAt === null && !clock.judgesUnused) return false;
   clock.tick();
   if (found.expiresAt !== null && found.expiresAt <= clock.now) return true;
   if (found.retiresAt !== null && found.retiresAt <= clock.now) return true;

@@ -157,6 +157,14 @@ describe('key options on the request path', () => {
     const old = formatTimestamp(Date.now() - 91 * DAY);
     await t.store.db.updateTable('api_keys').set({ created_at: old }).where('id', 'in', [never.id, used.id]).execute();
     await t.store.db.updateTable('api_keys').set({ last_used_at: formatTimestamp(Date.now() - 10 * DAY) }).where('id', '=', used.id).execute();
+    // First through an instance that has checked no key with an end date yet: the rule
+    // holds from its first request, not from the first request of a key that expires.
+    const untouched = await startTestApp({ store: t.store });
+    try {
+      assert.equal((await untouched.request('/api/public/v1/students', { key: never.key })).status, 401);
+    } finally {
+      await untouched.close();
+    }
     assert.equal((await t.request('/api/public/v1/students', { key: never.key })).status, 401);
     assert.equal((await t.request('/api/public/v1/students', { key: used.key })).status, 200);
     const card = (await listKeys(t.store.db, school, { unusedDays: 90 })).find((c) => c.id === never.id)!;
