@@ -9,6 +9,7 @@ import { ConfigError, type Config } from '../config/index.js';
 import { isDiskFull, isStoreRefusingConnection, isStoreUnavailable, StoreNewerError } from '../db/index.js';
 import { PLANS } from '../domain/enums.js';
 import { KEY_SCOPES } from '../domain/scopes.js';
+import { redactKeys } from '../ops/request-log.js';
 import { packageVersion } from '../version.js';
 import { CliError, contextFor, createOutput, RUN } from './context.js';
 
@@ -219,10 +220,11 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof CommanderError) {
       // --help and --version end here too, with exit code 0.
       if (err.exitCode === 0) return 0;
-      process.stderr.write(`school-data: ${usageError(program, args, err)}\n`);
+      process.stderr.write(`school-data: ${redactKeys(usageError(program, args, err))}\n`);
       return 2;
     }
-    process.stderr.write(`school-data: ${describeError(err, dataDir)}\n`);
+    // A key pasted where an id or a name was asked for is not echoed to the terminal (or a job's log).
+    process.stderr.write(`school-data: ${redactKeys(describeError(err, dataDir))}\n`);
     return err instanceof CliError ? err.exitCode : 1;
   }
 }

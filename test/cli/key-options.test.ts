@@ -77,6 +77,13 @@ describe('school-data key options (CLI)', () => {
       assert.match(r.stderr, /\(see npx school-data key allow --help\)$/m);
     }
     fails(await cli('key', 'log', '--key', 'key_nope'), /no key/);
+    // A key's value pasted where its id is asked for is not echoed to the terminal or a job's log.
+    const pasted = `service_pk_${'ab12'.repeat(8)}`;
+    for (const command of [['key', 'revoke', '--key', pasted], ['key', 'roll', '--key', pasted, '--overlap', 'now'], ['key', 'log', '--key', pasted], ['key', 'list', '--school', pasted]]) {
+      const r = await cli(...command);
+      fails(r, /\[redacted-key\]/);
+      assert.ok(!r.stderr.includes(pasted.slice(11)), r.stderr);
+    }
     fails(await cli('audit', 'list', '--school', 'nope'), /no school/);
     fails(await cli('audit', 'list', '--school', 'ko-school', '--key', 'key_nope'), /no key/);
     // An option given empty (a script's unset variable) is not "no limit" on the command line.
