@@ -132,6 +132,8 @@ export class UsageRecorder {
   private prunedAt = 0;
   private requestsWrittenAt = 0;
   private closing = false;
+  /** Whether the last flush failed (what close() waits on: the store's state is not known after a flush with nothing to write). */
+  private lastFlushFailed = false;
 
   /** The recorder of a store and its limiter: usage goes through the limiter's service when it is shared (Redis). */
   static async open(db: Kysely<Database>, log: Logger, flushMs: number, limiter: RateLimiter): Promise<UsageRecorder> {
@@ -186,26 +188,30 @@ export class UsageRecorder {
 
   private async write(): Promise<void> {
     try {
-      // Counts first: a request seen in a key's log is on its counter too.
-      await this.writeLocal();
-      if (this.shared) await this.moveSharedOrNote(this.shared);
+      // Counts first: a request seen in a key's log is on its counter too. Each step says
+      // whether it used the store: a flush with nothing to write says nothing of the store,
+      // and is not taken as the store working again.
+      let used = await this.writeLocal();
+      if (this.shared) used = (await this.moveSharedOrNote(this.shared)) || used;
       // The request log at most every REQUEST_LOG_FLUSH_MS: its rows are written and pruned
       // per key, and under load that is 100 rows a key each time, however often it runs.
       if (Date.now() - this.requestsWrittenAt >= REQUEST_LOG_FLUSH_MS || this.closing) {
         this.requestsWrittenAt = Date.now();
-        await this.writeRequests();
+        used = (await this.writeRequests()) || used;
       }
-      await this.prune();
-      this.flushes.answered();
+      used = (await this.prune()) || used;
+      if (used) this.flushes.answered();
+      this.lastFlushFailed = false;
     } catch (err) {
+      this.lastFlushFailed = true;
       // Retried at the next flush; the store's outage itself is logged by the request path's state.
       this.flushes.failedBeside(err, 'usage flush');
     }
   }
 
-  /** The counts of this process's memory, in one transaction; kept for the next flush if it fails. */
-  private async writeLocal(): Promise<void> {
-    if (this.pending.size === 0) return;
+  /** The counts of this process's memory, in one transaction; kept for the next flush if it fails. Whether there were any. */
+  private async writeLocal(): Promise<boolean> {
+    if (this.pending.size === 0) return false;
     const batch = this.pending;
     this.pending = new Map();
     try {
@@ -222,6 +228,7 @@ export class UsageRecorder {
       }
       throw err;
     }
+    return true;
   }
 
   /**
@@ -232,8 +239,8 @@ export class UsageRecorder {
    * table holds at most KEY_REQUESTS_KEPT rows a key and a busy log leaves no dead rows
    * behind for the database to clear.
    */
-  private async writeRequests(): Promise<void> {
-    if (this.requests.size === 0) return;
+  private async writeRequests(): Promise<boolean> {
+    if (this.requests.size === 0) return false;
     const logs = [...this.requests];
     this.requests = new Map();
     for (let i = 0; i < logs.length; i += KEYS_PER_WRITE) {
@@ -253,25 +260,30 @@ export class UsageRecorder {
         throw err;
       }
     }
+    return true;
   }
 
-  /** moveShared; Redis failing is noted on its own state, and the flush goes on. */
-  private async moveSharedOrNote(shared: SharedUsage): Promise<void> {
+  /** moveShared; Redis failing is noted on its own state, and the flush goes on. Whether the store was used. */
+  private async moveSharedOrNote(shared: SharedUsage): Promise<boolean> {
     try {
-      await this.moveShared(shared);
+      const used = await this.moveShared(shared);
       this.moves.answered();
+      return used;
     } catch (err) {
       if (!(err instanceof SharedUsageUnavailable)) throw err;
       this.moves.failedBeside(err.cause, 'usage move');
+      return false;
     }
   }
 
-  /** Claims what waits in Redis (and batches left by others) and applies each batch once. */
-  private async moveShared(shared: SharedUsage): Promise<void> {
+  /** Claims what waits in Redis (and batches left by others) and applies each batch once. Whether a batch reached the store. */
+  private async moveShared(shared: SharedUsage): Promise<boolean> {
     const ids = await onShared(shared.claim(randomUUID(), BATCH_LEASE_MS));
+    let used = false;
     for (const id of ids) {
       const usage = await onShared(shared.read(id));
       if (usage.size > 0) {
+        used = true;
         await this.db.transaction().execute(async (trx) => {
           const fresh = await trx.insertInto('usage_batches').values({ id, applied_at: formatTimestamp(Date.now()) }).onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
           // Applied already, by another instance or by this one before a failed release.
@@ -281,15 +293,17 @@ export class UsageRecorder {
       }
       await onShared(shared.release(id));
     }
+    return used;
   }
 
-  /** Days past KEY_DAYS_KEPT and old batch ids, once an hour. */
-  private async prune(): Promise<void> {
+  /** Days past KEY_DAYS_KEPT and old batch ids, once an hour. Whether it ran. */
+  private async prune(): Promise<boolean> {
     const now = Date.now();
-    if (now - this.prunedAt < PRUNE_EVERY_MS) return;
+    if (now - this.prunedAt < PRUNE_EVERY_MS) return false;
     this.prunedAt = now;
     await this.db.deleteFrom('key_days').where('day', '<', utcDay(now - KEY_DAYS_KEPT * 86_400_000)).execute();
     await this.db.deleteFrom('usage_batches').where('applied_at', '<', formatTimestamp(now - APPLIED_KEPT_MS)).execute();
+    return true;
   }
 
   /**
@@ -307,12 +321,12 @@ export class UsageRecorder {
     await this.flushing;
     for (let attempt = 0; attempt < 5; attempt++) {
       await this.flush();
-      if (this.pending.size === 0 && this.requests.size === 0 && !this.flushes.down && !this.moves.down) return;
+      if (this.pending.size === 0 && this.requests.size === 0 && !this.lastFlushFailed && !this.moves.down) return;
       const pause = 200 * (attempt + 1);
       if (performance.now() + pause - started >= CLOSE_RETRIES_MS) break;
       await new Promise((r) => setTimeout(r, pause));
     }
-    if (this.pending.size > 0 || this.requests.size > 0 || this.flushes.down) {
+    if (this.pending.size > 0 || this.requests.size > 0 || this.lastFlushFailed) {
       this.log.error({ keys: this.pending.size, requestLogs: this.requests.size }, 'usage counts could not be written before shutdown');
     } else {
       this.log.warn('usage waiting in Redis was not moved before shutdown: it stays there, and any instance moves it once Redis answers');
