@@ -11,6 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { ResponseRecorder } from '../ops/metrics.js';
+import { withoutPort } from '../domain/addresses.js';
 import type { AccessLog, Caller, KeyRequest } from '../ops/request-log.js';
 import { PROBLEM_CONTENT_TYPE, type Problem } from '../problems/index.js';
 import { chosenEncoding, COMPRESS_FROM_BYTES, encoded, type KeptBody } from './encoding.js';
@@ -205,7 +206,7 @@ export function noteArrival(request: FastifyRequest, unmatched: ResponseRecorder
 /** The client's address as Fastify sees it (the trusted proxies' setting applied); '' when the connection is already gone. */
 function clientAddress(request: Exchange): string {
   try {
-    return request.ip ?? '';
+    return withoutPort(request.ip ?? '');
   } catch {
     return '';
   }

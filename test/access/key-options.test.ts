@@ -193,11 +193,17 @@ describe('key options on the request path', () => {
     assert.deepEqual([direct.headers.ratelimit, direct.headers['ratelimit-policy']], [undefined, undefined]);
     assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '203.0.113.7' } })).status, 200);
     assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '10.20.30.40' } })).status, 200);
+    // A proxy that writes the client's port too (some load balancers do): the address is what counts.
+    const withPort = await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '203.0.113.7:51234' } });
+    assert.equal(withPort.status, 200);
+    assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '198.51.100.1:443' } })).status, 403);
     const refused = await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '198.51.100.1' } });
     assert.equal(refused.status, 403);
     // The access line names the client the trusted proxy reports, as the key's request log does.
-    const line = proxied.logs.join('').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { requestId?: string; req?: { remoteAddress?: string } }).find((l) => l.requestId === refused.headers['x-request-id']);
-    assert.equal(line?.req?.remoteAddress, '198.51.100.1');
+    const addressLogged = (res: { headers: Record<string, unknown> }) =>
+      proxied.logs.join('').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { requestId?: string; req?: { remoteAddress?: string } }).find((l) => l.requestId === res.headers['x-request-id'])?.req?.remoteAddress;
+    assert.equal(addressLogged(refused), '198.51.100.1');
+    assert.equal(addressLogged(withPort), '203.0.113.7');
     // A bad key is 401 whatever the address; the allowlist comes after the key.
     assert.equal((await t.request('/api/public/v1/students', { key: w.revokedKey })).status, 401);
     // A change takes effect on the next request.

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/index.js';
-import { parseAllowlist } from '../../src/domain/addresses.js';
+import { parseAllowlist, withoutPort } from '../../src/domain/addresses.js';
 
 describe('address allowlists as typed', () => {
   it('keeps addresses and ranges whose address is the range\'s first, in their stored form', () => {
@@ -22,6 +22,23 @@ describe('address allowlists as typed', () => {
       assert.ok(!parsed.ok, typed);
       const address = typed.slice(0, typed.indexOf('/'));
       assert.equal(parsed.reason, `allow entry "${typed}" has address bits past its /${typed.slice(typed.indexOf('/') + 1)}: write ${range} for the range, or ${address} alone for the one address`);
+    }
+  });
+
+  it('reads a client address a proxy wrote with its port without it, and leaves any other text as it is', () => {
+    for (const [reported, address] of [
+      ['203.0.113.7:1234', '203.0.113.7'],
+      ['[2001:db8::1]:443', '2001:db8::1'],
+      ['[2001:db8::1]', '2001:db8::1'],
+      ['203.0.113.7', '203.0.113.7'],
+      ['2001:db8::1', '2001:db8::1'],
+      ['::ffff:203.0.113.7', '::ffff:203.0.113.7'],
+      ['999.0.113.7:80', '999.0.113.7:80'],
+      ['[not-an-address]:80', '[not-an-address]:80'],
+      ['garbage', 'garbage'],
+      ['', ''],
+    ] as const) {
+      assert.equal(withoutPort(reported), address, reported);
     }
   });
 
