@@ -222,6 +222,8 @@ class Lines {
   private column = 0;
 
   next(piece: Buffer): void {
+    // The file's byte order mark is no character of its first line (as an editor shows it).
+    if (this.end === 0 && piece[0] === 0xef && piece[1] === 0xbb && piece[2] === 0xbf) this.column = -1;
     this.pieces.push({ offset: this.end, bytes: piece, line: this.line, column: this.column });
     this.end += piece.length;
     const last = piece.lastIndexOf(10);

@@ -64,10 +64,11 @@ describe('school-data import (the CLI)', () => {
       [bytes('{"x": "', [0xc0, 0xaf], '"}'), /not UTF-8 text at line 1, column 8/],
       ['{\n  "students": [\n    {"id": "st-1",, "full_name": "x"}\n  ]\n}', /not valid JSON at line 3, column 19: unexpected ","$/],
       ['{"students": [', /not valid JSON at line 1, column 15: unexpected end of the file$/],
-      // Counted from the file's first byte, its byte order mark included, whether the parser
-      // or the tokenizer finds what is wrong.
+      // After a byte order mark, whether the parser or the tokenizer finds what is wrong.
       [bytes([0xef, 0xbb, 0xbf], '{\n "students": [\n {"id": "st-1",, "x": 1}]}'), /not valid JSON at line 3, column 16: unexpected ","$/],
       [bytes([0xef, 0xbb, 0xbf], '{\n"a": x, "b": 1}'), /not valid JSON at line 2, column 6: unexpected "x"$/],
+      // The mark is no character of the first line.
+      [bytes([0xef, 0xbb, 0xbf], '{"branches": x}'), /not valid JSON at line 1, column 14: unexpected "x"$/],
       // A record longer than any valid one is refused before it is held whole.
       [`{"branches": [{"id": "b0", "name": "Zero"},\n {"id": "b1", "name": "${'x'.repeat(1_100_000)}"}]}`, /line 2, column 2: the record that begins there takes more than 1 MiB of the file, which no record of the format does$/],
       ['{\n "branches": [{"id": "Ыы", "name": tru}]}', /not valid JSON at line 2, column 39: unexpected "}"$/],
