@@ -190,7 +190,12 @@ describe('the changes feed', () => {
     const { cursor } = await readAll(w.b.key);
     // A's own cursor, made up to name a resource the feed does not have.
     const [version, tag, seq, stamp] = Buffer.from((await readAll(w.a.key)).cursor, 'base64url').toString('latin1').split('.');
-    const madeUp = ['aaa', 'zz', 'branches'].map((resource) => Buffer.from(`${version}.${tag}.${seq}.${stamp}.${resource}.x`).toString('base64url'));
+    const madeUp = [
+      ...['aaa', 'zz', 'branches'].map((resource) => `${version}.${tag}.${seq}.${stamp}.${resource}.x`),
+      // A seq written with a leading zero, and the start (seq 0) with a batch's stamp.
+      `${version}.${tag}.0${seq}.${stamp}`,
+      `${version}.${tag}.0.${stamp}`,
+    ].map((text) => Buffer.from(text).toString('base64url'));
     for (const bad of ['nope', 'MS4xLjE', Buffer.from('2.x.1').toString('base64url'), cursor, ...madeUp]) {
       const res = await t.request(`/api/public/v1/changes?after=${bad}`, { key: w.a.key });
       assert.equal(res.status, 400, bad);

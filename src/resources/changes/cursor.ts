@@ -53,7 +53,9 @@ export function readCursor(cursor: string): ReadCursor | null {
   if (version === '1' && (parts.length === 3 || parts.length === 5)) parts.splice(3, 0, '');
   else if (version !== '2' || (parts.length !== 4 && parts.length !== 6)) return null;
   const [, tag, seqText, stampText, resource, id] = parts;
-  if (!/^[0-9]{1,15}$/.test(seqText!) || !/^[A-Za-z0-9_-]{0,16}$/.test(stampText!)) return null;
+  // As encodeCursor writes them: a seq without leading zeros, and the start (seq 0, before
+  // every batch) without a stamp.
+  if (!/^(?:0|[1-9][0-9]{0,14})$/.test(seqText!) || !/^[A-Za-z0-9_-]{0,16}$/.test(stampText!) || (seqText === '0' && stampText !== '')) return null;
   const place = { seq: Number(seqText), ...(version === '2' ? { stamp: stampText! } : {}) };
   if (resource === undefined) return { text: cursor, tag: tag!, place: { ...place, resource: END, id: '' } };
   if (!(LIST_TABLES as readonly string[]).includes(resource) || !/^[A-Za-z0-9_-]{1,64}$/.test(id!)) return null;
