@@ -114,6 +114,8 @@ interface SchoolChecks {
 
 /** Schools per script call at most; more in one turn go out in further calls at once. */
 const MAX_SCHOOLS_PER_CALL = 500;
+/** The key the readiness probe writes (one for every deployment sharing the Redis: its value says nothing). */
+const READY_PROBE = 'school-data:ready-probe';
 /** Marks of answered calls removed by one call at most (the rest by the next ones). */
 const MAX_MARKS_REMOVED = 64;
 
@@ -358,11 +360,14 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
-  /** Whether Redis answers now; like a request, waits for a connection still being made. */
+  /**
+   * Whether Redis takes a write now, as every check needs (a PING is answered by a Redis out
+   * of memory that refuses them); like a request, waits for a connection still being made.
+   */
   async ping(): Promise<boolean> {
     try {
       await this.whenReady();
-      return (await this.timed(this.redis.ping())) === 'PONG';
+      return (await this.timed(this.redis.set(READY_PROBE, '1', 'PX', 60_000))) === 'OK';
     } catch {
       return false;
     }
