@@ -236,8 +236,8 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
   function unavailable(error: unknown, caller: Caller): Access {
     if (!(error instanceof RateLimiterUnavailable)) throw error;
     rateLimiter.refused(error);
-    // Not recorded in Redis, or not known to be: counted here, or once Redis says it was not.
-    if (shared !== null) usage.recordUnanswered(caller.keyId, error);
+    // Not recorded in Redis (as far as this process knows): counted here instead.
+    if (shared !== null) usage.record(caller.keyId);
     return { allowed: false, problem: RATE_LIMIT_UNAVAILABLE, caller, rateLimit: null };
   }
 
@@ -261,8 +261,8 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     }
     return shared.record(keyId).then(
       () => refused,
-      (failure: unknown) => {
-        usage.recordUnanswered(keyId, failure);
+      () => {
+        usage.record(keyId);
         return refused;
       },
     );

@@ -16,7 +16,7 @@ import type { Database, KeyRequestsTable } from '../db/schema.js';
 import { formatTimestamp } from '../domain/time.js';
 import { DependencyState } from '../ops/dependency.js';
 import { redactKeys, type KeyRequest } from '../ops/request-log.js';
-import { RateLimiterUnavailable, utcDay, type KeyUsage, type RateLimiter, type SharedUsage } from './ratelimit/index.js';
+import { utcDay, type KeyUsage, type RateLimiter, type SharedUsage } from './ratelimit/index.js';
 
 /** Requests kept per key in its request log. */
 export const KEY_REQUESTS_KEPT = 100;
@@ -126,12 +126,6 @@ export class UsageRecorder {
   /** Whether moving the shared usage out of Redis fails, likewise (it does not stop the rest of a flush). */
   private readonly moves: DependencyState;
   private pending = new Map<string, KeyUsage>();
-  /**
-   * Usage of requests whose call to the shared usage got no answer, by the call's mark:
-   * Redis may have recorded it or not. Settled at the next flush Redis answers (settle),
-   * then counted here only if it was not.
-   */
-  private unsure = new Map<string, Map<string, KeyUsage>>();
   private requests = new Map<string, WaitingRequests>();
   private timer: NodeJS.Timeout | null;
   private flushing: Promise<void> | null = null;
@@ -163,22 +157,15 @@ export class UsageRecorder {
 
   /** Counts one request of `keyId` in this process's memory (see the header for when). */
   record(keyId: string): void {
-    addUse(this.pending, keyId, Date.now());
-  }
-
-  /**
-   * Counts one request of `keyId` whose usage the shared service was to record, and whose
-   * call failed (`failure`): here when the call was not sent, else once its fate is known.
-   */
-  recordUnanswered(keyId: string, failure: unknown): void {
-    const mark = failure instanceof RateLimiterUnavailable ? failure.usageMark : undefined;
-    if (mark === undefined || this.shared === null) {
-      this.record(keyId);
-      return;
+    const now = Date.now();
+    const day = utcDay(now);
+    const entry = this.pending.get(keyId);
+    if (entry) {
+      entry.days.set(day, (entry.days.get(day) ?? 0) + 1);
+      entry.lastUsedAt = now;
+    } else {
+      this.pending.set(keyId, { lastUsedAt: now, days: new Map([[day, 1]]) });
     }
-    let usage = this.unsure.get(mark);
-    if (usage === undefined) this.unsure.set(mark, (usage = new Map<string, KeyUsage>()));
-    addUse(usage, keyId, Date.now());
   }
 
   /** Notes an answered request of a key for its request log; only the last KEY_REQUESTS_KEPT per key wait for the flush. */
@@ -201,7 +188,6 @@ export class UsageRecorder {
 
   private async write(): Promise<void> {
     try {
-      if (this.shared && this.unsure.size > 0) await this.settleOrNote(this.shared);
       // Counts first: a request seen in a key's log is on its counter too. Each step says
       // whether it used the store: a flush with nothing to write says nothing of the store,
       // and is not taken as the store working again.
@@ -232,7 +218,14 @@ export class UsageRecorder {
       await this.db.transaction().execute((trx) => applyUsage(trx, batch));
     } catch (err) {
       // Merged into what arrived meanwhile and retried.
-      mergeUsage(this.pending, batch);
+      for (const [id, entry] of batch) {
+        const now = this.pending.get(id);
+        if (!now) this.pending.set(id, entry);
+        else {
+          for (const [day, n] of entry.days) now.days.set(day, (now.days.get(day) ?? 0) + n);
+          if (entry.lastUsedAt > now.lastUsedAt) now.lastUsedAt = entry.lastUsedAt;
+        }
+      }
       throw err;
     }
     return true;
@@ -268,27 +261,6 @@ export class UsageRecorder {
       }
     }
     return true;
-  }
-
-  /**
-   * Asks Redis which unanswered calls recorded their usage; the usage of those that did not
-   * is counted here. Redis failing is noted, and they wait for the next flush.
-   */
-  private async settleOrNote(shared: SharedUsage): Promise<void> {
-    const marks = [...this.unsure.keys()];
-    let notRecorded: boolean[];
-    try {
-      notRecorded = await onShared(shared.settle(marks));
-    } catch (err) {
-      if (!(err instanceof SharedUsageUnavailable)) throw err;
-      this.moves.failedBeside(err.cause, 'usage move');
-      return;
-    }
-    marks.forEach((mark, i) => {
-      const usage = this.unsure.get(mark)!;
-      this.unsure.delete(mark);
-      if (notRecorded[i]) mergeUsage(this.pending, usage);
-    });
   }
 
   /** moveShared; Redis failing is noted on its own state, and the flush goes on. Whether the store was used. */
@@ -335,20 +307,6 @@ export class UsageRecorder {
   }
 
   /**
-   * At a stop with Redis silent, the usage of calls it did not answer is counted here: a
-   * request counted twice (when Redis did record it) rather than lost.
-   */
-  private countUnsureHere(): void {
-    let requests = 0;
-    for (const usage of this.unsure.values()) {
-      for (const u of usage.values()) for (const n of u.days.values()) requests += n;
-      mergeUsage(this.pending, usage);
-    }
-    this.unsure.clear();
-    this.log.warn({ requests }, 'usage of requests Redis did not answer for is counted by this instance: any that Redis recorded count twice');
-  }
-
-  /**
    * Stops the timer and writes everything still pending, retrying briefly: up to five tries,
    * none begun CLOSE_RETRIES_MS after the close began, so a stop while a store is silent ends
    * within a service manager's usual grace period.
@@ -362,9 +320,8 @@ export class UsageRecorder {
     // counted there: the flushes below start after it, so they move those too.
     await this.flushing;
     for (let attempt = 0; attempt < 5; attempt++) {
-      if (attempt > 0 && this.unsure.size > 0 && this.moves.down) this.countUnsureHere();
       await this.flush();
-      if (this.pending.size === 0 && this.requests.size === 0 && this.unsure.size === 0 && !this.lastFlushFailed && !this.moves.down) return;
+      if (this.pending.size === 0 && this.requests.size === 0 && !this.lastFlushFailed && !this.moves.down) return;
       const pause = 200 * (attempt + 1);
       if (performance.now() + pause - started >= CLOSE_RETRIES_MS) break;
       await new Promise((r) => setTimeout(r, pause));
@@ -373,30 +330,6 @@ export class UsageRecorder {
       this.log.error({ keys: this.pending.size, requestLogs: this.requests.size }, 'usage counts could not be written before shutdown');
     } else {
       this.log.warn('usage waiting in Redis was not moved before shutdown: it stays there, and any instance moves it once Redis answers');
-    }
-  }
-}
-
-/** One use of `keyId` at `now` (epoch ms) added to `usage`. */
-function addUse(usage: Map<string, KeyUsage>, keyId: string, now: number): void {
-  const day = utcDay(now);
-  const entry = usage.get(keyId);
-  if (entry) {
-    entry.days.set(day, (entry.days.get(day) ?? 0) + 1);
-    entry.lastUsedAt = now;
-  } else {
-    usage.set(keyId, { lastUsedAt: now, days: new Map([[day, 1]]) });
-  }
-}
-
-/** `from`'s usage added to `into`'s. */
-function mergeUsage(into: Map<string, KeyUsage>, from: Map<string, KeyUsage>): void {
-  for (const [id, entry] of from) {
-    const now = into.get(id);
-    if (!now) into.set(id, entry);
-    else {
-      for (const [day, n] of entry.days) now.days.set(day, (now.days.get(day) ?? 0) + n);
-      if (entry.lastUsedAt > now.lastUsedAt) now.lastUsedAt = entry.lastUsedAt;
     }
   }
 }

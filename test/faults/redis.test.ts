@@ -9,7 +9,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Fastify from 'fastify';
 import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
-import { createKey } from '../../src/management/keys.js';
 import { opsPlugin } from '../../src/ops/health.js';
 import { ApiMetrics } from '../../src/ops/metrics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -123,54 +122,6 @@ describe('Redis failing under load', { skip: REDIS_ONLY }, () => {
     }
     await assertRecovers();
   });
-
-  /** A key's request count, once it has held still for half a second (usage is flushed every 200 ms). */
-  async function settledCount(keyId: string): Promise<number> {
-    const read = async () => Number((await t.store.db.selectFrom('api_keys').select('request_count').where('id', '=', keyId).executeTakeFirstOrThrow()).request_count);
-    let last = await read();
-    for (let i = 0; i < 40; i++) {
-      await new Promise((r) => setTimeout(r, 500));
-      const now = await read();
-      if (now === last) return now;
-      last = now;
-    }
-    return last;
-  }
-
-  for (const [fate, heal] of [
-    ['reaches Redis once the path heals', () => proxy.setMode('forward')],
-    [
-      'is lost with the connection',
-      async () => {
-        proxy.cut();
-        await proxy.setMode('forward');
-      },
-    ],
-  ] as const) {
-    it(`a request refused while Redis is silent counts once on its key's card: its call ${fate}`, async () => {
-      // A key of its own: no usage of the tests before (a batch of theirs may wait out its lease in Redis).
-      const created = await createKey(t.store.db, w.a.id, `silent ${fate}`);
-      assert.ok(created.ok);
-      const key = created.value;
-      const ask = () => withDeadline(t.request('/api/public/v1/students?limit=1', { key: key.key }), 10_000, 'a request');
-      await proxy.setMode('blackhole');
-      let sent = 1;
-      try {
-        assertFailsClosed(await ask());
-      } finally {
-        await heal();
-      }
-      // Until one passes: each request, passed or refused, counts once.
-      const deadline = Date.now() + 10_000;
-      while ((await ask()).status !== 200) {
-        sent += 1;
-        assert.ok(Date.now() < deadline, 'requests did not recover');
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      sent += 1;
-      assert.equal(await settledCount(key.id), sent);
-    });
-  }
 
   it('blackholed: 503 within the bound, normal once the path is open again', async () => {
     await proxy.setMode('blackhole');

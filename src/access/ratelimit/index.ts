@@ -39,12 +39,6 @@ export interface SharedUsage {
   read(id: string): Promise<Map<string, KeyUsage>>;
   /** Forgets a batch that is applied. */
   release(id: string): Promise<void>;
-  /**
-   * For each call that got no answer (its RateLimiterUnavailable's `usageMark`), whether the
-   * usage it carried was not recorded: true when it was not, and now never will be (it is
-   * to be counted by the caller), false when it was.
-   */
-  settle(marks: string[]): Promise<boolean[]>;
 }
 
 export interface RateLimiter {
@@ -77,11 +71,6 @@ export interface RateLimiter {
 
 export class RateLimiterUnavailable extends Error {
   override name = 'RateLimiterUnavailable';
-  /**
-   * Set when a call carrying usage was sent and got no answer: the service may have
-   * recorded that usage or not (SharedUsage.settle says which, once it answers).
-   */
-  usageMark: string | undefined;
 }
 
 /** The UTC day (`YYYY-MM-DD`) of an epoch-millisecond time; the text is made once a day. */

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
 import type { Redis } from 'ioredis';
@@ -11,8 +10,7 @@ import { decide, RateLimiterUnavailable, utcDay, WINDOW_SECONDS, type KeyUsage, 
  * `...:pending`, fields `c|<key id>|<day>` (requests of the key on that UTC day) and
  * `t|<key id>` (its last use, epoch ms). A flush renames it to a batch of its own,
  * `...:batch:<batch id>`, noted in the sorted set `...:claimed` (score: when it was
- * claimed) until it is applied and released. `...:call:<id>`: the mark of one call carrying
- * usage (see CONSUME), kept MARK_MS at most.
+ * claimed) until it is applied and released.
  */
 const keysOf = (databaseId: string) => {
   const usage = `school-data:usage:{${databaseId}}`;
@@ -21,37 +19,21 @@ const keysOf = (databaseId: string) => {
     pending: `${usage}:pending`,
     claimed: `${usage}:claimed`,
     batch: (id: string) => `${usage}:batch:${id}`,
-    call: (id: string) => `${usage}:call:${id}`,
   };
 };
 
-/**
- * How long a call's mark lives: far longer than an instance takes to settle a call that got
- * no answer (at its next usage flush once Redis answers again).
- */
-const MARK_MS = 3_600_000;
-
-// One round trip for the checks of a turn, atomic: per school (the last KEYS), count its
+// One round trip for the checks of a turn, atomic: per school (KEYS[2..]), count its
 // requests and start the window's expiry when the counter is new (or, defensively, has
-// none), and record its keys' usage in the usage hash (KEYS[1]). The usage is recorded only
-// when the call's mark (KEYS[2]) is not there yet, and the mark is set: an instance that got
-// no answer sets it itself (settle), and then counts that usage on its own, so it is
-// counted once whichever comes first. KEYS[3..] (ARGV[5] of them): marks of calls that were
-// answered, removed. ARGV: the window (ms), the UTC day, now (epoch ms), the mark's life
-// (ms), the marks removed, then per school: its requests, its number of keys, and that many
+// none), and record its keys' usage in the usage hash (KEYS[1]). ARGV: the window (ms), the
+// UTC day, now (epoch ms), then per school: its requests, its number of keys, and that many
 // pairs of key id and requests. Returns per school the count after its requests and the
 // window's ms left; -1, -1 for a school whose counter refused the increment (its requests
 // fail closed, and their usage is counted by the instance instead).
 const CONSUME = `
-local window, day, now, markMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
--- First: a Redis refusing writes (out of memory) refuses this, and so the whole call; once
--- a script has written (a DEL), Redis lets it write on whatever its memory.
-local recording = redis.call('SET', KEYS[2], '1', 'NX', 'PX', markMs)
-local removed = tonumber(ARGV[5])
-for i = 3, 2 + removed do redis.call('DEL', KEYS[i]) end
+local window, day, now = ARGV[1], ARGV[2], ARGV[3]
 local out = {}
-local a = 6
-for i = 3 + removed, #KEYS do
+local a = 4
+for i = 2, #KEYS do
   local keys = tonumber(ARGV[a + 1])
   local n = redis.pcall('INCRBY', KEYS[i], ARGV[a])
   if type(n) == 'number' then
@@ -60,11 +42,9 @@ for i = 3 + removed, #KEYS do
       redis.call('PEXPIRE', KEYS[i], window)
       ttl = tonumber(window)
     end
-    if recording then
-      for j = a + 2, a + 2 * keys, 2 do
-        redis.call('HINCRBY', KEYS[1], 'c|' .. ARGV[j] .. '|' .. day, ARGV[j + 1])
-        redis.call('HSET', KEYS[1], 't|' .. ARGV[j], now)
-      end
+    for j = a + 2, a + 2 * keys, 2 do
+      redis.call('HINCRBY', KEYS[1], 'c|' .. ARGV[j] .. '|' .. day, ARGV[j + 1])
+      redis.call('HSET', KEYS[1], 't|' .. ARGV[j], now)
     end
     out[#out + 1] = n
     out[#out + 1] = ttl
@@ -77,12 +57,10 @@ end
 return out
 `;
 
-// A request's usage without a rate-limit check (402), under its call's mark (KEYS[2]) as in CONSUME.
+// A request's usage without a rate-limit check (402).
 const RECORD = `
-if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[4]) then
-  redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
-  redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
-end
+redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
 return 1
 `;
 
@@ -103,7 +81,7 @@ return out
 `;
 
 type ConsumeFn = (keyCount: number, ...keysThenArgs: (string | number)[]) => Promise<number[]>;
-type RecordFn = (key: string, mark: string, countField: string, timeField: string, now: number, markMs: number) => Promise<number>;
+type RecordFn = (key: string, countField: string, timeField: string, now: number) => Promise<number>;
 type ClaimFn = (pending: string, claimed: string, batch: string, id: string, leaseMs: number) => Promise<string[]>;
 
 /** A school's checks asked for in one turn, in the order they came, and its keys' requests among them. */
@@ -116,8 +94,6 @@ interface SchoolChecks {
 const MAX_SCHOOLS_PER_CALL = 500;
 /** The key the readiness probe writes (one for every deployment sharing the Redis: its value says nothing). */
 const READY_PROBE = 'school-data:ready-probe';
-/** Marks of answered calls removed by one call at most (the rest by the next ones). */
-const MAX_MARKS_REMOVED = 64;
 
 /** Counters in Redis, shared by every API instance. Fails closed within `timeoutMs`. */
 export class RedisRateLimiter implements RateLimiter {
@@ -131,11 +107,6 @@ export class RedisRateLimiter implements RateLimiter {
   private scheduled = false;
   /** Script calls sent and not answered yet. */
   private sent = 0;
-  /** This instance's calls are named `<prefix>.<n>`: their marks (see CONSUME). */
-  private readonly callPrefix = randomBytes(8).toString('hex');
-  private calls = 0;
-  /** Marks of calls answered, removed by the next check's call. */
-  private answeredMarks: string[] = [];
 
   get checking(): boolean {
     return this.sent > 0;
@@ -159,7 +130,7 @@ export class RedisRateLimiter implements RateLimiter {
     redis.on('error', () => undefined);
     // The number of keys varies (one counter per school of the turn): given with each call.
     redis.defineCommand('sdConsume', { lua: CONSUME });
-    redis.defineCommand('sdRecord', { numberOfKeys: 2, lua: RECORD });
+    redis.defineCommand('sdRecord', { numberOfKeys: 1, lua: RECORD });
     redis.defineCommand('sdClaim', { numberOfKeys: 3, lua: CLAIM });
     this.redis = redis as Redis & { sdConsume: ConsumeFn; sdRecord: RecordFn; sdClaim: ClaimFn };
   }
@@ -181,47 +152,13 @@ export class RedisRateLimiter implements RateLimiter {
         await this.whenReady();
         await this.timed(this.redis.multi().del(queue.batch(id)).zrem(queue.claimed, id).exec());
       },
-      settle: async (marks) => {
-        await this.whenReady();
-        // A mark set here voids its call, should it still arrive: then its usage is this instance's to count.
-        const pipeline = this.redis.pipeline();
-        for (const mark of marks) pipeline.set(mark, '0', 'PX', MARK_MS, 'NX');
-        const replies = (await this.timed(pipeline.exec())) ?? [];
-        return marks.map((_, i) => {
-          const [err, reply] = replies[i] ?? [new Error('no reply')];
-          if (err) throw err;
-          return reply === 'OK';
-        });
-      },
     };
   }
 
-  /** The next call's mark. */
-  private nextMark(): string {
-    this.calls += 1;
-    return this.keys.call(`${this.callPrefix}.${this.calls}`);
-  }
-
-  /** `failure` as a RateLimiterUnavailable, carrying `mark` when the call was sent (its usage may have been recorded). */
-  private unanswered(message: string, failure: unknown, mark: string | undefined): RateLimiterUnavailable {
-    const failed = new RateLimiterUnavailable(message, failure === undefined ? undefined : { cause: failure });
-    failed.usageMark = mark;
-    return failed;
-  }
-
   private async record(keyId: string): Promise<void> {
-    const mark = this.nextMark();
-    let sent = false;
-    try {
-      await this.whenReady();
-      const now = Date.now();
-      const reply = this.redis.sdRecord(this.keys.pending, mark, `c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now, MARK_MS);
-      sent = true;
-      await this.timed(reply);
-    } catch (err) {
-      throw this.unanswered('rate-limit service did not answer', err, sent ? mark : undefined);
-    }
-    this.answeredMarks.push(mark);
+    await this.whenReady();
+    const now = Date.now();
+    await this.timed(this.redis.sdRecord(this.keys.pending, `c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now));
   }
 
   /**
@@ -300,28 +237,20 @@ export class RedisRateLimiter implements RateLimiter {
 
   private async check(schools: [string, SchoolChecks][]): Promise<void> {
     let reply: number[];
-    const mark = this.nextMark();
-    let removed: string[] = [];
-    let sent = false;
     this.sent += 1;
     try {
       await this.whenReady();
       const now = Date.now();
-      removed = this.answeredMarks.splice(0, MAX_MARKS_REMOVED);
-      const keys: string[] = [this.keys.pending, mark, ...removed];
-      const args: (string | number)[] = [WINDOW_SECONDS * 1000, utcDay(now), now, MARK_MS, removed.length];
+      const keys: string[] = [this.keys.pending];
+      const args: (string | number)[] = [WINDOW_SECONDS * 1000, utcDay(now), now];
       for (const [schoolId, school] of schools) {
         keys.push(this.keys.counter(schoolId));
         args.push(school.waiting.length, school.keys.size);
         for (const [keyId, n] of school.keys) args.push(keyId, n);
       }
-      const answer = this.redis.sdConsume(keys.length, ...keys, ...args);
-      sent = true;
-      reply = await this.timed(answer);
+      reply = await this.timed(this.redis.sdConsume(keys.length, ...keys, ...args));
     } catch (err) {
-      // Marks not sent are removed by a later call; those sent end with their life.
-      if (!sent) this.answeredMarks.push(...removed);
-      const failed = this.unanswered('rate-limit service did not answer', err, sent ? mark : undefined);
+      const failed = new RateLimiterUnavailable('rate-limit service did not answer', { cause: err });
       for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
       return;
     } finally {
@@ -332,11 +261,10 @@ export class RedisRateLimiter implements RateLimiter {
       // replies with commands (e.g. after timeouts on a slow link): fail closed and start
       // a fresh connection.
       this.redis.disconnect(true);
-      const failed = this.unanswered('rate-limit service gave an unexpected reply', undefined, mark);
+      const failed = new RateLimiterUnavailable('rate-limit service gave an unexpected reply');
       for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
       return;
     }
-    this.answeredMarks.push(mark);
     schools.forEach(([, school], i) => {
       const count = reply[2 * i]!;
       const msLeft = reply[2 * i + 1]!;
