@@ -30,6 +30,7 @@ import { OPENAPI_PATH, registerOpenApi } from './openapi/index.js';
 import { ResponseCache } from './resources/cache.js';
 import { parseQuery, validatorCompiler } from './resources/common/query.js';
 import { ENDPOINTS, publicApi, servedEndpoints } from './resources/index.js';
+import { trustedHops } from './domain/addresses.js';
 import { scopeSetOf, type ScopeSet } from './domain/scopes.js';
 import type { Tenant } from './domain/tenant.js';
 
@@ -83,8 +84,9 @@ export async function buildApp(deps: AppDeps) {
   const app = Fastify({
     serverFactory,
     // request.ip is the TCP peer, or the address a trusted proxy reports (X-Forwarded-For)
-    // when the peer is one of SCHOOL_DATA_TRUSTED_PROXIES: key allowlists check it.
-    trustProxy: config.trustedProxies === '' ? false : config.trustedProxies,
+    // when the peer is one of SCHOOL_DATA_TRUSTED_PROXIES: key allowlists check it. A hop
+    // written with its port is judged by its address, as the client's address is read.
+    trustProxy: config.trustedProxies === '' ? false : trustedHops(config.trustedProxies),
     // Every answer is logged by the writer (one access line); errors by the error handler.
     logger: false,
     genReqId: (raw) => earlyId(raw) ?? crypto.randomUUID(),

@@ -99,3 +99,13 @@ export function addressAllowed(list: net.BlockList, reported: string | undefined
   if (family === 0) return false;
   return list.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
+
+/**
+ * SCHOOL_DATA_TRUSTED_PROXIES (entries checked by parseAllowlist, comma-separated) as the
+ * trust function of Fastify's `trustProxy`: a hop is trusted when its address, a port it is
+ * written with left aside, is in the list.
+ */
+export function trustedHops(entries: string): (address: string) => boolean {
+  const list = blockListOf(entries.split(','));
+  return (address) => addressAllowed(list, address);
+}

@@ -197,6 +197,14 @@ describe('key options on the request path', () => {
     const withPort = await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '203.0.113.7:51234' } });
     assert.equal(withPort.status, 200);
     assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '198.51.100.1:443' } })).status, 403);
+    // A trusted hop written with its port is a hop, not the client (10.0.0.2 is in the allowlist).
+    const chained = await startTestApp({ store: t.store, config: { trustedProxies: '127.0.0.1,10.0.0.2' } });
+    try {
+      assert.equal((await chained.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '203.0.113.7, 10.0.0.2:443' } })).status, 200);
+      assert.equal((await chained.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '198.51.100.1, 10.0.0.2:443' } })).status, 403);
+    } finally {
+      await chained.close();
+    }
     const refused = await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '198.51.100.1' } });
     assert.equal(refused.status, 403);
     // The access line names the client the trusted proxy reports, as the key's request log does.
