@@ -10,7 +10,8 @@ import { decide, RateLimiterUnavailable, utcDay, WINDOW_SECONDS, type KeyUsage, 
  * `...:pending`, fields `c|<key id>|<day>` (requests of the key on that UTC day) and
  * `t|<key id>` (its last use, epoch ms). A flush renames it to a batch of its own,
  * `...:batch:<batch id>`, noted in the sorted set `...:claimed` (score: when it was
- * claimed) until it is applied and released.
+ * claimed) until it is applied and released. `...:ready-probe`: what the readiness probe
+ * writes (its value says nothing).
  */
 const keysOf = (databaseId: string) => {
   const usage = `school-data:usage:{${databaseId}}`;
@@ -19,6 +20,7 @@ const keysOf = (databaseId: string) => {
     pending: `${usage}:pending`,
     claimed: `${usage}:claimed`,
     batch: (id: string) => `${usage}:batch:${id}`,
+    readyProbe: `${usage}:ready-probe`,
   };
 };
 
@@ -92,8 +94,6 @@ interface SchoolChecks {
 
 /** Schools per script call at most; more in one turn go out in further calls at once. */
 const MAX_SCHOOLS_PER_CALL = 500;
-/** The key the readiness probe writes (one for every deployment sharing the Redis: its value says nothing). */
-const READY_PROBE = 'school-data:ready-probe';
 
 /** Counters in Redis, shared by every API instance. Fails closed within `timeoutMs`. */
 export class RedisRateLimiter implements RateLimiter {
@@ -295,7 +295,7 @@ export class RedisRateLimiter implements RateLimiter {
   async ping(): Promise<boolean> {
     try {
       await this.whenReady();
-      return (await this.timed(this.redis.set(READY_PROBE, '1', 'PX', 60_000))) === 'OK';
+      return (await this.timed(this.redis.set(this.keys.readyProbe, '1', 'PX', 60_000))) === 'OK';
     } catch {
       return false;
     }
