@@ -134,13 +134,11 @@ describe('bulk connection: a COPY PostgreSQL stops taking', { skip: process.env.
   const body = 'x'.repeat(1000);
   before(async () => {
     direct = await createTestStore();
-    const url = new URL(direct.url!);
-    proxy = await FaultProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
-    url.hostname = proxy.address.host;
-    url.port = String(proxy.address.port);
-    proxied = openStore({ databaseUrl: url.toString(), dataDir: direct.dataDir, dbTimeoutMs: 3000, dbPoolSize: 1 });
+    let url: string;
+    ({ proxy, url } = await FaultProxy.inFrontOf(direct.url!));
+    proxied = openStore({ databaseUrl: url, dataDir: direct.dataDir, dbTimeoutMs: 3000, dbPoolSize: 1 });
     // The store's own bound is 30 s at least; the tests take it down to 3 s.
-    registerBulk(proxied.db, { driver: pg, connection: { connectionString: url.toString() }, stallMs: 3000 });
+    registerBulk(proxied.db, { driver: pg, connection: { connectionString: url }, stallMs: 3000 });
     conn = await openBulkConnection(proxied.db);
   });
   after(async () => {

@@ -40,11 +40,10 @@ describe('PostgreSQL outages through a fault proxy', { skip: process.env.DATABAS
   before(async () => {
     direct = await createTestStore();
     w = await seedWorld(direct.db);
-    const url = new URL(direct.url!);
-    proxy = await FaultProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
-    url.port = String(proxy.address.port);
-    proxied = openStore({ databaseUrl: url.toString(), dataDir: direct.dataDir, dbTimeoutMs: DB_TIMEOUT_MS, dbPoolSize: 4 });
-    t = await startTestApp({ store: { ...proxied, url: url.toString(), dataDir: direct.dataDir }, config: { ...APP_CONFIG, responseCacheMb: 0 } });
+    let url: string;
+    ({ proxy, url } = await FaultProxy.inFrontOf(direct.url!));
+    proxied = openStore({ databaseUrl: url, dataDir: direct.dataDir, dbTimeoutMs: DB_TIMEOUT_MS, dbPoolSize: 4 });
+    t = await startTestApp({ store: { ...proxied, url, dataDir: direct.dataDir }, config: { ...APP_CONFIG, responseCacheMb: 0 } });
     await ops.register(opsPlugin, { metrics: new ApiMetrics(), db: proxied.db, limiter: new MemoryRateLimiter(), checkTimeoutMs: DB_TIMEOUT_MS });
   });
   after(async () => {

@@ -148,10 +148,9 @@ describe('stopping while PostgreSQL does not answer (a partition)', { skip: embe
 
   before(async () => {
     store = await createTestStore();
-    const url = new URL(store.url!);
-    proxy = await FaultProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
-    url.port = String(proxy.address.port);
-    env = { ...process.env, DATABASE_URL: url.toString(), SCHOOL_DATA_DIR: store.dataDir, SCHOOL_DATA_DB_TIMEOUT_MS: '1000', SCHOOL_DATA_LOG_LEVEL: 'warn' };
+    let url: string;
+    ({ proxy, url } = await FaultProxy.inFrontOf(store.url!));
+    env = { ...process.env, DATABASE_URL: url, SCHOOL_DATA_DIR: store.dataDir, SCHOOL_DATA_DB_TIMEOUT_MS: '1000', SCHOOL_DATA_LOG_LEVEL: 'warn' };
     delete env.REDIS_URL;
   });
   after(async () => {

@@ -26,10 +26,9 @@ describe('the usage flush through a PostgreSQL outage', { skip: BOTH }, () => {
   before(async () => {
     direct = await createTestStore();
     w = await seedWorld(direct.db);
-    const url = new URL(direct.url!);
-    proxy = await FaultProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
-    url.port = String(proxy.address.port);
-    proxied = openStore({ databaseUrl: url.toString(), dataDir: direct.dataDir, dbTimeoutMs: 1000, dbPoolSize: 2 });
+    let url: string;
+    ({ proxy, url } = await FaultProxy.inFrontOf(direct.url!));
+    proxied = openStore({ databaseUrl: url, dataDir: direct.dataDir, dbTimeoutMs: 1000, dbPoolSize: 2 });
     limiter = new RedisRateLimiter(process.env.REDIS_URL!, 1000);
   });
   after(async () => {

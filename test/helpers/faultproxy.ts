@@ -46,6 +46,15 @@ export class FaultProxy {
     return proxy;
   }
 
+  /** A proxy in front of the server a database URL names, and the same URL through the proxy. */
+  static async inFrontOf(databaseUrl: string): Promise<{ proxy: FaultProxy; url: string }> {
+    const url = new URL(databaseUrl);
+    const proxy = await FaultProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
+    url.hostname = proxy.address.host;
+    url.port = String(proxy.address.port);
+    return { proxy, url: url.toString() };
+  }
+
   get address(): { host: string; port: number } {
     return { host: '127.0.0.1', port: this.port };
   }
