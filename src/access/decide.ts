@@ -236,8 +236,7 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
   function unavailable(error: unknown, caller: Caller): Access {
     if (!(error instanceof RateLimiterUnavailable)) throw error;
     rateLimiter.refused(error);
-    // Not recorded in Redis (as far as this process knows): counted here instead.
-    if (shared !== null) usage.record(caller.keyId);
+    // Its usage counts all the same: recorded in Redis, or here by the limiter (consume).
     return { allowed: false, problem: RATE_LIMIT_UNAVAILABLE, caller, rateLimit: null };
   }
 
@@ -259,13 +258,8 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
       usage.record(keyId);
       return refused;
     }
-    return shared.record(keyId).then(
-      () => refused,
-      () => {
-        usage.record(keyId);
-        return refused;
-      },
-    );
+    // Counted once either way: where Redis did not record it, the limiter counts it here.
+    return shared.record(keyId).then(() => refused, () => refused);
   }
 
   function withKey(found: KeyRow | undefined, route: string | undefined, client: { readonly ip: string }, early?: (tenant: Tenant) => void): Access | Promise<Access> {

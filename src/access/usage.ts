@@ -139,7 +139,9 @@ export class UsageRecorder {
   static async open(db: Kysely<Database>, log: Logger, flushMs: number, limiter: RateLimiter): Promise<UsageRecorder> {
     if (!limiter.sharesUsage) return new UsageRecorder(db, log, flushMs);
     const queue = await db.selectFrom('usage_queue').select('id').executeTakeFirstOrThrow();
-    return new UsageRecorder(db, log, flushMs, limiter.shareUsage(queue.id));
+    // Requests Redis did not record (the limiter knows which) are counted here, at their time.
+    const recorder: UsageRecorder = new UsageRecorder(db, log, flushMs, limiter.shareUsage(queue.id, (keyId, requests, at) => recorder.record(keyId, requests, at)));
+    return recorder;
   }
 
   /** `shared`: the limiter's shared usage (Redis), or null to count in memory. */
@@ -155,16 +157,15 @@ export class UsageRecorder {
     this.timer.unref();
   }
 
-  /** Counts one request of `keyId` in this process's memory (see the header for when). */
-  record(keyId: string): void {
-    const now = Date.now();
-    const day = utcDay(now);
+  /** Counts `requests` requests of `keyId`, made at `at`, in this process's memory (see the header for when). */
+  record(keyId: string, requests = 1, at = Date.now()): void {
+    const day = utcDay(at);
     const entry = this.pending.get(keyId);
     if (entry) {
-      entry.days.set(day, (entry.days.get(day) ?? 0) + 1);
-      entry.lastUsedAt = now;
+      entry.days.set(day, (entry.days.get(day) ?? 0) + requests);
+      if (at > entry.lastUsedAt) entry.lastUsedAt = at;
     } else {
-      this.pending.set(keyId, { lastUsedAt: now, days: new Map([[day, 1]]) });
+      this.pending.set(keyId, { lastUsedAt: at, days: new Map([[day, requests]]) });
     }
   }
 
@@ -316,6 +317,8 @@ export class UsageRecorder {
     this.timer = null;
     this.closing = true;
     const started = performance.now();
+    // Requests whose record in Redis is not known yet are known, or counted here, first.
+    await this.shared?.close();
     // A write under way may have claimed the shared usage before the last requests were
     // counted there: the flushes below start after it, so they move those too.
     await this.flushing;

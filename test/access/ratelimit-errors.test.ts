@@ -1,12 +1,14 @@
 /**
  * Redis that answers with an error (here: out of memory, so INCR is refused) is as
  * good as no Redis: the request fails closed with 503 rate_limit_unavailable, and the
- * readiness probe (a write) says it is not ready, though a PING is answered.
+ * readiness probe (a write) says it is not ready, though a PING is answered. Whatever
+ * the failure, a request's usage counts once: in Redis, or given back to be counted in
+ * the instance's memory.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
-import { RateLimiterUnavailable } from '../../src/access/ratelimit/index.js';
+import { RateLimiterUnavailable, type SharedUsage } from '../../src/access/ratelimit/index.js';
 import type { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
 import { privateLimiter, REDIS_ONLY } from '../helpers/redis.js';
 
@@ -14,9 +16,21 @@ describe('Redis answering with errors', { skip: REDIS_ONLY }, () => {
   let admin: Redis;
   let limiter: RedisRateLimiter;
   let close: () => Promise<void>;
+  /** What the limiter gave back to be counted in memory: key id -> requests. */
+  const unrecorded = new Map<string, number>();
+  let shared: SharedUsage;
 
-  before(async () => ({ admin, limiter, close } = await privateLimiter(250)));
+  before(async () => {
+    ({ admin, limiter, close } = await privateLimiter(250));
+    shared = limiter.shareUsage('errors', (keyId, requests) => unrecorded.set(keyId, (unrecorded.get(keyId) ?? 0) + requests));
+  });
   after(() => close());
+
+  /** The requests of `keyId` waiting in Redis's usage hash. */
+  async function inRedis(keyId: string): Promise<number> {
+    const fields = await admin.hgetall('school-data:usage:{errors}:pending');
+    return Object.entries(fields).reduce((n, [field, value]) => (field.startsWith(`c|${keyId}|`) ? n + Number(value) : n), 0);
+  }
 
   it('fails closed while writes are refused, and recovers when they are accepted again', async () => {
     assert.equal((await limiter.consume('err-school', 10)).allowed, true);
@@ -28,5 +42,47 @@ describe('Redis answering with errors', { skip: REDIS_ONLY }, () => {
     await admin.config('SET', 'maxmemory', '0');
     assert.equal((await limiter.consume('err-school-2', 10)).allowed, true);
     assert.equal(await limiter.ping(), true);
+  });
+
+  it('out of memory: a check and a record are refused, and their usage is given back to count here', async () => {
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await admin.config('SET', 'maxmemory', '1');
+    try {
+      await assert.rejects(limiter.consume('oom-school', 10, 'oom-key'), RateLimiterUnavailable);
+      await assert.rejects(shared.record('oom-key'), RateLimiterUnavailable);
+    } finally {
+      await admin.config('SET', 'maxmemory', '0');
+    }
+    assert.equal(unrecorded.get('oom-key'), 2);
+    assert.equal(await inRedis('oom-key'), 0);
+    await limiter.consume('oom-school', 10, 'oom-key');
+    await shared.record('oom-key');
+    assert.equal(unrecorded.get('oom-key'), 2);
+    assert.equal(await inRedis('oom-key'), 2);
+  });
+
+  it("a school's counter that is not a number fails its requests closed, and their usage is in Redis", async () => {
+    await admin.hset('school-data:rl:{errors}:broken-school', 'x', '1');
+    await assert.rejects(limiter.consume('broken-school', 10, 'broken-key'), RateLimiterUnavailable);
+    assert.equal((await limiter.consume('whole-school', 10, 'whole-key')).allowed, true);
+    assert.equal(await inRedis('broken-key'), 1);
+    assert.equal(unrecorded.get('broken-key'), undefined);
+  });
+
+  it('a check sent to a frozen Redis and never answered is counted here at shutdown', async () => {
+    const { limiter: frozenLimiter, redis: frozen, close: closeFrozen } = await privateLimiter(250);
+    const given = new Map<string, number>();
+    const frozenShared = frozenLimiter.shareUsage('frozen', (keyId, requests) => given.set(keyId, (given.get(keyId) ?? 0) + requests));
+    try {
+      assert.equal((await frozenLimiter.consume('frozen-school', 10, 'frozen-key')).allowed, true);
+      frozen.pause();
+      await assert.rejects(frozenLimiter.consume('frozen-school', 10, 'frozen-key'), RateLimiterUnavailable);
+      assert.equal(given.get('frozen-key'), undefined, 'not counted while its fate is unknown');
+      await frozenShared.close();
+      assert.equal(given.get('frozen-key'), 1);
+    } finally {
+      frozen.resume();
+      await closeFrozen();
+    }
   });
 });

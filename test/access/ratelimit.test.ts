@@ -168,7 +168,7 @@ describe('Redis: the checks of one turn in one call', { skip: REDIS_ONLY }, () =
   };
 
   it('gives each request its own place in its school\'s count and records each key\'s usage, in one script call', async () => {
-    const shared = limiter.shareUsage('turn-test');
+    const shared = limiter.shareUsage('turn-test', () => undefined);
     const [a, b] = [fresh('a'), fresh('b')];
     const before = await scriptCalls();
     const asked = [
@@ -196,7 +196,7 @@ describe('Redis: the checks of one turn in one call', { skip: REDIS_ONLY }, () =
   });
 
   it('fails closed only the school whose counter refuses the count', async () => {
-    limiter.shareUsage('turn-test');
+    limiter.shareUsage('turn-test', () => undefined);
     const [bad, good] = [fresh('bad'), fresh('good')];
     await admin.hset(`school-data:rl:{turn-test}:${bad}`, 'not', 'a counter');
     const [refused, counted] = await Promise.allSettled([limiter.consume(bad, 10), limiter.consume(good, 10)]);
@@ -209,7 +209,7 @@ describe('Redis: the checks of one turn in one call', { skip: REDIS_ONLY }, () =
   it('takes a reply that arrived while a long turn ran as the answer, not as a timeout', async () => {
     const limiter = new RedisRateLimiter(redisUrl, 100);
     try {
-      limiter.shareUsage('busy-turn');
+      limiter.shareUsage('busy-turn', () => undefined);
       assert.ok(await limiter.ready(2000));
       const decision = limiter.consume(fresh('busy'), 10);
       // Runs once the check is sent (the same phase of the loop): the server's work holds the
@@ -227,8 +227,8 @@ describe('Redis: the checks of one turn in one call', { skip: REDIS_ONLY }, () =
   it('keeps the counts of two databases sharing one Redis apart', async () => {
     const other = new RedisRateLimiter(redisUrl, 2000);
     try {
-      limiter.shareUsage('database-one');
-      other.shareUsage('database-two');
+      limiter.shareUsage('database-one', () => undefined);
+      other.shareUsage('database-two', () => undefined);
       const school = fresh('shared-id');
       const ours = await Promise.all(Array.from({ length: 3 }, () => limiter.consume(school, 3)));
       const theirs = await other.consume(school, 3);

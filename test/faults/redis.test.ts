@@ -8,7 +8,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Fastify from 'fastify';
+import { Redis } from 'ioredis';
 import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
+import { createKey } from '../../src/management/keys.js';
+import { createSchool, setPlan } from '../../src/management/schools.js';
 import { opsPlugin } from '../../src/ops/health.js';
 import { ApiMetrics } from '../../src/ops/metrics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -122,6 +125,91 @@ describe('Redis failing under load', { skip: REDIS_ONLY }, () => {
     }
     await assertRecovers();
   });
+
+  /**
+   * A key's request count once nothing waits in the private Redis (a claim that timed out
+   * there is taken over after its lease) and the count has held still for a second.
+   */
+  async function settledCount(keyId: string): Promise<number> {
+    const read = async () => Number((await t.store.db.selectFrom('api_keys').select('request_count').where('id', '=', keyId).executeTakeFirstOrThrow()).request_count);
+    const look = new Redis(redis.url);
+    try {
+      const waiting = async () => {
+        const [claimed] = await look.keys('school-data:usage:*:claimed');
+        return (await look.keys('school-data:usage:*:pending')).length + (claimed ? await look.zcard(claimed) : 0);
+      };
+      let last = -1;
+      for (let i = 0; i < 60; i++) {
+        const now = await read();
+        if (now === last && (await waiting()) === 0) return now;
+        last = now;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      return last;
+    } finally {
+      look.disconnect();
+    }
+  }
+
+  /** A new key of a new school on `plan`: no usage of other tests on its card. */
+  async function freshKey(plan: 'VIP' | 'Standart', name: string) {
+    const school = await createSchool(t.store.db, { name, plan: 'VIP', timezone: 'Europe/Moscow' });
+    assert.ok(school.ok);
+    const created = await createKey(t.store.db, school.value.id, name);
+    assert.ok(created.ok);
+    if (plan !== 'VIP') assert.ok((await setPlan(t.store.db, school.value.id, plan)).ok);
+    return created.value;
+  }
+
+  // Each request counts once on its key's card, whatever became of the script call that
+  // carried it: answered late (the 503 was sent at the timeout), lost with its connection,
+  // dropped by the client after its command timeout (2 s here), or run by a Redis that was
+  // frozen and carried on, after the instance had given the call up.
+  const fates: [string, () => Promise<void>, () => Promise<void>][] = [
+    ['answered after the timeout', () => proxy.setMode('blackhole'), () => proxy.setMode('forward')],
+    ['held past the command timeout', () => proxy.setMode('blackhole'), async () => {
+      await new Promise((r) => setTimeout(r, 3000));
+      await proxy.setMode('forward');
+    }],
+    ['lost with the connection', () => proxy.setMode('blackhole'), async () => {
+      proxy.cut();
+      await proxy.setMode('forward');
+    }],
+    ['run by a frozen Redis once it carries on', () => Promise.resolve(redis.pause()), async () => {
+      await new Promise((r) => setTimeout(r, 3000));
+      redis.resume();
+    }],
+  ];
+  for (const [fate, fault, heal] of fates) {
+    for (const plan of ['VIP', 'Standart'] as const) {
+      const answer = plan === 'VIP' ? 'refused 503' : 'refused 402';
+      it(`a request ${answer} while Redis is silent counts once on its key's card: its call ${fate}`, async () => {
+        const key = await freshKey(plan, `silent ${fate} ${plan}`);
+        const ask = () => withDeadline(t.request('/api/public/v1/students?limit=1', { key: key.key }), 10_000, 'a request');
+        const passes = plan === 'VIP' ? 200 : 402;
+        await fault();
+        let sent = 3;
+        try {
+          for (let i = 0; i < 3; i++) {
+            const res = await ask();
+            if (plan === 'VIP') assertFailsClosed(res);
+            else assert.ok(res.status === 402 || res.status === 503, res.text);
+          }
+        } finally {
+          await heal();
+        }
+        // Until one is answered through Redis again: each request, passed or refused, counts once.
+        const deadline = Date.now() + 15_000;
+        while ((await ask()).status !== passes || (await ops.inject('/readyz')).statusCode !== 200) {
+          sent += 1;
+          assert.ok(Date.now() < deadline, 'requests did not recover');
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        sent += 1;
+        assert.equal(await settledCount(key.id), sent);
+      });
+    }
+  }
 
   it('blackholed: 503 within the bound, normal once the path is open again', async () => {
     await proxy.setMode('blackhole');

@@ -235,7 +235,7 @@ describe('closing while a flush of the usage in Redis is under way', { skip: ext
       const key = await createKey(store.db, school.value.id, 'close');
       assert.ok(key.ok);
       const queue = await store.db.selectFrom('usage_queue').select('id').executeTakeFirstOrThrow();
-      const shared = limiter.shareUsage(queue.id);
+      const shared = limiter.shareUsage(queue.id, () => undefined);
       // The first flush is held after its claim, so the close begins while it is under way.
       let claimed!: () => void;
       const claimedOnce = new Promise<void>((r) => (claimed = r));

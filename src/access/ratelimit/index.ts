@@ -28,7 +28,10 @@ export interface KeyUsage {
  * batches with ids, each applied once.
  */
 export interface SharedUsage {
-  /** Records one request of `keyId` that had no rate-limit check (402). */
+  /**
+   * Records one request of `keyId` that had no rate-limit check (402, 403). Rejects when
+   * Redis does not answer or refuses; the request counts once all the same (see consume).
+   */
   record(keyId: string): Promise<void>;
   /**
    * Moves what is pending into a new batch `id`, and takes over the batches claimed more
@@ -39,6 +42,11 @@ export interface SharedUsage {
   read(id: string): Promise<Map<string, KeyUsage>>;
   /** Forgets a batch that is applied. */
   release(id: string): Promise<void>;
+  /**
+   * Before the last write of usage at shutdown: accounts for every request sent to Redis
+   * whose answer is still due or was lost, counting here what Redis may not have recorded.
+   */
+  close(): Promise<void>;
 }
 
 export interface RateLimiter {
@@ -46,15 +54,18 @@ export interface RateLimiter {
    * Counts a request. The in-memory limiter answers at once; Redis with a promise. Either
    * way an unanswerable check is a RateLimiterUnavailable (thrown or rejected). With
    * `keyId` (only once shareUsage gave a queue) the request's usage is recorded in the
-   * same round trip, whatever the decision.
+   * same round trip, whatever the decision; and it counts once even when the check fails:
+   * in Redis, or, when Redis did not record it, through shareUsage's `unrecorded`.
    */
   consume(schoolId: string, limit: number, keyId?: string): RateLimitDecision | Promise<RateLimitDecision>;
   /**
    * Where usage waits for the database `databaseId` (the id of its usage queue) when the
    * limiter's service is shared (Redis); null: in each process's memory. Called once, before
-   * consume() is given a key id.
+   * consume() is given a key id. `unrecorded` counts in this process's memory the requests
+   * Redis did not record (it was not reached, refused them, or a lost call was settled as
+   * not applied).
    */
-  shareUsage(databaseId: string): SharedUsage | null;
+  shareUsage(databaseId: string, unrecorded: (keyId: string, requests: number, at: number) => void): SharedUsage | null;
   /**
    * Whether a check sent earlier is still waiting for the service's answer (always false
    * for the in-memory limiter, which answers at once).

@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
 import type { Redis } from 'ioredis';
 import { decide, RateLimiterUnavailable, utcDay, WINDOW_SECONDS, type KeyUsage, type RateLimitDecision, type RateLimiter, type SharedUsage } from './index.js';
+import { CallLedger, type CallUsage, type Unrecorded } from './ledger.js';
 
 /**
  * The keys of one database (the id of its usage queue, in braces: one Redis Cluster
@@ -10,8 +12,9 @@ import { decide, RateLimiterUnavailable, utcDay, WINDOW_SECONDS, type KeyUsage, 
  * `...:pending`, fields `c|<key id>|<day>` (requests of the key on that UTC day) and
  * `t|<key id>` (its last use, epoch ms). A flush renames it to a batch of its own,
  * `...:batch:<batch id>`, noted in the sorted set `...:claimed` (score: when it was
- * claimed) until it is applied and released. `...:ready-probe`: what the readiness probe
- * writes (its value says nothing).
+ * claimed) until it is applied and released. `...:stream:<id>`: a connection's calls
+ * (fields `last` and `void`, ledger.ts), a day after its last call. `...:ready-probe`:
+ * what the readiness probe writes (its value says nothing).
  */
 const keysOf = (databaseId: string) => {
   const usage = `school-data:usage:{${databaseId}}`;
@@ -20,22 +23,47 @@ const keysOf = (databaseId: string) => {
     pending: `${usage}:pending`,
     claimed: `${usage}:claimed`,
     batch: (id: string) => `${usage}:batch:${id}`,
+    stream: (id: string) => `${usage}:stream:${id}`,
     readyProbe: `${usage}:ready-probe`,
   };
 };
 
-// One round trip for the checks of a turn, atomic: per school (KEYS[2..]), count its
+/** How long Redis keeps a connection's stream key after its last call or settle. */
+const STREAM_KEPT_MS = 86_400_000;
+/** A script's answer: not applied, as Redis refused its first write (out of memory, a replica). */
+const NOT_APPLIED = -2;
+/** A script's answer: skipped, as its place was voided by a settle (counted by the instance). */
+const VOIDED = -3;
+
+// The start of every usage-recording call: KEYS[2] is its connection's stream, ARGV[1] its
+// place there. A place voided by a settle is skipped; else the stream's last applied place
+// is written first, as a script's first write is the one Redis refuses when out of memory
+// (after it, a script's writes all go through): then nothing is applied.
+const PLACE = `
+local stream, seq = KEYS[2], tonumber(ARGV[1])
+if seq <= tonumber(redis.call('HGET', stream, 'void') or 0) then return ${VOIDED} end
+local noted = redis.pcall('HSET', stream, 'last', math.max(seq, tonumber(redis.call('HGET', stream, 'last') or 0)))
+if type(noted) == 'table' and noted.err then return ${NOT_APPLIED} end
+redis.call('PEXPIRE', stream, ${STREAM_KEPT_MS})
+return 0
+`;
+
+// One round trip for the checks of a turn, atomic: per school (KEYS[3..]), count its
 // requests and start the window's expiry when the counter is new (or, defensively, has
-// none), and record its keys' usage in the usage hash (KEYS[1]). ARGV: the window (ms), the
-// UTC day, now (epoch ms), then per school: its requests, its number of keys, and that many
-// pairs of key id and requests. Returns per school the count after its requests and the
-// window's ms left; -1, -1 for a school whose counter refused the increment (its requests
-// fail closed, and their usage is counted by the instance instead).
+// none), and record its keys' usage in the usage hash (KEYS[1]). KEYS[2] and ARGV[1]: the
+// call's stream and place (PLACE). ARGV[2..]: the window (ms), the UTC day, now (epoch ms),
+// then per school: its requests, its number of keys, and that many pairs of key id and
+// requests. Returns per school the count after its requests and the window's ms left;
+// -1, -1 for a school whose counter refused the increment (its requests fail closed; their
+// usage is recorded all the same); or one number, NOT_APPLIED or VOIDED, for the whole call.
 const CONSUME = `
-local window, day, now = ARGV[1], ARGV[2], ARGV[3]
+local function place() ${PLACE} end
+local placed = place()
+if placed ~= 0 then return {placed} end
+local window, day, now = ARGV[2], ARGV[3], ARGV[4]
 local out = {}
-local a = 4
-for i = 2, #KEYS do
+local a = 5
+for i = 3, #KEYS do
   local keys = tonumber(ARGV[a + 1])
   local n = redis.pcall('INCRBY', KEYS[i], ARGV[a])
   if type(n) == 'number' then
@@ -44,26 +72,43 @@ for i = 2, #KEYS do
       redis.call('PEXPIRE', KEYS[i], window)
       ttl = tonumber(window)
     end
-    for j = a + 2, a + 2 * keys, 2 do
-      redis.call('HINCRBY', KEYS[1], 'c|' .. ARGV[j] .. '|' .. day, ARGV[j + 1])
-      redis.call('HSET', KEYS[1], 't|' .. ARGV[j], now)
-    end
     out[#out + 1] = n
     out[#out + 1] = ttl
   else
     out[#out + 1] = -1
     out[#out + 1] = -1
   end
+  for j = a + 2, a + 2 * keys, 2 do
+    redis.call('HINCRBY', KEYS[1], 'c|' .. ARGV[j] .. '|' .. day, ARGV[j + 1])
+    redis.call('HSET', KEYS[1], 't|' .. ARGV[j], now)
+  end
   a = a + 2 + 2 * keys
 end
 return out
 `;
 
-// A request's usage without a rate-limit check (402).
+// A request's usage without a rate-limit check (402, 403): KEYS[1] the usage hash, KEYS[2]
+// and ARGV[1] the stream and place (PLACE), ARGV[2..]: the count's field, the last use's
+// field, now. Returns 1, or NOT_APPLIED or VOIDED.
 const RECORD = `
-redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
-redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+local function place() ${PLACE} end
+local placed = place()
+if placed ~= 0 then return placed end
+redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
 return 1
+`;
+
+// Settles a stream (ledger.ts): returns its last applied place and voids every place up
+// to ARGV[1] not applied yet, so none of them applies later.
+const SETTLE = `
+local last = tonumber(redis.call('HGET', KEYS[1], 'last') or 0)
+local upTo = tonumber(ARGV[1])
+if upTo > last and upTo > tonumber(redis.call('HGET', KEYS[1], 'void') or 0) then
+  redis.call('HSET', KEYS[1], 'void', upTo)
+  redis.call('PEXPIRE', KEYS[1], ${STREAM_KEPT_MS})
+end
+return last
 `;
 
 // Takes the batches claimed before the lease ended (their instance died or is stuck) and
@@ -83,7 +128,8 @@ return out
 `;
 
 type ConsumeFn = (keyCount: number, ...keysThenArgs: (string | number)[]) => Promise<number[]>;
-type RecordFn = (key: string, countField: string, timeField: string, now: number) => Promise<number>;
+type RecordFn = (pending: string, stream: string, seq: number, countField: string, timeField: string, now: number) => Promise<number>;
+type SettleFn = (stream: string, upTo: number) => Promise<number>;
 type ClaimFn = (pending: string, claimed: string, batch: string, id: string, leaseMs: number) => Promise<string[]>;
 
 /** A school's checks asked for in one turn, in the order they came, and its keys' requests among them. */
@@ -94,10 +140,21 @@ interface SchoolChecks {
 
 /** Schools per script call at most; more in one turn go out in further calls at once. */
 const MAX_SCHOOLS_PER_CALL = 500;
+/** How often the settle of calls whose answer was lost is tried again while Redis does not answer. */
+const SETTLE_RETRY_MS = 500;
 
 /** Counters in Redis, shared by every API instance. Fails closed within `timeoutMs`. */
 export class RedisRateLimiter implements RateLimiter {
-  private readonly redis: Redis & { sdConsume: ConsumeFn; sdRecord: RecordFn; sdClaim: ClaimFn };
+  private readonly redis: Redis & { sdConsume: ConsumeFn; sdRecord: RecordFn; sdClaim: ClaimFn; sdSettle: SettleFn };
+  /** Which calls whose answer was lost Redis applied; counts the usage of those it did not. */
+  private readonly ledger = new CallLedger(
+    () => this.keys.stream(randomUUID()),
+    async (stream, upTo) => {
+      await this.whenReady();
+      return this.timed(this.redis.sdSettle(stream, upTo));
+    },
+    SETTLE_RETRY_MS,
+  );
   /** The database's keys, once shareUsage named it. */
   private keys = keysOf('none');
   /** Shared by every request that arrives while the connection is (re)established. */
@@ -112,6 +169,11 @@ export class RedisRateLimiter implements RateLimiter {
     return this.sent > 0;
   }
 
+  /** The client's own backstop on a command's answer (see the constructor). */
+  private get commandTimeoutMs(): number {
+    return Math.max(4 * this.timeoutMs, 2000);
+  }
+
   constructor(url: string, private readonly timeoutMs: number) {
     // Loaded when Redis is configured: a process on the in-memory limiter never loads the client.
     const { Redis: Client } = createRequire(import.meta.url)('ioredis') as typeof IORedis;
@@ -121,7 +183,7 @@ export class RedisRateLimiter implements RateLimiter {
       maxRetriesPerRequest: 0,
       // A backstop only: each call is given up after `timeoutMs` by `timed`, which does not
       // take a busy server for a slow Redis; this one releases the client's own waiting command.
-      commandTimeout: Math.max(4 * timeoutMs, 2000),
+      commandTimeout: this.commandTimeoutMs,
       connectTimeout: Math.max(timeoutMs, 1000),
       // Keep reconnecting forever, so service returns on its own when Redis does.
       retryStrategy: (times) => Math.min(times * 100, 1000),
@@ -130,14 +192,16 @@ export class RedisRateLimiter implements RateLimiter {
     redis.on('error', () => undefined);
     // The number of keys varies (one counter per school of the turn): given with each call.
     redis.defineCommand('sdConsume', { lua: CONSUME });
-    redis.defineCommand('sdRecord', { numberOfKeys: 1, lua: RECORD });
+    redis.defineCommand('sdRecord', { numberOfKeys: 2, lua: RECORD });
     redis.defineCommand('sdClaim', { numberOfKeys: 3, lua: CLAIM });
-    this.redis = redis as Redis & { sdConsume: ConsumeFn; sdRecord: RecordFn; sdClaim: ClaimFn };
+    redis.defineCommand('sdSettle', { numberOfKeys: 1, lua: SETTLE });
+    this.redis = redis as Redis & { sdConsume: ConsumeFn; sdRecord: RecordFn; sdClaim: ClaimFn; sdSettle: SettleFn };
   }
 
   readonly sharesUsage = true;
-  shareUsage(databaseId: string): SharedUsage {
+  shareUsage(databaseId: string, unrecorded: Unrecorded): SharedUsage {
     const queue = (this.keys = keysOf(databaseId));
+    this.ledger.countInto(unrecorded);
     return {
       record: (keyId) => this.record(keyId),
       claim: async (id, leaseMs) => {
@@ -152,13 +216,41 @@ export class RedisRateLimiter implements RateLimiter {
         await this.whenReady();
         await this.timed(this.redis.multi().del(queue.batch(id)).zrem(queue.claimed, id).exec());
       },
+      close: () => this.ledger.close(this.commandTimeoutMs + this.timeoutMs),
     };
   }
 
   private async record(keyId: string): Promise<void> {
-    await this.whenReady();
     const now = Date.now();
-    await this.timed(this.redis.sdRecord(this.keys.pending, `c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now));
+    const usage = new Map([[keyId, 1]]);
+    const reply = await this.timed(
+      this.recording(usage, now, (stream, seq) => this.redis.sdRecord(this.keys.pending, stream, seq, `c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now), (r) => r === NOT_APPLIED),
+    );
+    if (reply !== 1) throw new RateLimiterUnavailable('rate-limit service refused the record');
+  }
+
+  /**
+   * Sends a usage-recording script call (`send`, given its stream and place) once connected,
+   * and has its usage accounted for whatever becomes of it: the usage of a call never sent,
+   * or whose writes Redis refused (`refused` of its reply), is counted by this process,
+   * and a call whose reply is lost is settled later (ledger.ts). A connection silent past the
+   * client's command timeout is dropped: its calls are settled, and later ones go out on a
+   * new connection, or fail at once while there is none.
+   */
+  private async recording<T>(usage: CallUsage, at: number, send: (stream: string, seq: number) => Promise<T>, refused: (reply: T) => boolean): Promise<T> {
+    try {
+      await this.whenReady();
+    } catch (err) {
+      this.ledger.notApplied(usage, at);
+      throw err;
+    }
+    const connection = this.redis.stream;
+    const { stream, seq } = this.ledger.place(connection);
+    const reply = send(stream.key, seq);
+    this.ledger.follow(stream, seq, usage, at, reply, refused, (error) => {
+      if (error instanceof Error && error.message === 'Command timed out' && this.redis.stream === connection) this.redis.disconnect(true);
+    });
+    return reply;
   }
 
   /**
@@ -239,22 +331,35 @@ export class RedisRateLimiter implements RateLimiter {
     let reply: number[];
     this.sent += 1;
     try {
-      await this.whenReady();
       const now = Date.now();
-      const keys: string[] = [this.keys.pending];
-      const args: (string | number)[] = [WINDOW_SECONDS * 1000, utcDay(now), now];
+      const usage = new Map<string, number>();
+      const keys: string[] = [this.keys.pending, ''];
+      const args: (string | number)[] = [0, WINDOW_SECONDS * 1000, utcDay(now), now];
       for (const [schoolId, school] of schools) {
         keys.push(this.keys.counter(schoolId));
         args.push(school.waiting.length, school.keys.size);
-        for (const [keyId, n] of school.keys) args.push(keyId, n);
+        for (const [keyId, n] of school.keys) {
+          args.push(keyId, n);
+          usage.set(keyId, (usage.get(keyId) ?? 0) + n);
+        }
       }
-      reply = await this.timed(this.redis.sdConsume(keys.length, ...keys, ...args));
+      const send = (stream: string, seq: number) => {
+        keys[1] = stream;
+        args[0] = seq;
+        return this.redis.sdConsume(keys.length, ...keys, ...args);
+      };
+      reply = await this.timed(this.recording(usage, now, send, (r) => Array.isArray(r) && r.length === 1 && r[0] === NOT_APPLIED));
     } catch (err) {
       const failed = new RateLimiterUnavailable('rate-limit service did not answer', { cause: err });
       for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
       return;
     } finally {
       this.sent -= 1;
+    }
+    if (Array.isArray(reply) && reply.length === 1 && (reply[0] === NOT_APPLIED || reply[0] === VOIDED)) {
+      const failed = new RateLimiterUnavailable('rate-limit service refused the count');
+      for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
+      return;
     }
     if (!Array.isArray(reply) || reply.length !== 2 * schools.length || !reply.every(Number.isSafeInteger)) {
       // A reply of the wrong shape means the connection can no longer be trusted to pair
