@@ -18,7 +18,7 @@ import { parseAllowlist } from '../domain/addresses.js';
 import { API_PLANS, type Plan } from '../domain/enums.js';
 import { parseScopes, storedScopes, type KeyScope, KEY_SCOPES } from '../domain/scopes.js';
 import { isOneLine } from '../domain/text.js';
-import { formatTimestamp, parseDateTime } from '../domain/time.js';
+import { formatTimestamp, parseDateTime, YEAR_10000_MS } from '../domain/time.js';
 import type { Outcome } from './schools.js';
 
 export const MAX_ACTIVE_KEYS = 10;
@@ -164,7 +164,7 @@ export function parseKeyOptions(raw: { scopes?: string | undefined; expires?: st
     // Whole seconds, rounded up: a key never ends before the moment asked for.
     const at = Math.ceil(ms / 1000) * 1000;
     if (at <= nowMs) return { ok: false, reason: 'expires must be in the future' };
-    if (at >= Date.UTC(10000, 0, 1)) return { ok: false, reason: 'expires must be before the year 10000' };
+    if (at >= YEAR_10000_MS) return { ok: false, reason: 'expires must be before the year 10000' };
     options.expiresAt = formatTimestamp(at);
   }
   if (raw.allow !== undefined && raw.allow.trim() !== '') {

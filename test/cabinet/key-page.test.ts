@@ -70,6 +70,23 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.equal(events[0]!.actor, email);
   });
 
+  it('takes the last day the stored form has as an expiry where it ends within it, and says a later one is too far ahead', async () => {
+    const { b, schoolId } = await signedIn();
+    const form = formFields((await b.get('/settings/api')).text, '/settings/api/keys');
+    // Moscow is ahead of UTC: the end of 9999-12-31 there is still in the year 9999.
+    const east = await b.post('/settings/api/keys', { ...form, name: 'Far east', expires: '9999-12-31' });
+    assert.equal(east.status, 200, east.text);
+    const row = await store.db.selectFrom('api_keys').select('expires_at').where('school_id', '=', schoolId).executeTakeFirstOrThrow();
+    assert.equal(row.expires_at, '9999-12-31T21:00:00Z');
+    // West of UTC it is in the year 10000: not "not a date", but too far ahead.
+    await store.db.updateTable('schools').set({ timezone: 'America/New_York' }).where('id', '=', schoolId).execute();
+    const again = formFields((await b.get('/settings/api')).text, '/settings/api/keys');
+    const west = await b.post('/settings/api/keys', { ...again, name: 'Far west', expires: '9999-12-31' });
+    assert.equal(west.status, 400);
+    assert.match(unescapeHtml(west.text), /The expiry date is too far ahead/);
+    assert.match(west.text, /value="9999-12-31"/);
+  });
+
   it('counts a scope checkbox sent twice as ticked, never as no choice (all resources)', async () => {
     const { b, schoolId } = await signedIn();
     const form = formFields((await b.get('/settings/api')).text, '/settings/api/keys');

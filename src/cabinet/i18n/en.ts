@@ -183,6 +183,7 @@ export const en = {
     nameControl: 'The name cannot contain control characters such as tabs or line breaks, nor marks that turn the direction of the text.',
     notADate: 'The expiry date is not a date.',
     pastDate: 'The expiry date has passed: choose today or a later day.',
+    tooLate: 'The expiry date is too far ahead: choose an earlier day.',
     allowEmpty: 'Name at least one address or CIDR range, or leave the field empty for any address.',
     allowTooMany: (max: number) => `At most ${max} addresses and ranges can be listed.`,
     allowBad: (entry: string) => `“${entry}” is not an IPv4/IPv6 address or a CIDR range.`,

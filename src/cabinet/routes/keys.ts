@@ -11,7 +11,7 @@ import { MAX_ALLOW_ENTRIES, parseAllowlist } from '../../domain/addresses.js';
 import { ID } from '../../domain/ids.js';
 import { KEY_SCOPES, type KeyScope } from '../../domain/scopes.js';
 import { isOneLine } from '../../domain/text.js';
-import { formatTimestamp, nextDay, parseDate, startOfLocalDay } from '../../domain/time.js';
+import { formatTimestamp, nextDay, parseDate, startOfLocalDay, YEAR_10000_MS } from '../../domain/time.js';
 import { changeOwnPassword, checkPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, passwordLength } from '../../management/directors.js';
 import { keyDays, keyRequests } from '../../management/key-activity.js';
 import { createKey, findKey, isOverlap, KEY_NAME_MAX, keyEvents, MAX_ACTIVE_KEYS, keyNameLength, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
@@ -87,7 +87,9 @@ function formOptions(t: FormText, body: unknown, timeZone: string): { scopes: st
   const options: KeyOptions = scopes.length === 0 ? {} : { scopes };
   if (expires !== '') {
     const end = endOfLocalDay(expires, timeZone);
-    if (end === null || end >= Date.UTC(10000, 0, 1)) return refused(t.notADate);
+    if (end === null) return refused(t.notADate);
+    // The stored form has four-digit years: west of UTC, the end of 9999-12-31 is past them.
+    if (end >= YEAR_10000_MS) return refused(t.tooLate);
     if (end <= Date.now()) return refused(t.pastDate);
     options.expiresAt = formatTimestamp(end);
   }
