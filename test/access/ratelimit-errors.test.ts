@@ -9,11 +9,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { RateLimiterUnavailable, type SharedUsage } from '../../src/access/ratelimit/index.js';
-import type { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
-import { privateLimiter, REDIS_ONLY } from '../helpers/redis.js';
+import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
+import { privateLimiter, REDIS_ONLY, type PrivateRedis } from '../helpers/redis.js';
 
 describe('Redis answering with errors', { skip: REDIS_ONLY }, () => {
   let admin: Redis;
+  let redis: PrivateRedis;
   let limiter: RedisRateLimiter;
   let close: () => Promise<void>;
   /** What the limiter gave back to be counted in memory: key id -> requests. */
@@ -21,7 +22,7 @@ describe('Redis answering with errors', { skip: REDIS_ONLY }, () => {
   let shared: SharedUsage;
 
   before(async () => {
-    ({ admin, limiter, close } = await privateLimiter(250));
+    ({ admin, redis, limiter, close } = await privateLimiter(250));
     shared = limiter.shareUsage('errors', (keyId, requests) => unrecorded.set(keyId, (unrecorded.get(keyId) ?? 0) + requests));
   });
   after(() => close());
@@ -67,6 +68,40 @@ describe('Redis answering with errors', { skip: REDIS_ONLY }, () => {
     assert.equal((await limiter.consume('whole-school', 10, 'whole-key')).allowed, true);
     assert.equal(await inRedis('broken-key'), 1);
     assert.equal(unrecorded.get('broken-key'), undefined);
+  });
+
+  it('a check Redis refuses with an error (BUSY: another script runs long) is counted here, not taken for applied by a later one', async () => {
+    await admin.config('SET', 'busy-reply-threshold', '100');
+    const blocker = admin.duplicate();
+    try {
+      // Redis runs nothing else for 1.5 s, and answers BUSY after 100 ms.
+      const long = blocker.eval("local t = redis.call('TIME') while true do local n = redis.call('TIME') if (n[1] - t[1]) * 1000000 + (n[2] - t[2]) > 1500000 then break end end return 1", 0);
+      await new Promise((r) => setTimeout(r, 50));
+      await assert.rejects(limiter.consume('busy-school', 10, 'busy-key'), RateLimiterUnavailable);
+      await long;
+      // Later calls on the same connection run, and their place is above the refused one's.
+      assert.equal((await limiter.consume('busy-school', 10, 'busy-key')).allowed, true);
+      await new Promise((r) => setTimeout(r, 700));
+      assert.equal(unrecorded.get('busy-key'), 1);
+      assert.equal(await inRedis('busy-key'), 1);
+    } finally {
+      blocker.disconnect();
+      await admin.config('SET', 'busy-reply-threshold', '5000');
+    }
+  });
+
+  it('a user that may not run scripts: checks fail closed and count here, and readiness says so', async () => {
+    await admin.call('ACL', 'SETUSER', 'noscripts', 'on', '>secret', '~*', '+@all', '-eval', '-evalsha');
+    const restricted = new RedisRateLimiter(`redis://noscripts:secret@127.0.0.1:${redis.port}`, 250);
+    const given = new Map<string, number>();
+    restricted.shareUsage('noscripts', (keyId, requests) => given.set(keyId, (given.get(keyId) ?? 0) + requests));
+    try {
+      await assert.rejects(restricted.consume('ns-school', 10, 'ns-key'), RateLimiterUnavailable);
+      assert.equal(given.get('ns-key'), 1);
+      assert.equal(await restricted.ping(), false);
+    } finally {
+      await restricted.close();
+    }
   });
 
   it('a check sent to a frozen Redis and never answered is counted here at shutdown', async () => {

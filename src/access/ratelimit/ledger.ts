@@ -77,19 +77,16 @@ export class CallLedger {
   }
 
   /**
-   * Follows a call sent at place `seq` of `stream`: its reply settles it when it comes
-   * (`refused`: whether it says that Redis refused the call's writes); a lost reply is
-   * settled later. `onLoss` sees the error of a lost reply first.
+   * Follows a call sent at place `seq` of `stream`: `applied` resolves once Redis answered
+   * it, with whether the script recorded the usage; it rejects when the reply is lost, and
+   * the call is then settled later.
    */
-  follow<T>(stream: Stream, seq: number, usage: CallUsage, at: number, reply: Promise<T>, refused: (reply: T) => boolean, onLoss: (error: unknown) => void): void {
-    const followed: Promise<void> = reply.then(
-      (answer) => {
-        if (refused(answer)) this.notApplied(usage, at);
+  follow(stream: Stream, seq: number, usage: CallUsage, at: number, applied: Promise<boolean>): void {
+    const followed: Promise<void> = applied.then(
+      (yes) => {
+        if (!yes) this.notApplied(usage, at);
       },
-      (error: unknown) => {
-        onLoss(error);
-        this.lost(stream, { seq, usage, at });
-      },
+      () => this.lost(stream, { seq, usage, at }),
     );
     this.inFlight.add(followed);
     void followed.finally(() => this.inFlight.delete(followed));

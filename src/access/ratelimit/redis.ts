@@ -32,16 +32,22 @@ const keysOf = (databaseId: string) => {
 const STREAM_KEPT_MS = 86_400_000;
 /** A script's answer: not applied, as Redis refused its first write (out of memory, a replica). */
 const NOT_APPLIED = -2;
-/** A script's answer: skipped, as its place was voided by a settle (counted by the instance). */
+/**
+ * A script's answer: skipped, as its place was voided by a settle. A settle counts only
+ * the calls whose replies were lost, so the instance counts one answered so.
+ */
 const VOIDED = -3;
 
-// The start of every usage-recording call: KEYS[2] is its connection's stream, ARGV[1] its
-// place there. A place voided by a settle is skipped; else the stream's last applied place
-// is written first, as a script's first write is the one Redis refuses when out of memory
-// (after it, a script's writes all go through): then nothing is applied.
+// The start of every usage-recording call: KEYS[1] is the usage hash, KEYS[2] the call's
+// connection's stream, ARGV[1] its place there. A place voided by a settle is skipped; else
+// the stream's last applied place is written first, as a script's first write is the one
+// Redis refuses when out of memory (after it, a script's writes all go through): then
+// nothing is applied. A usage hash of another type is refused before anything is written.
 const PLACE = `
 local stream, seq = KEYS[2], tonumber(ARGV[1])
 if seq <= tonumber(redis.call('HGET', stream, 'void') or 0) then return ${VOIDED} end
+local usage = redis.call('TYPE', KEYS[1]).ok
+if usage ~= 'hash' and usage ~= 'none' then return ${NOT_APPLIED} end
 local noted = redis.pcall('HSET', stream, 'last', math.max(seq, tonumber(redis.call('HGET', stream, 'last') or 0)))
 if type(noted) == 'table' and noted.err then return ${NOT_APPLIED} end
 redis.call('PEXPIRE', stream, ${STREAM_KEPT_MS})
@@ -127,9 +133,13 @@ end
 return out
 `;
 
+// The readiness probe: a write, by a script, as every check is.
+const PROBE = `return redis.call('SET', KEYS[1], '1', 'PX', 60000)`;
+
 type ConsumeFn = (keyCount: number, ...keysThenArgs: (string | number)[]) => Promise<number[]>;
 type RecordFn = (pending: string, stream: string, seq: number, countField: string, timeField: string, now: number) => Promise<number>;
 type SettleFn = (stream: string, upTo: number) => Promise<number>;
+type ProbeFn = (key: string) => Promise<string>;
 type ClaimFn = (pending: string, claimed: string, batch: string, id: string, leaseMs: number) => Promise<string[]>;
 
 /** A school's checks asked for in one turn, in the order they came, and its keys' requests among them. */
@@ -145,7 +155,7 @@ const SETTLE_RETRY_MS = 500;
 
 /** Counters in Redis, shared by every API instance. Fails closed within `timeoutMs`. */
 export class RedisRateLimiter implements RateLimiter {
-  private readonly redis: Redis & { sdConsume: ConsumeFn; sdRecord: RecordFn; sdClaim: ClaimFn; sdSettle: SettleFn };
+  private readonly redis: Redis & { sdConsume: ConsumeFn; sdRecord: RecordFn; sdClaim: ClaimFn; sdSettle: SettleFn; sdProbe: ProbeFn };
   /** Which calls whose answer was lost Redis applied; counts the usage of those it did not. */
   private readonly ledger = new CallLedger(
     () => this.keys.stream(randomUUID()),
@@ -162,6 +172,8 @@ export class RedisRateLimiter implements RateLimiter {
   /** The checks asked for in this turn of the event loop, by school: sent together at its end. */
   private asked = new Map<string, SchoolChecks>();
   private scheduled = false;
+  /** Connections dropped for a command timeout (once each: ioredis closes a socket in steps). */
+  private readonly dropped = new WeakSet<object>();
   /** Script calls sent and not answered yet. */
   private sent = 0;
 
@@ -195,7 +207,8 @@ export class RedisRateLimiter implements RateLimiter {
     redis.defineCommand('sdRecord', { numberOfKeys: 2, lua: RECORD });
     redis.defineCommand('sdClaim', { numberOfKeys: 3, lua: CLAIM });
     redis.defineCommand('sdSettle', { numberOfKeys: 1, lua: SETTLE });
-    this.redis = redis as Redis & { sdConsume: ConsumeFn; sdRecord: RecordFn; sdClaim: ClaimFn; sdSettle: SettleFn };
+    redis.defineCommand('sdProbe', { numberOfKeys: 1, lua: PROBE });
+    this.redis = redis as Redis & { sdConsume: ConsumeFn; sdRecord: RecordFn; sdClaim: ClaimFn; sdSettle: SettleFn; sdProbe: ProbeFn };
   }
 
   readonly sharesUsage = true;
@@ -224,7 +237,7 @@ export class RedisRateLimiter implements RateLimiter {
     const now = Date.now();
     const usage = new Map([[keyId, 1]]);
     const reply = await this.timed(
-      this.recording(usage, now, (stream, seq) => this.redis.sdRecord(this.keys.pending, stream, seq, `c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now), (r) => r === NOT_APPLIED),
+      this.recording(usage, now, (stream, seq) => this.redis.sdRecord(this.keys.pending, stream, seq, `c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now), (r) => r === NOT_APPLIED || r === VOIDED),
     );
     if (reply !== 1) throw new RateLimiterUnavailable('rate-limit service refused the record');
   }
@@ -232,10 +245,11 @@ export class RedisRateLimiter implements RateLimiter {
   /**
    * Sends a usage-recording script call (`send`, given its stream and place) once connected,
    * and has its usage accounted for whatever becomes of it: the usage of a call never sent,
-   * or whose writes Redis refused (`refused` of its reply), is counted by this process,
-   * and a call whose reply is lost is settled later (ledger.ts). A connection silent past the
-   * client's command timeout is dropped: its calls are settled, and later ones go out on a
-   * new connection, or fail at once while there is none.
+   * refused by Redis with an error (`BUSY`, `NOPERM` ...: not run) or whose writes Redis
+   * refused (`refused` of its reply) is counted by this process, and a call whose reply is
+   * lost is settled later (ledger.ts). A connection silent past the client's command timeout
+   * is dropped: its calls are settled, and later ones go out on a new connection, or fail at
+   * once while there is none.
    */
   private async recording<T>(usage: CallUsage, at: number, send: (stream: string, seq: number) => Promise<T>, refused: (reply: T) => boolean): Promise<T> {
     try {
@@ -247,9 +261,18 @@ export class RedisRateLimiter implements RateLimiter {
     const connection = this.redis.stream;
     const { stream, seq } = this.ledger.place(connection);
     const reply = send(stream.key, seq);
-    this.ledger.follow(stream, seq, usage, at, reply, refused, (error) => {
-      if (error instanceof Error && error.message === 'Command timed out' && this.redis.stream === connection) this.redis.disconnect(true);
-    });
+    const applied = reply.then(
+      (answer) => !refused(answer),
+      (error: unknown) => {
+        if (error instanceof Error && error.name === 'ReplyError') return false;
+        if (error instanceof Error && error.message === 'Command timed out' && !this.dropped.has(connection)) {
+          this.dropped.add(connection);
+          this.redis.disconnect(true);
+        }
+        throw error;
+      },
+    );
+    this.ledger.follow(stream, seq, usage, at, applied);
     return reply;
   }
 
@@ -348,7 +371,7 @@ export class RedisRateLimiter implements RateLimiter {
         args[0] = seq;
         return this.redis.sdConsume(keys.length, ...keys, ...args);
       };
-      reply = await this.timed(this.recording(usage, now, send, (r) => Array.isArray(r) && r.length === 1 && r[0] === NOT_APPLIED));
+      reply = await this.timed(this.recording(usage, now, send, (r) => Array.isArray(r) && r.length === 1 && (r[0] === NOT_APPLIED || r[0] === VOIDED)));
     } catch (err) {
       const failed = new RateLimiterUnavailable('rate-limit service did not answer', { cause: err });
       for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
@@ -394,13 +417,14 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /**
-   * Whether Redis takes a write now, as every check needs (a PING is answered by a Redis out
-   * of memory that refuses them); like a request, waits for a connection still being made.
+   * Whether Redis runs a script that writes now, as every check needs (a PING is answered by
+   * a Redis out of memory that refuses writes, or by one whose user may not run scripts);
+   * like a request, waits for a connection still being made.
    */
   async ping(): Promise<boolean> {
     try {
       await this.whenReady();
-      return (await this.timed(this.redis.set(this.keys.readyProbe, '1', 'PX', 60_000))) === 'OK';
+      return (await this.timed(this.redis.sdProbe(this.keys.readyProbe))) === 'OK';
     } catch {
       return false;
     }
