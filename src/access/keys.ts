@@ -15,6 +15,14 @@ export interface NewKeyValue {
   hint: string;
 }
 
+/**
+ * Whether `text` holds a key's prefix, as a key pasted where a name or an id was asked for
+ * would: such text is refused there, as it would show the secret in lists, logs and audits.
+ */
+export function holdsKey(text: string): boolean {
+  return text.toLowerCase().includes(KEY_PREFIX);
+}
+
 /** One-shot (no Hash object per call): every API request hashes its key. */
 export function hashKey(key: string): string {
   return hash('sha256', key, 'hex');

@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import { generateKey } from '../access/keys.js';
+import { generateKey, holdsKey } from '../access/keys.js';
 import { announceKeyChanges, onPostgres } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { parseAllowlist } from '../domain/addresses.js';
@@ -198,6 +198,7 @@ function checkName(rawName: string): Outcome<string> {
   const length = keyNameLength(name);
   if (length < 1 || length > KEY_NAME_MAX) return { ok: false, reason: `key name must be 1-${KEY_NAME_MAX} characters` };
   if (!isOneLine(name)) return { ok: false, reason: 'key name must not contain control characters' };
+  if (holdsKey(name)) return { ok: false, reason: "key name must not hold an API key: names are shown in lists and in the audit" };
   return { ok: true, value: name };
 }
 

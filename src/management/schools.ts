@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { holdsKey } from '../access/keys.js';
 import { announceKeyChanges } from '../db/index.js';
 import { SCHOOL_COLUMNS, type Database, type School } from '../db/schema.js';
 import { isPlan, PLANS, type Plan } from '../domain/enums.js';
@@ -34,6 +35,7 @@ export async function createSchool(db: Kysely<Database>, input: NewSchool): Prom
   const length = [...name].length;
   if (length < 1 || length > 200) return fail('school name must be 1-200 characters');
   if (!isOneLine(name)) return fail('school name must not contain control characters');
+  if (holdsKey(name)) return fail('school name must not hold an API key: names are shown in lists');
   if (!checkPlan(input.plan)) return fail(`plan must be one of ${PLANS.join(', ')}`);
   const typed = input.timezone ?? 'Europe/Moscow';
   const timezone = canonicalTimeZone(typed);
@@ -43,6 +45,7 @@ export async function createSchool(db: Kysely<Database>, input: NewSchool): Prom
   if (currency === null) return fail(`currency must be an ISO 4217 code in use, such as RUB (not "${typedCurrency}")`);
   const id = input.id ?? `sch_${randomBytes(6).toString('hex')}`;
   if (!ID.test(id)) return fail('school id must be 1-64 characters of A-Z a-z 0-9 _ -');
+  if (holdsKey(id)) return fail('school id must not hold an API key: ids are written in logs');
 
   const school: School = { id, name, plan: input.plan, timezone, currency, created_at: nowTimestamp() };
   const inserted = await db.insertInto('schools').values(school).onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();

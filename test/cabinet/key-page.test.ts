@@ -87,6 +87,15 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.match(west.text, /value="9999-12-31"/);
   });
 
+  it('refuses a name that holds a key, keeping what was typed, and makes none', async () => {
+    const { b, schoolId } = await signedIn();
+    const form = formFields((await b.get('/settings/api')).text, '/settings/api/keys');
+    const refused = await b.post('/settings/api/keys', { ...form, name: `prod service_pk_${'0f'.repeat(16)}` });
+    assert.equal(refused.status, 400);
+    assert.match(unescapeHtml(refused.text), /The name cannot hold a key \(service_pk_\.\.\.\)/);
+    assert.equal((await store.db.selectFrom('api_keys').select('id').where('school_id', '=', schoolId).execute()).length, 0);
+  });
+
   it('counts a scope checkbox sent twice as ticked, never as no choice (all resources)', async () => {
     const { b, schoolId } = await signedIn();
     const form = formFields((await b.get('/settings/api')).text, '/settings/api/keys');

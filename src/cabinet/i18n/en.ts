@@ -181,6 +181,7 @@ export const en = {
     nameMissing: 'Enter a name for the key.',
     nameTooLong: (max: number, length: number) => `The name can be at most ${max} characters long (it has ${length}).`,
     nameControl: 'The name cannot contain control characters such as tabs or line breaks, nor marks that turn the direction of the text.',
+    nameHoldsKey: 'The name cannot hold a key (service_pk_...): names are shown in lists and in the audit. Keep the key itself secret.',
     notADate: 'The expiry date is not a date.',
     pastDate: 'The expiry date has passed: choose today or a later day.',
     tooLate: 'The expiry date is too far ahead: choose an earlier day.',

@@ -5,6 +5,7 @@
  */
 import type { FastifyPluginCallback, FastifyReply } from 'fastify';
 import type { Kysely } from 'kysely';
+import { holdsKey } from '../../access/keys.js';
 import { planLimit } from '../../access/plans.js';
 import type { Database } from '../../db/schema.js';
 import { MAX_ALLOW_ENTRIES, parseAllowlist } from '../../domain/addresses.js';
@@ -38,6 +39,7 @@ function keyNameError(t: FormText, name: string | null): string | null {
   const length = keyNameLength(trimmed);
   if (length > KEY_NAME_MAX) return t.nameTooLong(KEY_NAME_MAX, length);
   if (!isOneLine(trimmed)) return t.nameControl;
+  if (holdsKey(trimmed)) return t.nameHoldsKey;
   return null;
 }
 
