@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // The built CLI (npm run build). Exit codes come from the command, never from library code.
-// A reader that stops early (`school-data openapi | head`) is not an error.
-process.stdout.on('error', (err) => {
-  if (err.code === 'EPIPE') process.exit(0);
-  throw err;
-});
+// A reader that stops early (`school-data openapi | head`) is not an error; a failed write
+// is judged by the CLI once it is loaded (outputFailed in src/cli/main.ts), one line until then.
+let outputFailed = (err) => {
+  if (err.code !== 'EPIPE') process.stderr.write(`school-data: standard output could not be written (${err.code ?? err.message})\n`);
+  process.exit(err.code === 'EPIPE' ? 0 : 1);
+};
+process.stdout.on('error', (err) => outputFailed(err));
 const main = new URL('../dist/cli/main.js', import.meta.url);
 const { existsSync } = await import('node:fs');
 if (!existsSync(main)) {
@@ -12,4 +14,6 @@ if (!existsSync(main)) {
   process.stderr.write('school-data: not built yet; run "npm run build" (or "npm start") in the repository first\n');
   process.exit(1);
 }
-process.exitCode = await (await import(main.href)).main(process.argv);
+const cli = await import(main.href);
+outputFailed = cli.outputFailed;
+process.exitCode = await cli.main(process.argv);

@@ -2,6 +2,7 @@
  * What every command needs: the configuration, an output that is either human text
  * or one JSON value, and a store opened (and migrated) only when the command uses it.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import { loadConfig, settings, type Config, type ConfigOverrides } from '../config/index.js';
 import { openStore, type Store } from '../db/index.js';
@@ -22,10 +23,29 @@ export class CliError extends Error {
   }
 }
 
+/**
+ * Output that exists nowhere else once printed (a new key, a generated password): what was
+ * made, and how to make another, for the line a failed write of it ends with (main.ts).
+ */
+export interface ShownOnce {
+  made: string;
+  remedy: string;
+}
+
+let shownOnce: ShownOnce | null = null;
+
+/** What the last result showed once, if it did (the output may have failed to take it). */
+export function resultShownOnce(): ShownOnce | null {
+  return shownOnce;
+}
+
 export interface Output {
   readonly json: boolean;
-  /** Prints `value` as JSON in --json mode, else the human text. */
-  result(value: unknown, human: string | (() => string)): void;
+  /**
+   * Prints `value` as JSON in --json mode, else the human text. `once`: the result holds what
+   * is shown only this once, named if standard output cannot take it.
+   */
+  result(value: unknown, human: string | (() => string), once?: ShownOnce): void;
   /** Progress or notes for people: stderr, so stdout stays one JSON value in --json mode. */
   note(text: string): void;
 }
@@ -33,7 +53,8 @@ export interface Output {
 export function createOutput(json: boolean, stdout: NodeJS.WritableStream = process.stdout, stderr: NodeJS.WritableStream = process.stderr): Output {
   return {
     json,
-    result(value, human) {
+    result(value, human, once) {
+      if (once !== undefined) shownOnce = once;
       if (json) stdout.write(`${JSON.stringify(value, null, 2)}\n`);
       else stdout.write(`${typeof human === 'function' ? human() : human}\n`);
     },
@@ -41,6 +62,21 @@ export function createOutput(json: boolean, stdout: NodeJS.WritableStream = proc
       stderr.write(`${text}\n`);
     },
   };
+}
+
+/**
+ * Refuses to make what is shown only once (`what`) when standard output goes nowhere:
+ * /dev/null, or closed (Node then opens /dev/null in its place).
+ */
+export function refuseIfOutputDiscarded(what: string): void {
+  let discarded = false;
+  try {
+    const out = fs.fstatSync(1);
+    discarded = out.isCharacterDevice() && out.rdev === fs.statSync('/dev/null').rdev;
+  } catch {
+    // Not a place this can be told (no /dev/null): the write itself is checked instead.
+  }
+  if (discarded) throw new CliError(`standard output goes to /dev/null (or is closed): ${what} would be shown nowhere; nothing was made`);
 }
 
 export interface CommandContext {

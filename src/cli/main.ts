@@ -11,7 +11,7 @@ import { PLANS } from '../domain/enums.js';
 import { KEY_SCOPES } from '../domain/scopes.js';
 import { redactKeys } from '../ops/request-log.js';
 import { packageVersion } from '../version.js';
-import { CliError, contextFor, createOutput, RUN } from './context.js';
+import { CliError, contextFor, createOutput, resultShownOnce, RUN } from './context.js';
 
 type Run = (code: number) => void;
 
@@ -134,14 +134,20 @@ function buildProgram(done: Run, opened: (config: Config) => void): Command {
   return program;
 }
 
-/** An option that takes a value given twice is a usage error, where commander keeps the last silently. */
+/**
+ * An option that takes a value given twice is a usage error, where commander keeps the last
+ * silently; and so is one whose value is another of the command's options (`--name $NAME
+ * --json` with NAME unset would name a key "--json").
+ */
 function onceEach(command: Command): void {
+  const flags = new Set(['--help', '-h', ...command.options.flatMap((o) => [o.long, o.short]).filter((f) => f !== undefined)]);
   for (const option of command.options) {
     if (!option.required && !option.optional) continue;
     const parse = option.parseArg;
     let given = false;
     option.argParser((value: string, previous: unknown) => {
       if (given) command.error(`option '${option.long ?? option.flags}' is given more than once: give it once`);
+      if (flags.has(value)) command.error(`option '${option.long ?? option.flags}' has '${value}' for its value, which is an option: is its value missing?`);
       given = true;
       return parse === undefined ? value : parse(value, previous);
     });
@@ -194,9 +200,39 @@ export function describeError(err: unknown, dataDir?: string, room?: (dir: strin
   return 'unexpected error';
 }
 
+/**
+ * The first word of a help request (`help key nope`, `key nope --help`) that names no
+ * command, which commander would answer with its parent's help and exit code 0; null if none.
+ */
+function unknownHelpTopic(program: Command, args: string[]): string | null {
+  const asked = args[0] === 'help' ? args.slice(1) : args.includes('--help') || args.includes('-h') ? args : [];
+  let current = program;
+  for (const word of asked) {
+    if (word.startsWith('-')) break;
+    const next = current.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (!next) return current.commands.length > 0 ? word : null;
+    current = next;
+  }
+  return null;
+}
+
 /** `help key create` is `key create --help`: commander's own help command looks one level down only. */
 function helpAsOption(args: string[]): string[] {
   return args[0] === 'help' && args.length > 1 ? [...args.slice(1), '--help'] : args;
+}
+
+/**
+ * Standard output failed (its reader left, a full disk): ends the process. A reader that
+ * stopped early (`school-data openapi | head`) is no error, unless what it missed was shown
+ * only once (a new key, a password): then one line says what was made and what to do.
+ */
+export function outputFailed(err: NodeJS.ErrnoException): never {
+  const why = err.code ?? firstLine(err.message);
+  const lost = resultShownOnce();
+  if (lost === null && err.code === 'EPIPE') process.exit(0);
+  const line = lost === null ? `standard output could not be written (${why})` : `${lost.made}, but standard output could not take it (${why}): ${lost.remedy}`;
+  process.stderr.write(`school-data: ${redactKeys(line)}\n`);
+  process.exit(1);
 }
 
 /** Runs the command line; resolves with the process exit code. */
@@ -212,6 +248,11 @@ export async function main(argv: string[]): Promise<number> {
       dataDir = config.dataDir;
     },
   );
+  const unknown = unknownHelpTopic(program, argv.slice(2));
+  if (unknown !== null) {
+    process.stderr.write(`school-data: ${redactKeys(printable(`unknown command '${unknown}' (see ${RUN} --help)`))}\n`);
+    return 2;
+  }
   const args = helpAsOption(argv.slice(2));
   try {
     await program.parseAsync([...argv.slice(0, 2), ...args]);

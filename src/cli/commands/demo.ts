@@ -161,6 +161,10 @@ async function loadDemo(ctx: CommandContext, opts: { ifEmpty?: boolean }): Promi
       `Once the server is up (${RUN} serve; npm start starts it for you), try:`,
       `  ${curl}`,
     ].join('\n'),
+    {
+      made: `the demo schools were loaded with new keys and directors' passwords`,
+      remedy: `make a key with ${RUN} key create --school <id> --name <name>, and passwords with ${RUN} director set-password --email <email>`,
+    },
   );
   return 0;
 }

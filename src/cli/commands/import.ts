@@ -20,14 +20,28 @@ function where(e: ImportError): string {
   return at || field ? `${at}${field}: ` : '';
 }
 
+/** Why a file cannot be read, as a person says it, by the system's error code. */
+const UNREADABLE: Record<string, string> = {
+  ENOENT: 'no such file',
+  ENOTDIR: 'no such file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EISDIR: 'not a file',
+  ELOOP: 'too many symbolic links',
+  ENAMETOOLONG: 'the name is too long',
+};
+
+/** Refuses a path that is no file this process can read, before the store is opened. */
 function checkFile(file: string): void {
-  let stat;
+  let why: string | null = null;
   try {
-    stat = fs.statSync(file);
-  } catch {
-    throw new CliError(`cannot read ${file}: no such file`);
+    if (!fs.statSync(file).isFile()) why = 'not a file';
+    else fs.closeSync(fs.openSync(file, 'r'));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? '';
+    why = UNREADABLE[code] ?? (code || 'unreadable');
   }
-  if (!stat.isFile()) throw new CliError(`cannot read ${file}: not a file`);
+  if (why !== null) throw new CliError(`cannot read ${file}: ${why}`);
 }
 
 /** Redraws of the progress line, at most. */

@@ -28,13 +28,24 @@ export async function serveCommand(ctx: CommandContext, opts: { workers?: string
   return runServer(ctx, cluster.isWorker);
 }
 
-/** A port another program holds: say which, and how to choose others, rather than "unexpected error". */
-function portInUse(err: unknown): CliError | null {
-  const e = err as (NodeJS.ErrnoException & { address?: string; port?: number }) | null;
-  if (e?.code !== 'EADDRINUSE') return null;
-  return new CliError(
-    `cannot listen on ${e.address ?? 'the address'}:${e.port ?? '?'}: another program uses it (another school-data serve?); stop it, or choose other ports with PORT and SCHOOL_DATA_CABINET_PORT (or --port and --cabinet-port)`,
-  );
+/**
+ * A listener that cannot open, said as such rather than as "unexpected error" or, for a host
+ * name that does not resolve, as the data store's failure: a port another program holds
+ * (which, and how to choose others), an address this machine does not have or may not use.
+ */
+function cannotListen(err: unknown, host: string): CliError | null {
+  const e = err as (NodeJS.ErrnoException & { address?: string; port?: number; hostname?: string }) | null;
+  if (e?.code === 'EADDRINUSE') {
+    return new CliError(
+      `cannot listen on ${e.address ?? 'the address'}:${e.port ?? '?'}: another program uses it (another school-data serve?); stop it, or choose other ports with PORT and SCHOOL_DATA_CABINET_PORT (or --port and --cabinet-port)`,
+    );
+  }
+  if (e?.syscall === 'getaddrinfo' && e.hostname === host) return new CliError(`cannot listen on ${host}: no such address (${e.code ?? 'unresolved'}); check HOST (or --host)`);
+  if (e?.syscall === 'listen' && (e.code === 'EADDRNOTAVAIL' || e.code === 'EACCES')) {
+    const why = e.code === 'EACCES' ? 'not allowed (a port below 1024 needs privileges)' : 'this machine has no such address';
+    return new CliError(`cannot listen on ${e.address ?? host}:${e.port ?? '?'}: ${why}; check HOST and PORT (or --host and --port)`);
+  }
+  return null;
 }
 
 /**
@@ -62,7 +73,7 @@ async function runServer(ctx: CommandContext, isWorker: boolean): Promise<number
   } catch (err) {
     // The channel to the primary would keep a worker that could not start alive.
     if (isWorker) process.disconnect();
-    throw portInUse(err) ?? err;
+    throw cannotListen(err, config.host) ?? err;
   }
   const base = `${server.origin}/api/public/v1/`;
   const cabinet = `${server.cabinetOrigin}/`;

@@ -1,24 +1,44 @@
 import { addDirector, generatePassword, PASSWORD_MAX_LENGTH } from '../../../management/directors.js';
-import { CliError, withStore, type CommandContext } from '../../context.js';
+import { CliError, refuseIfOutputDiscarded, RUN, withStore, type CommandContext } from '../../context.js';
 
 /** More than the longest password allowed can take in UTF-8 with its line end. */
 const STDIN_MAX_BYTES = PASSWORD_MAX_LENGTH * 4 + 2;
+
+/** How long stdin may stay open with nothing on it before the command gives up waiting. */
+const STDIN_FIRST_BYTES_MS = 60_000;
 
 /**
  * The new director's password: the first line of stdin when something is piped in, or
  * a generated one when stdin is a terminal or empty (`< /dev/null`). An empty first
  * line is refused rather than replaced: it is most likely an unset variable.
  * Reading stops at the first line end (or once the line is too long to be a password),
- * so a writer that never ends (`yes |`, a pipe left open) does not hold the command.
+ * so a writer that never ends (`yes |`) does not hold the command; nor does a pipe left
+ * open with nothing on it (a CI runner's): refused after STDIN_FIRST_BYTES_MS.
  */
-export async function passwordFromStdin(stdin: NodeJS.ReadStream): Promise<{ password: string; generated: boolean }> {
+export async function passwordFromStdin(stdin: NodeJS.ReadStream, waitMs = STDIN_FIRST_BYTES_MS): Promise<{ password: string; generated: boolean }> {
   if (stdin.isTTY) return { password: generatePassword(), generated: true };
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of stdin) {
-    chunks.push(chunk as Buffer);
-    size += (chunk as Buffer).length;
-    if ((chunk as Buffer).includes(0x0a) || size > STDIN_MAX_BYTES) break;
+  const reading = stdin[Symbol.asyncIterator]();
+  let timer: NodeJS.Timeout | undefined;
+  const silent = new Promise<'silent'>((resolve) => (timer = setTimeout(() => resolve('silent'), waitMs)));
+  try {
+    for (let first = true; ; first = false) {
+      const next = first ? await Promise.race([reading.next(), silent]) : await reading.next();
+      if (next === 'silent') {
+        // Its read is still pending: ending the iteration would wait for it.
+        stdin.destroy();
+        throw new CliError(`nothing came on stdin in ${waitMs / 1000} s: pipe in the password, or give < /dev/null to have one generated`);
+      }
+      if (next.done === true) break;
+      const chunk = next.value as Buffer;
+      chunks.push(chunk);
+      size += chunk.length;
+      if (chunk.includes(0x0a) || size > STDIN_MAX_BYTES) break;
+    }
+  } finally {
+    clearTimeout(timer);
+    if (!stdin.destroyed) await reading.return?.();
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.length === 0) return { password: generatePassword(), generated: true };
@@ -36,6 +56,7 @@ export function passwordLines(password: string, generated: boolean): string[] {
 
 export async function directorAdd(ctx: CommandContext, opts: { school: string; email: string }, stdin: NodeJS.ReadStream = process.stdin): Promise<number> {
   const { password, generated } = await passwordFromStdin(stdin);
+  if (generated) refuseIfOutputDiscarded('the generated password');
   const outcome = await withStore(ctx.config, (store) => addDirector(store.db, { schoolId: opts.school, email: opts.email, password }));
   if (!outcome.ok) throw new CliError(outcome.reason);
   const d = outcome.value;
@@ -46,6 +67,12 @@ export async function directorAdd(ctx: CommandContext, opts: { school: string; e
       `Added director ${d.id} <${d.email}> for school ${d.school_id}; they sign in at ${signIn}`,
       ...passwordLines(password, generated),
     ].join('\n'),
+    generated ? generatedPassword(d.email, 'added') : undefined,
   );
   return 0;
+}
+
+/** What a generated password's loss says: the director, and how to give them another. */
+export function generatedPassword(email: string, done: string) {
+  return { made: `director ${email} was ${done} with a generated password`, remedy: `set another with ${RUN} director set-password --email ${email}` };
 }

@@ -1,5 +1,5 @@
 import { createKey, parseKeyOptions } from '../../../management/keys.js';
-import { CliError, withStore, type CommandContext } from '../../context.js';
+import { CliError, refuseIfOutputDiscarded, RUN, withStore, type CommandContext } from '../../context.js';
 
 export interface KeyCreateOptions {
   school: string;
@@ -23,6 +23,7 @@ export async function keyCreate(ctx: CommandContext, opts: KeyCreateOptions): Pr
   if (empty !== null) throw new CliError(empty);
   const options = parseKeyOptions(opts);
   if (!options.ok) throw new CliError(options.reason);
+  refuseIfOutputDiscarded('the new key');
   const outcome = await withStore(ctx.config, (store) => createKey(store.db, opts.school, opts.name, options.value, 'operator', { unusedDays: ctx.config.keyUnusedDays }));
   if (!outcome.ok) throw new CliError(outcome.reason);
   const k = outcome.value;
@@ -34,6 +35,7 @@ export async function keyCreate(ctx: CommandContext, opts: KeyCreateOptions): Pr
   ctx.out.result(
     k,
     `Created key ${k.id} "${k.name}" for school ${opts.school}${limits.length > 0 ? ` (${limits.join('; ')})` : ''}:\n\n  ${k.key}\n\nCopy it now: it is shown only this once and cannot be recovered.`,
+    { made: `the key ${k.id} "${k.name}" was made for school ${opts.school}`, remedy: `revoke it (${RUN} key revoke --key ${k.id}) and create another` },
   );
   return 0;
 }
