@@ -20,7 +20,7 @@ import { methodNotAllowed, Problem } from '../problems/index.js';
 import { bearerKey, hashKey } from './keys.js';
 import { KeyFinder, type KeyRow } from './lookup.js';
 import { planLimit } from './plans.js';
-import { RateLimiterUnavailable, WINDOW_SECONDS, type RateLimitDecision, type RateLimiter } from './ratelimit/index.js';
+import { RateLimiterUnavailable, WINDOW_SECONDS, windowDecision, type LimitWindow, type RateLimitDecision, type RateLimiter } from './ratelimit/index.js';
 import type { UsageRecorder } from './usage.js';
 
 export interface AccessDeps {
@@ -95,6 +95,11 @@ const textsFor = madeOnce((limit: number) => ({
   }),
   policy: `"default";q=${limit};w=${WINDOW_SECONDS}`,
 }));
+
+/** The rate limit's headers of an answer: the quota, and what is left of the window. */
+function rateLimitHeaders(limit: number, decision: RateLimitDecision): string[] {
+  return ['RateLimit-Policy', textsFor(limit).policy, 'RateLimit', `"default";r=${decision.remaining};t=${decision.resetSeconds}`];
+}
 
 /** Per set of needed scopes: the 403. */
 const insufficientScope = madeOnce(
@@ -244,22 +249,27 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
 
   function limited(found: KeyRow, caller: Caller, limit: number, need: ScopeSet, decision: RateLimitDecision): Access {
     rateLimiter.answered();
-    const texts = textsFor(limit);
-    const rateLimit = ['RateLimit-Policy', texts.policy, 'RateLimit', `"default";r=${decision.remaining};t=${decision.resetSeconds}`];
-    if (!decision.allowed) return { allowed: false, problem: texts.rateLimited, caller, rateLimit };
+    const rateLimit = rateLimitHeaders(limit, decision);
+    if (!decision.allowed) return { allowed: false, problem: textsFor(limit).rateLimited, caller, rateLimit };
     const scopes = scopeSetOfStored(found.scopes);
     if ((need & scopes) !== need) return { allowed: false, problem: insufficientScope(need), caller, rateLimit };
     return { allowed: true, tenant: tenantOf(found, scopes), caller, rateLimit };
   }
 
-  /** Counts a refusal decided before the rate limit: in Redis with a shared limiter (here if Redis fails), else here. */
-  function countedRefusal(keyId: string, refused: Access): Access | Promise<Access> {
+  /**
+   * Counts a refusal decided before the rate limit: in Redis with a shared limiter (here if
+   * Redis fails), else here. With `school` (a school whose plan has a limit), the answer
+   * carries the limit's headers, the window read without counting (none when Redis fails).
+   */
+  function countedRefusal(keyId: string, refused: Access, school?: { id: string; limit: number }): Access | Promise<Access> {
+    const withWindow = (window: LimitWindow | null): Access =>
+      window === null || school === undefined || refused.allowed ? refused : { ...refused, rateLimit: rateLimitHeaders(school.limit, windowDecision(window, school.limit)) };
     if (shared === null) {
       usage.record(keyId);
-      return refused;
+      return school === undefined ? refused : withWindow(limiter.peek(school.id));
     }
     // Counted once either way: where Redis did not record it, the limiter counts it here.
-    return shared.record(keyId).then(() => refused, () => refused);
+    return shared.record(keyId, school?.id).then(withWindow, () => refused);
   }
 
   function withKey(found: KeyRow | undefined, route: string | undefined, client: { readonly ip: string }, early?: (tenant: Tenant) => void): Access | Promise<Access> {
@@ -268,10 +278,11 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     // Counted whatever the answer turns out to be (403, 402, 429, 404 ...): with a shared
     // limiter (Redis) in its round trip, else in this process (usage.ts).
     // Before the plan and the limit: a request from elsewhere spends none of the school's minute.
-    if (found.allow !== null && !addressAllowed(allowListOf(found.allow), client.ip)) {
-      return countedRefusal(found.keyId, { allowed: false, problem: ADDRESS_NOT_ALLOWED, caller, rateLimit: null });
-    }
     const limit = planLimit(config, found.plan);
+    if (found.allow !== null && !addressAllowed(allowListOf(found.allow), client.ip)) {
+      const refused: Access = { allowed: false, problem: ADDRESS_NOT_ALLOWED, caller, rateLimit: null };
+      return countedRefusal(found.keyId, refused, limit === null ? undefined : { id: found.schoolId, limit });
+    }
     if (limit === null) return countedRefusal(found.keyId, { allowed: false, problem: PLAN_REQUIRED, caller, rateLimit: null });
     let decision: RateLimitDecision | Promise<RateLimitDecision>;
     try {

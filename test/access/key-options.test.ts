@@ -189,9 +189,17 @@ describe('key options on the request path', () => {
     assert.equal(direct.status, 403);
     assert.equal(code(direct), 'address_not_allowed');
     assert.equal(direct.headers['www-authenticate'], undefined);
-    // Refused before the rate limit: it spends none of the school's quota, and says none.
-    assert.deepEqual([direct.headers.ratelimit, direct.headers['ratelimit-policy']], [undefined, undefined]);
-    assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '203.0.113.7' } })).status, 200);
+    // Refused before the rate limit: it spends none of the school's quota, but says where it stands.
+    assert.match(String(direct.headers['ratelimit-policy']), /^"default";q=\d+;w=60$/);
+    assert.match(String(direct.headers.ratelimit), /^"default";r=\d+;t=\d+$/);
+    const remaining = (res: { headers: Record<string, unknown> }) => Number(/;r=(\d+);/.exec(String(res.headers.ratelimit))![1]);
+    const first = await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '203.0.113.7' } });
+    assert.equal(first.status, 200);
+    const elsewhere = await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '198.51.100.9' } });
+    assert.equal(elsewhere.status, 403);
+    assert.equal(remaining(elsewhere), remaining(first));
+    const next = await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '203.0.113.7' } });
+    assert.equal(remaining(next), remaining(first) - 1);
     assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '10.20.30.40' } })).status, 200);
     // A proxy that writes the client's port too (some load balancers do): the address is what counts.
     const withPort = await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': '203.0.113.7:51234' } });

@@ -15,6 +15,21 @@ export interface RateLimitDecision {
   resetSeconds: number;
 }
 
+/**
+ * A school's window as it stands, read without counting (for an answer refused before the
+ * check, which carries the limit's headers all the same): its requests so far, and the ms
+ * until it ends (0 or less: no window runs; the next counted request starts one).
+ */
+export interface LimitWindow {
+  count: number;
+  msLeft: number;
+}
+
+/** What the headers of an answer say of a window read with peek or a record. */
+export function windowDecision(window: LimitWindow, limit: number): RateLimitDecision {
+  return decide(window.count, limit, window.msLeft > 0 ? window.msLeft : WINDOW_SECONDS * 1000);
+}
+
 /** A key's usage not yet in the database: its requests per UTC day (`YYYY-MM-DD`) and its last use. */
 export interface KeyUsage {
   /** Epoch milliseconds. */
@@ -29,10 +44,11 @@ export interface KeyUsage {
  */
 export interface SharedUsage {
   /**
-   * Records one request of `keyId` that had no rate-limit check (402, 403). Rejects when
-   * Redis does not answer or refuses; the request counts once all the same (see consume).
+   * Records one request of `keyId` that had no rate-limit check (402, 403), and reads the
+   * window of `schoolId` when given (null when not). Rejects when Redis does not answer or
+   * refuses; the request counts once all the same (see consume).
    */
-  record(keyId: string): Promise<void>;
+  record(keyId: string, schoolId?: string): Promise<LimitWindow | null>;
   /**
    * Moves what is pending into a new batch `id`, and takes over the batches claimed more
    * than `leaseMs` ago and not released (their instance died, or is stuck): the ids to apply.
@@ -66,6 +82,11 @@ export interface RateLimiter {
    * not applied).
    */
   shareUsage(databaseId: string, unrecorded: (keyId: string, requests: number, at: number) => void): SharedUsage | null;
+  /**
+   * The school's window, read without counting; null where it comes with the shared usage's
+   * record instead (Redis: one round trip for both).
+   */
+  peek(schoolId: string): LimitWindow | null;
   /**
    * Whether a check sent earlier is still waiting for the service's answer (always false
    * for the in-memory limiter, which answers at once).

@@ -1,4 +1,4 @@
-import { decide, WINDOW_SECONDS, type RateLimitDecision, type RateLimiter } from './index.js';
+import { decide, WINDOW_SECONDS, type LimitWindow, type RateLimitDecision, type RateLimiter } from './index.js';
 
 interface Window {
   count: number;
@@ -31,6 +31,12 @@ export class MemoryRateLimiter implements RateLimiter {
     }
     w.count += 1;
     return decide(w.count, limit, w.endsAt - now);
+  }
+
+  peek(schoolId: string): LimitWindow {
+    const now = this.now();
+    const w = this.windows.get(schoolId);
+    return w === undefined || w.endsAt <= now ? { count: 0, msLeft: 0 } : { count: w.count, msLeft: w.endsAt - now };
   }
 
   ping(): Promise<boolean> {

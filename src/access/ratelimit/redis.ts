@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
 import type { Redis } from 'ioredis';
-import { decide, RateLimiterUnavailable, utcDay, WINDOW_SECONDS, type KeyUsage, type RateLimitDecision, type RateLimiter, type SharedUsage } from './index.js';
+import { decide, RateLimiterUnavailable, utcDay, WINDOW_SECONDS, type KeyUsage, type LimitWindow, type RateLimitDecision, type RateLimiter, type SharedUsage } from './index.js';
 import { CallLedger, type CallUsage, type Unrecorded } from './ledger.js';
 
 /**
@@ -95,14 +95,20 @@ return out
 
 // A request's usage without a rate-limit check (402, 403): KEYS[1] the usage hash, KEYS[2]
 // and ARGV[1] the stream and place (PLACE), ARGV[2..]: the count's field, the last use's
-// field, now. Returns 1, or NOT_APPLIED or VOIDED.
+// field, now. KEYS[3], when given: a school's counter, read, not counted. Returns 1 (or
+// NOT_APPLIED or VOIDED), then the counter's value and its ms left (0, -2 when it has none).
 const RECORD = `
+local window = {0, -2}
+if KEYS[3] then
+  local n = redis.pcall('GET', KEYS[3])
+  if type(n) == 'string' then window = {tonumber(n) or 0, redis.call('PTTL', KEYS[3])} end
+end
 local function place() ${PLACE} end
 local placed = place()
-if placed ~= 0 then return placed end
+if placed ~= 0 then return {placed, window[1], window[2]} end
 redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
 redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
-return 1
+return {1, window[1], window[2]}
 `;
 
 // Settles a stream (ledger.ts): returns its last applied place and voids every place up
@@ -137,7 +143,7 @@ return out
 const PROBE = `return redis.call('SET', KEYS[1], '1', 'PX', 60000)`;
 
 type ConsumeFn = (keyCount: number, ...keysThenArgs: (string | number)[]) => Promise<number[]>;
-type RecordFn = (pending: string, stream: string, seq: number, countField: string, timeField: string, now: number) => Promise<number>;
+type RecordFn = (keyCount: number, ...keysThenArgs: (string | number)[]) => Promise<number[]>;
 type SettleFn = (stream: string, upTo: number) => Promise<number>;
 type ProbeFn = (key: string) => Promise<string>;
 type ClaimFn = (pending: string, claimed: string, batch: string, id: string, leaseMs: number) => Promise<string[]>;
@@ -204,7 +210,7 @@ export class RedisRateLimiter implements RateLimiter {
     redis.on('error', () => undefined);
     // The number of keys varies (one counter per school of the turn): given with each call.
     redis.defineCommand('sdConsume', { lua: CONSUME });
-    redis.defineCommand('sdRecord', { numberOfKeys: 2, lua: RECORD });
+    redis.defineCommand('sdRecord', { lua: RECORD });
     redis.defineCommand('sdClaim', { numberOfKeys: 3, lua: CLAIM });
     redis.defineCommand('sdSettle', { numberOfKeys: 1, lua: SETTLE });
     redis.defineCommand('sdProbe', { numberOfKeys: 1, lua: PROBE });
@@ -216,7 +222,7 @@ export class RedisRateLimiter implements RateLimiter {
     const queue = (this.keys = keysOf(databaseId));
     this.ledger.countInto(unrecorded);
     return {
-      record: (keyId) => this.record(keyId),
+      record: (keyId, schoolId) => this.record(keyId, schoolId),
       claim: async (id, leaseMs) => {
         await this.whenReady();
         return this.timed(this.redis.sdClaim(queue.pending, queue.claimed, queue.batch(id), id, leaseMs));
@@ -233,13 +239,18 @@ export class RedisRateLimiter implements RateLimiter {
     };
   }
 
-  private async record(keyId: string): Promise<void> {
+  private async record(keyId: string, schoolId?: string): Promise<LimitWindow | null> {
     const now = Date.now();
     const usage = new Map([[keyId, 1]]);
-    const reply = await this.timed(
-      this.recording(usage, now, (stream, seq) => this.redis.sdRecord(this.keys.pending, stream, seq, `c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now), (r) => r === NOT_APPLIED || r === VOIDED),
-    );
-    if (reply !== 1) throw new RateLimiterUnavailable('rate-limit service refused the record');
+    const send = (stream: string, seq: number) => {
+      const args = [`c|${keyId}|${utcDay(now)}`, `t|${keyId}`, now];
+      return schoolId === undefined
+        ? this.redis.sdRecord(2, this.keys.pending, stream, seq, ...args)
+        : this.redis.sdRecord(3, this.keys.pending, stream, this.keys.counter(schoolId), seq, ...args);
+    };
+    const reply = await this.timed(this.recording(usage, now, send, (r) => r[0] === NOT_APPLIED || r[0] === VOIDED));
+    if (!Array.isArray(reply) || reply[0] !== 1) throw new RateLimiterUnavailable('rate-limit service refused the record');
+    return schoolId === undefined ? null : { count: reply[1] ?? 0, msLeft: reply[2] ?? 0 };
   }
 
   /**
@@ -349,6 +360,11 @@ export class RedisRateLimiter implements RateLimiter {
     this.asked = new Map();
     for (let i = 0; i < asked.length; i += MAX_SCHOOLS_PER_CALL) void this.check(asked.slice(i, i + MAX_SCHOOLS_PER_CALL));
   };
+
+  /** With Redis, a school's window comes with the record of the request's usage (record). */
+  peek(): null {
+    return null;
+  }
 
   private async check(schools: [string, SchoolChecks][]): Promise<void> {
     let reply: number[];

@@ -61,7 +61,7 @@ const requestId: ResponseHeader = {
   required: true,
 };
 const rateLimitHeaders = (required: boolean): Record<string, ResponseHeader> => {
-  const when = required ? '' : ' Sent once the request has passed the key and plan checks.';
+  const when = required ? '' : ' Sent whenever the key was found, its school\'s plan has a limit, and the rate-limit service answered.';
   return {
     'RateLimit-Policy': {
       description: `The school's quota (IETF draft RateLimit headers): q requests per window of w seconds, e.g. "default";q=60;w=60.${when}`,
