@@ -195,6 +195,10 @@ export function describeError(err: unknown, dataDir?: string, room?: (dir: strin
   if (isStoreRefusingConnection(err)) return `PostgreSQL refused the connection: ${firstLine((err as Error).message)} (check DATABASE_URL)`;
   // Before an outage: SQLite's I/O errors are one too, but not what to say of a full disk.
   if (isDiskFull(err, dataDir, room)) return `the disk of the data store is full (${firstLine((err as Error).message)}): nothing is half-written; free some space and run it again`;
+  const sqliteCode = (err as { code?: unknown } | null)?.code;
+  if (dataDir !== undefined && (sqliteCode === 'SQLITE_READONLY' || sqliteCode === 'SQLITE_CANTOPEN' || sqliteCode === 'SQLITE_READONLY_DIRECTORY')) {
+    return `cannot write the database in ${dataDir} (${firstLine((err as Error).message)}): this user needs to be able to write the directory and its files (SCHOOL_DATA_DIR, --data-dir)`;
+  }
   if (isStoreUnavailable(err)) return `the data store is unavailable: ${firstLine((err as Error).message)}`;
   if (err instanceof Error) return `unexpected error: ${firstLine(err.message)}`;
   return 'unexpected error';

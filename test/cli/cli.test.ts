@@ -258,6 +258,15 @@ describe('school-data CLI', () => {
     fails(await cli('import', '--school', 'nope', file), /school "nope" does not exist|not valid JSON/);
   });
 
+  it('says a data directory this user may not write is one, naming it, rather than "unexpected error"', () => {
+    for (const [code, message] of [['SQLITE_READONLY', 'attempt to write a readonly database'], ['SQLITE_CANTOPEN', 'unable to open database file']] as const) {
+      assert.equal(
+        describeError(Object.assign(new Error(message), { code }), '/srv/data'),
+        `cannot write the database in /srv/data (${message}): this user needs to be able to write the directory and its files (SCHOOL_DATA_DIR, --data-dir)`,
+      );
+    }
+  });
+
   it('says a full disk is full, on either store, rather than "unexpected error"', () => {
     for (const [code, message] of [['SQLITE_FULL', 'database or disk is full'], ['53100', 'could not extend file: No space left on device']] as const) {
       const line = describeError(Object.assign(new Error(message), { code }));
