@@ -267,6 +267,10 @@ describe('school-data CLI', () => {
     }
   });
 
+  it('says the SQLite file is locked by another writer, and what to do', () => {
+    assert.match(describeError(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }), '/srv/data'), /^the SQLite file is locked by another writer, .*: nothing was written; run it again once that ends$/);
+  });
+
   it('says a full disk is full, on either store, rather than "unexpected error"', () => {
     for (const [code, message] of [['SQLITE_FULL', 'database or disk is full'], ['53100', 'could not extend file: No space left on device']] as const) {
       const line = describeError(Object.assign(new Error(message), { code }));
