@@ -215,7 +215,7 @@ function unknownHelpTopic(program: Command, args: string[]): string | null {
   const asked = args[0] === 'help' ? args.slice(1) : args.includes('--help') || args.includes('-h') ? args : [];
   let current = program;
   for (const word of asked) {
-    if (word.startsWith('-')) break;
+    if (word.startsWith('-') || (current === program && word === 'help')) break;
     const next = current.commands.find((c) => c.name() === word || c.aliases().includes(word));
     if (!next) return current.commands.length > 0 ? word : null;
     current = next;

@@ -127,6 +127,7 @@ describe('the command line when its output fails, and the mistakes of scripts', 
     const known = await cli('help', 'key', 'create');
     assert.equal(known.code, 0);
     assert.match(known.stdout, /--scopes/);
+    assert.equal((await cli('help', 'help')).code, 0);
   });
 
   it('an import of a path that is no readable file says why, also in --json', async () => {
