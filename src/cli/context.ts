@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { loadConfig, settings, type Config, type ConfigOverrides } from '../config/index.js';
-import { openStore, type Store } from '../db/index.js';
+import { openStore, type LockWait, type Store } from '../db/index.js';
 
 /**
  * How a hint the program prints names a command: from the repository root, `npx` finds
@@ -107,9 +107,24 @@ export async function upgradeStore(store: Store): Promise<{ applied: string[]; r
   return { applied, rebuilt };
 }
 
+/**
+ * A command's write on SQLite waits for another process's write lock as long as an import
+ * does (its merge holds the lock until it commits: minutes for a large school), saying once
+ * on stderr what it waits for; a revoke during an import then succeeds once the import ends.
+ */
+export const COMMAND_LOCK_WAIT: LockWait = {
+  lockWaitMs: 10 * 60_000,
+  onLockWait: () => {
+    if (lockWaitSaid) return;
+    lockWaitSaid = true;
+    process.stderr.write("school-data: waiting for the SQLite file's write lock, held by another writer (an import merging its records holds it until it commits); Ctrl-C to give up\n");
+  },
+};
+let lockWaitSaid = false;
+
 /** Runs `fn` with an up-to-date store (upgradeStore) and always closes it. */
 export async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = openStore(config);
+  const store = openStore(config, COMMAND_LOCK_WAIT);
   try {
     await upgradeStore(store);
     return await fn(store);

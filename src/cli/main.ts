@@ -200,7 +200,7 @@ export function describeError(err: unknown, dataDir?: string, room?: (dir: strin
     return `cannot write the database in ${dataDir} (${firstLine((err as Error).message)}): this user needs to be able to write the directory and its files (SCHOOL_DATA_DIR, --data-dir)`;
   }
   if (typeof sqliteCode === 'string' && sqliteCode.startsWith('SQLITE_BUSY')) {
-    return `the SQLite file is locked by another writer, longer than SCHOOL_DATA_DB_TIMEOUT_MS (an import merging its records holds it until it commits): nothing was written; run it again once that ends`;
+    return `the SQLite file stayed locked by another writer longer than this command waits (an import merging its records holds it until it commits): nothing was written; run it again once that ends`;
   }
   if (isStoreUnavailable(err)) return `the data store is unavailable: ${firstLine((err as Error).message)}`;
   if (err instanceof Error) return `unexpected error: ${firstLine(err.message)}`;

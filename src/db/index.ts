@@ -130,7 +130,17 @@ function withLibpqSslModes(databaseUrl: string): string {
   return url.toString();
 }
 
-export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTimeoutMs' | 'dbPoolSize'>): Store {
+/**
+ * How long a write on SQLite waits for another process's write lock (an import's merge holds
+ * it for minutes): `lockWaitMs`, SCHOOL_DATA_DB_TIMEOUT_MS unless given; `onLockWait` is told
+ * when a statement has waited a second for it.
+ */
+export interface LockWait {
+  lockWaitMs?: number;
+  onLockWait?: () => void;
+}
+
+export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTimeoutMs' | 'dbPoolSize'>, lockWait: LockWait = {}): Store {
   if (config.databaseUrl) {
     // Loaded when PostgreSQL is configured: an embedded (SQLite) process never loads the driver.
     const driver = createRequire(import.meta.url)('pg') as typeof pg;
@@ -205,7 +215,9 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
   database.pragma('cache_size = -2000');
   // Opened and set up with SQLite's own (blocking) busy wait; from here on the dialect waits.
   database.pragma('busy_timeout = 0');
-  const db = new Kysely<Database>({ dialect: new WritingSqliteDialect(withStatementCache(database), () => database.inTransaction, config.dbTimeoutMs) });
+  const db = new Kysely<Database>({
+    dialect: new WritingSqliteDialect(withStatementCache(database), () => database.inTransaction, lockWait.lockWaitMs ?? config.dbTimeoutMs, lockWait.onLockWait),
+  });
   registerBulk(db, { sqliteFile: file });
   const reads = new SqliteReader(db, file, config.dbTimeoutMs);
   return {
@@ -246,12 +258,13 @@ class WritingSqliteDialect extends SqliteDialect {
     database: SqliteDatabase,
     private readonly inTransaction: () => boolean,
     timeoutMs: number,
+    onLockWait?: () => void,
   ) {
     super({
       database,
       onCreateConnection: (connection) => {
         const execute = connection.executeQuery.bind(connection);
-        connection.executeQuery = <R>(query: CompiledQuery) => (inTransaction() ? execute<R>(query) : whenNotBusy(() => execute<R>(query), timeoutMs));
+        connection.executeQuery = <R>(query: CompiledQuery) => (inTransaction() ? execute<R>(query) : whenNotBusy(() => execute<R>(query), timeoutMs, onLockWait));
         return Promise.resolve();
       },
     });
@@ -279,9 +292,17 @@ class WritingSqliteDialect extends SqliteDialect {
 /** Pauses between tries of a statement that found the database busy, as SQLite's own busy handler's; then the last, repeated. */
 const BUSY_PAUSES_MS = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
 
-/** Runs `attempt`, again after a pause each time it fails with SQLITE_BUSY, until `timeoutMs` has passed. */
-async function whenNotBusy<R>(attempt: () => Promise<R>, timeoutMs: number): Promise<R> {
-  const deadline = performance.now() + timeoutMs;
+/** A wait for the lock this long is told to `onLockWait` (shorter ones are two writers taking turns). */
+const LOCK_WAIT_TOLD_MS = 1000;
+
+/**
+ * Runs `attempt`, again after a pause each time it fails with SQLITE_BUSY, until `timeoutMs`
+ * has passed; `onWait` hears once of a wait past LOCK_WAIT_TOLD_MS.
+ */
+async function whenNotBusy<R>(attempt: () => Promise<R>, timeoutMs: number, onWait?: () => void): Promise<R> {
+  const started = performance.now();
+  const deadline = started + timeoutMs;
+  let told = false;
   for (let tries = 0; ; tries++) {
     try {
       return await attempt();
@@ -290,6 +311,10 @@ async function whenNotBusy<R>(attempt: () => Promise<R>, timeoutMs: number): Pro
       const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY');
       const left = deadline - performance.now();
       if (!busy || left <= 0) throw error;
+      if (!told && performance.now() - started >= LOCK_WAIT_TOLD_MS) {
+        told = true;
+        onWait?.();
+      }
       await delay(Math.min(BUSY_PAUSES_MS[Math.min(tries, BUSY_PAUSES_MS.length - 1)]!, left));
     }
   }

@@ -268,7 +268,7 @@ describe('school-data CLI', () => {
   });
 
   it('says the SQLite file is locked by another writer, and what to do', () => {
-    assert.match(describeError(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }), '/srv/data'), /^the SQLite file is locked by another writer, .*: nothing was written; run it again once that ends$/);
+    assert.match(describeError(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }), '/srv/data'), /^the SQLite file stayed locked by another writer .*: nothing was written; run it again once that ends$/);
   });
 
   it('says a full disk is full, on either store, rather than "unexpected error"', () => {

@@ -9,8 +9,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import SQLite from 'better-sqlite3';
 import { passwordFromStdin } from '../../src/cli/commands/director/add.js';
 import { CliError } from '../../src/cli/context.js';
 import { BIN, runCli, type CliResult } from '../helpers/processes.js';
@@ -151,6 +153,23 @@ describe('the command line when its output fails, and the mistakes of scripts', 
     const r = await cli('serve', '--host', 'no-such-host.invalid', '--port', '18999', '--cabinet-port', '18998');
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^school-data: cannot listen on no-such-host\.invalid: no such address \(\w+\); check HOST \(or --host\)\n$/);
+  });
+
+  it("a command on SQLite waits out another writer's lock (an import's merge), saying so once, and then does its work", { skip: process.env.DATABASE_URL ? 'the embedded store only' : false }, async () => {
+    const created = JSON.parse((await cli('key', 'create', '--school', 'out-school', '--name', 'revoked while locked', '--json')).stdout) as { id: string };
+    const holder = new SQLite(path.join(store.dataDir, 'school-data.db'));
+    holder.exec('begin immediate');
+    const release = setTimeout(() => holder.exec('commit'), 1500);
+    try {
+      const r = await runCli(['key', 'revoke', '--key', created.id], { ...env, SCHOOL_DATA_DB_TIMEOUT_MS: '200' });
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stderr, "school-data: waiting for the SQLite file's write lock, held by another writer (an import merging its records holds it until it commits); Ctrl-C to give up\n");
+      assert.match(r.stdout, /is revoked/);
+    } finally {
+      clearTimeout(release);
+      if (holder.inTransaction) holder.exec('commit');
+      holder.close();
+    }
   });
 
   it('a password on a pipe left open with nothing on it is refused after the wait, never waited for forever', async () => {

@@ -1,8 +1,8 @@
 import { openStore } from '../../db/index.js';
-import { upgradeStore, type CommandContext } from '../context.js';
+import { COMMAND_LOCK_WAIT, upgradeStore, type CommandContext } from '../context.js';
 
 export async function migrateCommand({ config, out }: CommandContext): Promise<number> {
-  const store = openStore(config);
+  const store = openStore(config, COMMAND_LOCK_WAIT);
   try {
     const { applied, rebuilt } = await upgradeStore(store);
     const done = [...applied, ...rebuilt.map((part) => `read model: ${part}`)];
