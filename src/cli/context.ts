@@ -107,6 +107,9 @@ export async function upgradeStore(store: Store): Promise<{ applied: string[]; r
   return { applied, rebuilt };
 }
 
+/** Whether the wait for the lock was told already (once a command). */
+let lockWaitSaid = false;
+
 /**
  * A command's write on SQLite waits for another process's write lock as long as an import
  * does (its merge holds the lock until it commits: minutes for a large school), saying once
@@ -120,8 +123,6 @@ export const COMMAND_LOCK_WAIT: LockWait = {
     process.stderr.write("school-data: waiting for the SQLite file's write lock, held by another writer (an import merging its records holds it until it commits); Ctrl-C to give up\n");
   },
 };
-let lockWaitSaid = false;
-
 /** Runs `fn` with an up-to-date store (upgradeStore) and always closes it. */
 export async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
   const store = openStore(config, COMMAND_LOCK_WAIT);

@@ -223,6 +223,33 @@ function unknownHelpTopic(program: Command, args: string[]): string | null {
   return null;
 }
 
+/**
+ * The help a request with --json asks for (`help key create --json`, `key create --help
+ * --json`), as one JSON value: the command, what it does, its options and its commands;
+ * null when `args` ask for no help in JSON.
+ */
+function helpAsJson(program: Command, args: string[]): unknown {
+  if (!args.includes('--json')) return null;
+  const topic = args[0] === 'help' ? args.slice(1) : args.includes('--help') || args.includes('-h') ? args : null;
+  if (topic === null) return null;
+  const command = commandAt(program, topic.filter((a) => !a.startsWith('-')));
+  const path: string[] = [];
+  for (let c: Command | null = command; c && c !== program; c = c.parent) path.unshift(c.name());
+  return {
+    command: ['school-data', ...path].join(' '),
+    description: command.description(),
+    usage: command.usage(),
+    options: command.options.map((o) => ({
+      flags: o.flags,
+      description: o.description,
+      required: o.mandatory,
+      choices: o.argChoices ?? null,
+      default: o.defaultValue === undefined ? null : (o.defaultValue as unknown),
+    })),
+    commands: command.commands.map((c) => ({ name: c.name(), description: c.description() })),
+  };
+}
+
 /** `help key create` is `key create --help`: commander's own help command looks one level down only. */
 function helpAsOption(args: string[]): string[] {
   return args[0] === 'help' && args.length > 1 ? [...args.slice(1), '--help'] : args;
@@ -259,6 +286,11 @@ export async function main(argv: string[]): Promise<number> {
   if (unknown !== null) {
     process.stderr.write(`school-data: ${redactKeys(printable(`unknown command '${unknown}' (see ${RUN} --help)`))}\n`);
     return 2;
+  }
+  const jsonHelp = helpAsJson(program, argv.slice(2));
+  if (jsonHelp !== null) {
+    createOutput(true).result(jsonHelp, '');
+    return 0;
   }
   const args = helpAsOption(argv.slice(2));
   try {

@@ -120,7 +120,7 @@ describe('the command line when its output fails, and the mistakes of scripts', 
     assert.equal((await keyNames()).some((k) => k.name === '--json'), false);
   });
 
-  it('help for a command that does not exist is a usage error; for one that does, the help', async () => {
+  it('help for a command that does not exist is a usage error; for one that does, the help, also as JSON', async () => {
     for (const args of [['help', 'nope'], ['nope', '--help'], ['key', 'nope', '--help']]) {
       const r = await cli(...args);
       assert.equal(r.code, 2, args.join(' '));
@@ -130,6 +130,16 @@ describe('the command line when its output fails, and the mistakes of scripts', 
     assert.equal(known.code, 0);
     assert.match(known.stdout, /--scopes/);
     assert.equal((await cli('help', 'help')).code, 0);
+    // With --json, as every command's output: one JSON value.
+    for (const args of [['help', 'key', 'create', '--json'], ['key', 'create', '--help', '--json']]) {
+      const r = await cli(...args);
+      assert.equal(r.code, 0);
+      const help = JSON.parse(r.stdout) as { command: string; options: { flags: string; required: boolean }[] };
+      assert.equal(help.command, 'school-data key create');
+      assert.deepEqual(help.options.find((o) => o.flags === '--school <id>'), { flags: '--school <id>', description: 'school id', required: true, choices: null, default: null });
+    }
+    const root = JSON.parse((await cli('help', '--json')).stdout) as { commands: { name: string }[] };
+    assert.ok(root.commands.some((c) => c.name === 'import'));
   });
 
   it('an import of a path that is no readable file says why, also in --json', async () => {
