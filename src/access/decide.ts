@@ -44,6 +44,9 @@ export type Access =
   | { allowed: true; tenant: null; caller: null; rateLimit: null }
   | { allowed: false; problem: Problem; caller: Caller | null; rateLimit: RateLimitHeaders | null };
 
+/** A refusal. */
+type Refused = Extract<Access, { allowed: false }>;
+
 /** The IETF draft headers every answer to a rate-limited school carries: RateLimit-Policy, value, RateLimit, value. */
 type RateLimitHeaders = readonly string[];
 
@@ -261,9 +264,9 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
    * Redis fails), else here. With `school` (a school whose plan has a limit), the answer
    * carries the limit's headers, the window read without counting (none when Redis fails).
    */
-  function countedRefusal(keyId: string, refused: Access, school?: { id: string; limit: number }): Access | Promise<Access> {
+  function countedRefusal(keyId: string, refused: Refused, school?: { id: string; limit: number }): Access | Promise<Access> {
     const withWindow = (window: LimitWindow | null): Access =>
-      window === null || school === undefined || refused.allowed ? refused : { ...refused, rateLimit: rateLimitHeaders(school.limit, windowDecision(window, school.limit)) };
+      window === null || school === undefined ? refused : { ...refused, rateLimit: rateLimitHeaders(school.limit, windowDecision(window, school.limit)) };
     if (shared === null) {
       usage.record(keyId);
       return school === undefined ? refused : withWindow(limiter.peek(school.id));
@@ -280,7 +283,7 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     // Before the plan and the limit: a request from elsewhere spends none of the school's minute.
     const limit = planLimit(config, found.plan);
     if (found.allow !== null && !addressAllowed(allowListOf(found.allow), client.ip)) {
-      const refused: Access = { allowed: false, problem: ADDRESS_NOT_ALLOWED, caller, rateLimit: null };
+      const refused: Refused = { allowed: false, problem: ADDRESS_NOT_ALLOWED, caller, rateLimit: null };
       return countedRefusal(found.keyId, refused, limit === null ? undefined : { id: found.schoolId, limit });
     }
     if (limit === null) return countedRefusal(found.keyId, { allowed: false, problem: PLAN_REQUIRED, caller, rateLimit: null });

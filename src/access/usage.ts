@@ -159,14 +159,7 @@ export class UsageRecorder {
 
   /** Counts `requests` requests of `keyId`, made at `at`, in this process's memory (see the header for when). */
   record(keyId: string, requests = 1, at = Date.now()): void {
-    const day = utcDay(at);
-    const entry = this.pending.get(keyId);
-    if (entry) {
-      entry.days.set(day, (entry.days.get(day) ?? 0) + requests);
-      if (at > entry.lastUsedAt) entry.lastUsedAt = at;
-    } else {
-      this.pending.set(keyId, { lastUsedAt: at, days: new Map([[day, requests]]) });
-    }
+    addRequests(this.pending, keyId, utcDay(at), requests, at);
   }
 
   /** Notes an answered request of a key for its request log; only the last KEY_REQUESTS_KEPT per key wait for the flush. */
@@ -220,12 +213,8 @@ export class UsageRecorder {
     } catch (err) {
       // Merged into what arrived meanwhile and retried.
       for (const [id, entry] of batch) {
-        const now = this.pending.get(id);
-        if (!now) this.pending.set(id, entry);
-        else {
-          for (const [day, n] of entry.days) now.days.set(day, (now.days.get(day) ?? 0) + n);
-          if (entry.lastUsedAt > now.lastUsedAt) now.lastUsedAt = entry.lastUsedAt;
-        }
+        if (!this.pending.has(id)) this.pending.set(id, entry);
+        else for (const [day, n] of entry.days) addRequests(this.pending, id, day, n, entry.lastUsedAt);
       }
       throw err;
     }
@@ -375,6 +364,17 @@ async function overwriteSlots(trx: Transaction<Database>, rowsJson: string): Pro
         value ->> 'target', value ->> 'status', value ->> 'address', value ->> 'duration_ms'
         from jsonb_each(${rowsJson}) where true`;
   await sql`insert into key_requests (${RING_COLUMNS}) ${rows} ${OVERWRITE_SLOT}`.execute(trx);
+}
+
+/** Adds `requests` of `keyId` on `day` to `usage`, its last use moved to `at` if that is later. */
+function addRequests(usage: Map<string, KeyUsage>, keyId: string, day: string, requests: number, at: number): void {
+  const entry = usage.get(keyId);
+  if (entry === undefined) {
+    usage.set(keyId, { lastUsedAt: at, days: new Map([[day, requests]]) });
+    return;
+  }
+  entry.days.set(day, (entry.days.get(day) ?? 0) + requests);
+  if (at > entry.lastUsedAt) entry.lastUsedAt = at;
 }
 
 /** Orders map entries by their key. */

@@ -155,11 +155,27 @@ function onceEach(command: Command): void {
   command.commands.forEach(onceEach);
 }
 
+/** The command of `parent` that `word` names (its name or an alias), if any. */
+const subcommand = (parent: Command, word: string) => parent.commands.find((c) => c.name() === word || c.aliases().includes(word));
+
+/** The names from the program down to `command` (`key`, `create`). */
+function commandPath(program: Command, command: Command): string[] {
+  const path: string[] = [];
+  for (let c: Command | null = command; c && c !== program; c = c.parent) path.unshift(c.name());
+  return path;
+}
+
+/** The words of a help request (`help key create`, `key create --help`), or null when `args` ask for none. */
+function helpTopic(args: string[]): string[] | null {
+  if (args[0] === 'help') return args.slice(1);
+  return args.includes('--help') || args.includes('-h') ? args : null;
+}
+
 /** The command that `args` name (`key create`), as deep as they go: whose --help to suggest. */
 function commandAt(program: Command, args: string[]): Command {
   let current = program;
   for (const arg of args) {
-    const next = current.commands.find((c) => c.name() === arg || c.aliases().includes(arg));
+    const next = subcommand(current, arg);
     if (!next) break;
     current = next;
   }
@@ -169,8 +185,7 @@ function commandAt(program: Command, args: string[]): Command {
 /** One line for a usage error, ending with the help that lists what the command takes. */
 function usageError(program: Command, args: string[], err: CommanderError): string {
   const command = commandAt(program, args);
-  const path: string[] = [];
-  for (let c: Command | null = command; c && c !== program; c = c.parent) path.unshift(c.name());
+  const path = commandPath(program, command);
   const help = [RUN, ...path, '--help'].join(' ');
   if (err.code === 'commander.help') {
     // A command that only groups others (`school-data key`), or no command at all.
@@ -212,11 +227,10 @@ export function describeError(err: unknown, dataDir?: string, room?: (dir: strin
  * command, which commander would answer with its parent's help and exit code 0; null if none.
  */
 function unknownHelpTopic(program: Command, args: string[]): string | null {
-  const asked = args[0] === 'help' ? args.slice(1) : args.includes('--help') || args.includes('-h') ? args : [];
   let current = program;
-  for (const word of asked) {
+  for (const word of helpTopic(args) ?? []) {
     if (word.startsWith('-') || (current === program && word === 'help')) break;
-    const next = current.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    const next = subcommand(current, word);
     if (!next) return current.commands.length > 0 ? word : null;
     current = next;
   }
@@ -230,13 +244,11 @@ function unknownHelpTopic(program: Command, args: string[]): string | null {
  */
 function helpAsJson(program: Command, args: string[]): unknown {
   if (!args.includes('--json')) return null;
-  const topic = args[0] === 'help' ? args.slice(1) : args.includes('--help') || args.includes('-h') ? args : null;
+  const topic = helpTopic(args);
   if (topic === null) return null;
   const command = commandAt(program, topic.filter((a) => !a.startsWith('-')));
-  const path: string[] = [];
-  for (let c: Command | null = command; c && c !== program; c = c.parent) path.unshift(c.name());
   return {
-    command: ['school-data', ...path].join(' '),
+    command: ['school-data', ...commandPath(program, command)].join(' '),
     description: command.description(),
     usage: command.usage(),
     options: command.options.map((o) => ({

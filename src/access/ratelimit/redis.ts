@@ -37,6 +37,10 @@ const NOT_APPLIED = -2;
  * the calls whose replies were lost, so the instance counts one answered so.
  */
 const VOIDED = -3;
+/** Whether a script's answer code says it applied nothing (its usage is then counted by the instance). */
+const appliedNothing = (code: number | undefined) => code === NOT_APPLIED || code === VOIDED;
+/** CONSUME's answer for the whole call, one code, rather than a count per school. */
+const wholeCallRefused = (reply: number[]) => Array.isArray(reply) && reply.length === 1 && appliedNothing(reply[0]);
 
 // The start of every usage-recording call: KEYS[1] is the usage hash, KEYS[2] the call's
 // connection's stream, ARGV[1] its place there. A place voided by a settle is skipped; else
@@ -248,7 +252,7 @@ export class RedisRateLimiter implements RateLimiter {
         ? this.redis.sdRecord(2, this.keys.pending, stream, seq, ...args)
         : this.redis.sdRecord(3, this.keys.pending, stream, this.keys.counter(schoolId), seq, ...args);
     };
-    const reply = await this.timed(this.recording(usage, now, send, (r) => r[0] === NOT_APPLIED || r[0] === VOIDED));
+    const reply = await this.timed(this.recording(usage, now, send, (r) => appliedNothing(r[0])));
     if (!Array.isArray(reply) || reply[0] !== 1) throw new RateLimiterUnavailable('rate-limit service refused the record');
     return schoolId === undefined ? null : { count: reply[1] ?? 0, msLeft: reply[2] ?? 0 };
   }
@@ -387,7 +391,7 @@ export class RedisRateLimiter implements RateLimiter {
         args[0] = seq;
         return this.redis.sdConsume(keys.length, ...keys, ...args);
       };
-      reply = await this.timed(this.recording(usage, now, send, (r) => Array.isArray(r) && r.length === 1 && (r[0] === NOT_APPLIED || r[0] === VOIDED)));
+      reply = await this.timed(this.recording(usage, now, send, wholeCallRefused));
     } catch (err) {
       const failed = new RateLimiterUnavailable('rate-limit service did not answer', { cause: err });
       for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
@@ -395,7 +399,7 @@ export class RedisRateLimiter implements RateLimiter {
     } finally {
       this.sent -= 1;
     }
-    if (Array.isArray(reply) && reply.length === 1 && (reply[0] === NOT_APPLIED || reply[0] === VOIDED)) {
+    if (wholeCallRefused(reply)) {
       const failed = new RateLimiterUnavailable('rate-limit service refused the count');
       for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
       return;
