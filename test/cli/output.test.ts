@@ -169,14 +169,24 @@ describe('the command line when its output fails, and the mistakes of scripts', 
     const created = JSON.parse((await cli('key', 'create', '--school', 'out-school', '--name', 'revoked while locked', '--json')).stdout) as { id: string };
     const holder = new SQLite(path.join(store.dataDir, 'school-data.db'));
     holder.exec('begin immediate');
-    const release = setTimeout(() => holder.exec('commit'), 1500);
+    // The lock is held until the command says it waits (a second in), however slowly it starts.
+    const child = spawn(process.execPath, [BIN, 'key', 'revoke', '--key', created.id], { env: { ...env, SCHOOL_DATA_DB_TIMEOUT_MS: '200' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+      if (stderr.includes('waiting for') && holder.inTransaction) holder.exec('commit');
+    });
+    // Should it never say so, the lock goes after 20 s: a failed assertion, not a hung test.
+    const backstop = setTimeout(() => holder.inTransaction && holder.exec('commit'), 20_000);
     try {
-      const r = await runCli(['key', 'revoke', '--key', created.id], { ...env, SCHOOL_DATA_DB_TIMEOUT_MS: '200' });
-      assert.equal(r.code, 0, r.stderr);
-      assert.equal(r.stderr, "school-data: waiting for the SQLite file's write lock, held by another writer (an import merging its records holds it until it commits); Ctrl-C to give up\n");
-      assert.match(r.stdout, /is revoked/);
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      assert.equal(code, 0, stderr);
+      assert.equal(stderr, "school-data: waiting for the SQLite file's write lock, held by another writer (an import merging its records holds it until it commits); Ctrl-C to give up\n");
+      assert.match(stdout, /is revoked/);
     } finally {
-      clearTimeout(release);
+      clearTimeout(backstop);
       if (holder.inTransaction) holder.exec('commit');
       holder.close();
     }
