@@ -120,4 +120,21 @@ describe('Redis answering with errors', { skip: REDIS_ONLY }, () => {
       await closeFrozen();
     }
   });
+
+  it('a clock stepped back here: the check Redis runs past its wrong deadline fails closed once, its usage recorded, then checks count again', async () => {
+    assert.equal((await limiter.consume('step-school', 10, 'step-key')).allowed, true);
+    const realNow = Date.now;
+    // Ten seconds back: the deadlines sent are ten seconds early in Redis's clock.
+    Date.now = () => realNow() - 10_000;
+    try {
+      await assert.rejects(limiter.consume('step-school', 10, 'step-key'), /after its deadline/);
+      const after = await limiter.consume('step-school', 10, 'step-key');
+      assert.equal(after.allowed, true);
+      // The request refused counts in no window; both answered count on the key.
+      assert.equal(Number(await admin.get('school-data:rl:{errors}:step-school')), 2);
+      assert.equal(await inRedis('step-key'), 3);
+    } finally {
+      Date.now = realNow;
+    }
+  });
 });

@@ -37,10 +37,19 @@ const NOT_APPLIED = -2;
  * the calls whose replies were lost, so the instance counts one answered so.
  */
 const VOIDED = -3;
+/**
+ * CONSUME's answer: run after the instance had given the call up (its requests were
+ * answered 503), it recorded their usage and counted them in no window.
+ */
+const LATE = -4;
 /** Whether a script's answer code says it applied nothing (its usage is then counted by the instance). */
 const appliedNothing = (code: number | undefined) => code === NOT_APPLIED || code === VOIDED;
-/** CONSUME's answer for the whole call, one code, rather than a count per school. */
-const wholeCallRefused = (reply: number[]) => Array.isArray(reply) && reply.length === 1 && appliedNothing(reply[0]);
+/** CONSUME's answer for the whole call, a code, rather than Redis's time and a count per school. */
+const wholeCallRefused = (reply: number[]) => Array.isArray(reply) && appliedNothing(reply[0]);
+/** How far past its deadline by RedisClock's bound a check may run and still count: both clocks' steps and rounding. */
+const CLOCK_SLACK_MS = 20;
+/** How fast the two clocks may drift apart (1 ms a second: far more than NTP lets them). */
+const CLOCK_DRIFT = 1 / 1000;
 
 // The start of every usage-recording call: KEYS[1] is the usage hash, KEYS[2] the call's
 // connection's stream, ARGV[1] its place there. A place voided by a settle is skipped; else
@@ -62,31 +71,38 @@ return 0
 // requests and start the window's expiry when the counter is new (or, defensively, has
 // none), and record its keys' usage in the usage hash (KEYS[1]). KEYS[2] and ARGV[1]: the
 // call's stream and place (PLACE). ARGV[2..]: the window (ms), the UTC day, now (epoch ms),
-// then per school: its requests, its number of keys, and that many pairs of key id and
-// requests. Returns per school the count after its requests and the window's ms left;
-// -1, -1 for a school whose counter refused the increment (its requests fail closed; their
-// usage is recorded all the same); or one number, NOT_APPLIED or VOIDED, for the whole call.
+// the deadline (Redis's epoch ms; 0: none), then per school: its requests, its number of
+// keys, and that many pairs of key id and requests. Returns Redis's time, then per school
+// the count after its requests and the window's ms left; -1, -1 for a school whose counter
+// refused the increment (its requests fail closed; their usage is recorded all the same);
+// LATE and Redis's time when run past its deadline (usage recorded, no window counted); or
+// one number, NOT_APPLIED or VOIDED, for the whole call.
 const CONSUME = `
+local t = redis.call('TIME')
+local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local late = tonumber(ARGV[5]) > 0 and clock > tonumber(ARGV[5])
 local function place() ${PLACE} end
 local placed = place()
 if placed ~= 0 then return {placed} end
 local window, day, now = ARGV[2], ARGV[3], ARGV[4]
-local out = {}
-local a = 5
+local out = {clock}
+local a = 6
 for i = 3, #KEYS do
   local keys = tonumber(ARGV[a + 1])
-  local n = redis.pcall('INCRBY', KEYS[i], ARGV[a])
-  if type(n) == 'number' then
-    local ttl = redis.call('PTTL', KEYS[i])
-    if ttl < 0 then
-      redis.call('PEXPIRE', KEYS[i], window)
-      ttl = tonumber(window)
+  if not late then
+    local n = redis.pcall('INCRBY', KEYS[i], ARGV[a])
+    if type(n) == 'number' then
+      local ttl = redis.call('PTTL', KEYS[i])
+      if ttl < 0 then
+        redis.call('PEXPIRE', KEYS[i], window)
+        ttl = tonumber(window)
+      end
+      out[#out + 1] = n
+      out[#out + 1] = ttl
+    else
+      out[#out + 1] = -1
+      out[#out + 1] = -1
     end
-    out[#out + 1] = n
-    out[#out + 1] = ttl
-  else
-    out[#out + 1] = -1
-    out[#out + 1] = -1
   end
   for j = a + 2, a + 2 * keys, 2 do
     redis.call('HINCRBY', KEYS[1], 'c|' .. ARGV[j] .. '|' .. day, ARGV[j + 1])
@@ -94,6 +110,7 @@ for i = 3, #KEYS do
   end
   a = a + 2 + 2 * keys
 end
+if late then return {${LATE}, clock} end
 return out
 `;
 
@@ -158,6 +175,41 @@ interface SchoolChecks {
   keys: Map<string, number>;
 }
 
+/**
+ * An upper bound on how far Redis's clock is ahead of this process's, read from the checks'
+ * answers: Redis ran each check after it was sent, so its time then less the time it was sent
+ * bounds the offset from above; the bound ages by the clocks' possible drift, and a sample
+ * tighter than the aged bound replaces it. A check carries a deadline in Redis's clock by
+ * it: run later (the instance has given it up and answered its requests 503), it counts in
+ * no window.
+ */
+class RedisClock {
+  private bound = Infinity;
+  private at = 0;
+
+  /** The deadline, in Redis's clock, of a check given up at `giveUpAt` (local ms); 0 (none) before the first sample. */
+  deadline(giveUpAt: number): number {
+    const bound = this.aged(Date.now());
+    return bound === Infinity ? 0 : Math.ceil(giveUpAt + bound + CLOCK_SLACK_MS);
+  }
+
+  /** A check sent at `sentAt` (local ms) ran at `redisMs` (Redis's clock). */
+  sample(sentAt: number, redisMs: number): void {
+    const now = Date.now();
+    if (redisMs - sentAt <= this.aged(now)) this.reset(sentAt, redisMs);
+  }
+
+  /** Takes this sample as the bound (also when the bound was wrong: a clock was stepped). */
+  reset(sentAt: number, redisMs: number): void {
+    this.bound = redisMs - sentAt;
+    this.at = Date.now();
+  }
+
+  private aged(now: number): number {
+    return this.bound + Math.max(0, now - this.at) * CLOCK_DRIFT;
+  }
+}
+
 /** Schools per script call at most; more in one turn go out in further calls at once. */
 const MAX_SCHOOLS_PER_CALL = 500;
 /** How often the settle of calls whose answer was lost is tried again while Redis does not answer. */
@@ -186,6 +238,7 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly dropped = new WeakSet<object>();
   /** Script calls sent and not answered yet. */
   private sent = 0;
+  private readonly clock = new RedisClock();
 
   get checking(): boolean {
     return this.sent > 0;
@@ -372,12 +425,14 @@ export class RedisRateLimiter implements RateLimiter {
 
   private async check(schools: [string, SchoolChecks][]): Promise<void> {
     let reply: number[];
+    const now = Date.now();
+    const giveUpAt = now + this.timeoutMs;
+    let sentAt = now;
     this.sent += 1;
     try {
-      const now = Date.now();
       const usage = new Map<string, number>();
       const keys: string[] = [this.keys.pending, ''];
-      const args: (string | number)[] = [0, WINDOW_SECONDS * 1000, utcDay(now), now];
+      const args: (string | number)[] = [0, WINDOW_SECONDS * 1000, utcDay(now), now, 0];
       for (const [schoolId, school] of schools) {
         keys.push(this.keys.counter(schoolId));
         args.push(school.waiting.length, school.keys.size);
@@ -389,33 +444,39 @@ export class RedisRateLimiter implements RateLimiter {
       const send = (stream: string, seq: number) => {
         keys[1] = stream;
         args[0] = seq;
+        sentAt = Date.now();
+        args[4] = this.clock.deadline(giveUpAt);
         return this.redis.sdConsume(keys.length, ...keys, ...args);
       };
       reply = await this.timed(this.recording(usage, now, send, wholeCallRefused));
     } catch (err) {
-      const failed = new RateLimiterUnavailable('rate-limit service did not answer', { cause: err });
-      for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
+      failAll(schools, new RateLimiterUnavailable('rate-limit service did not answer', { cause: err }));
       return;
     } finally {
       this.sent -= 1;
     }
-    if (wholeCallRefused(reply)) {
-      const failed = new RateLimiterUnavailable('rate-limit service refused the count');
-      for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
+    if (Array.isArray(reply) && reply[0] === LATE && Number.isSafeInteger(reply[1])) {
+      // Read before its deadline here, yet run after it there: the bound was wrong.
+      if (Date.now() < giveUpAt) this.clock.reset(sentAt, reply[1]!);
+      failAll(schools, new RateLimiterUnavailable('rate-limit service ran the count after its deadline'));
       return;
     }
-    if (!Array.isArray(reply) || reply.length !== 2 * schools.length || !reply.every(Number.isSafeInteger)) {
+    if (wholeCallRefused(reply)) {
+      failAll(schools, new RateLimiterUnavailable('rate-limit service refused the count'));
+      return;
+    }
+    if (!Array.isArray(reply) || reply.length !== 1 + 2 * schools.length || !reply.every(Number.isSafeInteger)) {
       // A reply of the wrong shape means the connection can no longer be trusted to pair
       // replies with commands (e.g. after timeouts on a slow link): fail closed and start
       // a fresh connection.
       this.redis.disconnect(true);
-      const failed = new RateLimiterUnavailable('rate-limit service gave an unexpected reply');
-      for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
+      failAll(schools, new RateLimiterUnavailable('rate-limit service gave an unexpected reply'));
       return;
     }
+    this.clock.sample(sentAt, reply[0]!);
     schools.forEach(([, school], i) => {
-      const count = reply[2 * i]!;
-      const msLeft = reply[2 * i + 1]!;
+      const count = reply[1 + 2 * i]!;
+      const msLeft = reply[2 + 2 * i]!;
       if (count < 0) {
         const failed = new RateLimiterUnavailable('rate-limit service refused the count');
         for (const w of school.waiting) w.reject(failed);
@@ -457,6 +518,11 @@ export class RedisRateLimiter implements RateLimiter {
       this.redis.disconnect();
     }
   }
+}
+
+/** Refuses every check of `schools`. */
+function failAll(schools: [string, SchoolChecks][], failed: RateLimiterUnavailable): void {
+  for (const [, school] of schools) for (const w of school.waiting) w.reject(failed);
 }
 
 /** The fields of a usage hash (see keysOf) by key id. */
