@@ -256,6 +256,12 @@ describe('school-data CLI', () => {
     fails(missing, /not a file/);
     assert.deepEqual(JSON.parse(missing.stdout), { ok: false, errors: [{ array: null, index: null, field: null, reason: `cannot read ${store.dataDir}: not a file` }] });
     fails(await cli('import', '--school', 'nope', file), /school "nope" does not exist|not valid JSON/);
+
+    // A file of deletions only.
+    fs.writeFileSync(file, JSON.stringify({ deleted: { leads: ['ld3'] } }));
+    const deletions = await cli('import', '--school', 'cli-school', file);
+    assert.equal(deletions.code, 0, deletions.stderr);
+    assert.match(deletions.stdout, /: read no records; 1 change \(deleted 1 leads\), change seq \d+$/m);
   });
 
   it('says a data directory this user may not write is one, naming it, rather than "unexpected error"', () => {

@@ -103,9 +103,9 @@ function describe(result: ImportSummary): string {
     .filter(([, n]) => n > 0)
     .map(([k, n]) => `${n} ${k}`)
     .join(', ');
-  const read = counts ? `read ${counts}` : 'the file has no records';
+  const read = counts ? `read ${counts}` : deleted ? 'read no records' : 'the file has no records';
   if (result.seq === null) return `${read}; nothing changed, nothing written`;
-  return `${read}; ${result.changes} changes${deleted ? ` (deleted ${deleted})` : ''}, change seq ${result.seq}`;
+  return `${read}; ${result.changes} ${result.changes === 1 ? 'change' : 'changes'}${deleted ? ` (deleted ${deleted})` : ''}, change seq ${result.seq}`;
 }
 
 /**
