@@ -4,6 +4,8 @@
  * gracefully (stop accepting, finish in-flight requests, flush usage counts, close
  * the stores).
  */
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { RateLimiter } from './access/ratelimit/index.js';
 import { MemoryRateLimiter } from './access/ratelimit/memory.js';
@@ -156,11 +158,36 @@ export class StopSignals {
   }
 }
 
-/** Closes the server on the first signal `signals` takes; resolves with the exit code. */
+/**
+ * How long a stop lets the API's open connections end by themselves before it closes those
+ * left (idle ones; requests in flight always finish).
+ */
+const DRAIN_MS = 1000;
+/** How often the drain looks whether connections are left. */
+const DRAIN_POLL_MS = 20;
+
+/**
+ * Stops accepting connections on `server` and waits up to `ms` for those open to end. The
+ * answers given meanwhile carry `Connection: close` (the answer writer's rule while the
+ * listener is closed), so a client that asks again on a kept-alive connection is answered
+ * and then opens a new one elsewhere, rather than having the connection closed under the
+ * request it is sending. (http's own close would close every idle connection at once:
+ * net's stops the listener alone.)
+ */
+async function drain(server: net.Server, ms: number): Promise<void> {
+  if (!server.listening) return;
+  net.Server.prototype.close.call(server);
+  const openConnections = () => new Promise<number>((resolve) => server.getConnections((err, n) => resolve(err ? 0 : n)));
+  const until = performance.now() + ms;
+  while (performance.now() < until && (await openConnections()) > 0) await sleep(DRAIN_POLL_MS);
+}
+
+/** Closes the server on the first signal `signals` takes (after a drain); resolves with the exit code. */
 export async function closeOnSignal(server: RunningServer, logger: Logger, signals: StopSignals): Promise<number> {
   const signal = await signals.received;
   logger.info({ signal }, 'shutting down');
   try {
+    await drain(server.app.server, DRAIN_MS);
     await server.close();
     return 0;
   } catch (err) {

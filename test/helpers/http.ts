@@ -22,6 +22,8 @@ export interface RequestOptions {
   method?: string;
   key?: string | null;
   headers?: Record<string, string | string[]>;
+  /** Whether a GET or HEAD reset on a kept-alive connection goes again on a new one (default true). */
+  retryReset?: boolean;
 }
 
 export function httpsClient(origin: string, ca: string) {
@@ -47,7 +49,7 @@ export function httpsClient(origin: string, ca: string) {
           // A kept-alive connection the server closed for idling just as this request went
           // out on it: the server never read it, so a GET or HEAD goes again on a new one
           // (as Node's documentation advises any client to do).
-          if (req.reusedSocket && err.code === 'ECONNRESET' && (method === 'GET' || method === 'HEAD')) send().then(resolve, reject);
+          if (opts.retryReset !== false && req.reusedSocket && err.code === 'ECONNRESET' && (method === 'GET' || method === 'HEAD')) send().then(resolve, reject);
           else reject(err);
         });
         req.end();
