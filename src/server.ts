@@ -4,6 +4,7 @@
  * gracefully (stop accepting, finish in-flight requests, flush usage counts, close
  * the stores).
  */
+import type http from 'node:http';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -159,8 +160,8 @@ export class StopSignals {
 }
 
 /**
- * How long a stop lets the API's open connections end by themselves before it closes those
- * left (idle ones; requests in flight always finish).
+ * How long a stop lets the open connections (the API's and the cabinet's) end by themselves
+ * before it closes those left (idle ones; requests in flight always finish).
  */
 const DRAIN_MS = 1000;
 /** How often the drain looks whether connections are left. */
@@ -168,14 +169,15 @@ const DRAIN_POLL_MS = 20;
 
 /**
  * Stops accepting connections on `server` and waits up to `ms` for those open to end. The
- * answers given meanwhile carry `Connection: close` (the answer writer's rule while the
- * listener is closed), so a client that asks again on a kept-alive connection is answered
- * and then opens a new one elsewhere, rather than having the connection closed under the
- * request it is sending. (http's own close would close every idle connection at once:
- * net's stops the listener alone.)
+ * answers given meanwhile carry `Connection: close` (the API's answer writer says so while
+ * its listener is closed; for the cabinet, `sayClose`), so a client that asks again on a
+ * kept-alive connection is answered and then opens a new one elsewhere, rather than having
+ * the connection closed under the request it is sending. (http's own close would close
+ * every idle connection at once: net's stops the listener alone.)
  */
-async function drain(server: net.Server, ms: number): Promise<void> {
+async function drain(server: http.Server, ms: number, sayClose: boolean): Promise<void> {
   if (!server.listening) return;
+  if (sayClose) server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => res.setHeader('Connection', 'close'));
   net.Server.prototype.close.call(server);
   const openConnections = () => new Promise<number>((resolve) => server.getConnections((err, n) => resolve(err ? 0 : n)));
   const until = performance.now() + ms;
@@ -187,7 +189,7 @@ export async function closeOnSignal(server: RunningServer, logger: Logger, signa
   const signal = await signals.received;
   logger.info({ signal }, 'shutting down');
   try {
-    await drain(server.app.server, DRAIN_MS);
+    await Promise.all([drain(server.app.server, DRAIN_MS, false), drain(server.cabinet.server, DRAIN_MS, true)]);
     await server.close();
     return 0;
   } catch (err) {

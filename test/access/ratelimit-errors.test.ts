@@ -137,4 +137,27 @@ describe('Redis answering with errors', { skip: REDIS_ONLY }, () => {
       Date.now = realNow;
     }
   });
+
+  it('a clock stepped back while the loop is too busy to read answers before their give-up moment: one refusal, then checks count again', async () => {
+    assert.equal((await limiter.consume('slow-turn-school', 10, 'slow-turn-key')).allowed, true);
+    // A turn of other work right after the check is sent: its answer is read after the timeout, and still taken.
+    const busyTurn = () =>
+      setImmediate(() => {
+        const end = performance.now() + 400;
+        while (performance.now() < end);
+      });
+    const realNow = Date.now;
+    Date.now = () => realNow() - 10_000;
+    try {
+      const first = limiter.consume('slow-turn-school', 10, 'slow-turn-key');
+      busyTurn();
+      await assert.rejects(first, /after its deadline/);
+      const second = limiter.consume('slow-turn-school', 10, 'slow-turn-key');
+      busyTurn();
+      assert.equal((await second).allowed, true);
+      assert.equal(Number(await admin.get('school-data:rl:{errors}:slow-turn-school')), 2);
+    } finally {
+      Date.now = realNow;
+    }
+  });
 });

@@ -1,7 +1,7 @@
 /**
  * SIGTERM under load on one real `serve` process with the embedded stores (SQLite and
  * the in-memory limiter): requests in flight finish, new connections are refused, no
- * kept-alive connection is closed under a request (the drain),
+ * kept-alive connection of the API or the cabinet is closed under a request (the drain),
  * every answered request is on the key's counter (and nothing but requests made), and
  * the exit code is 0. (Three instances on PostgreSQL and Redis:
  * test/access/instances.test.ts.) On PostgreSQL, a process that has only read exits at
@@ -43,22 +43,27 @@ describe('SIGTERM under load, one process on SQLite', { skip: embedded ? false :
   let store: TestStore;
   let server: ServeProcess;
   let port: number;
+  let cabinetPort: number;
   const clients: ReturnType<typeof httpsClient>[] = [];
+  let cabinet: ReturnType<typeof httpsClient>;
 
   before(async () => {
     store = await createTestStore();
     port = await freePort();
+    cabinetPort = await freePort();
     const tls = await loadTls({ dataDir: store.dataDir, tlsCert: null, tlsKey: null });
-    const env: NodeJS.ProcessEnv = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, PORT: String(port), SCHOOL_DATA_USAGE_FLUSH_MS: '300', SCHOOL_DATA_LOG_LEVEL: 'warn',
+    const env: NodeJS.ProcessEnv = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, PORT: String(port), SCHOOL_DATA_CABINET_PORT: String(cabinetPort), SCHOOL_DATA_USAGE_FLUSH_MS: '300', SCHOOL_DATA_LOG_LEVEL: 'warn',
       // The load is about closing, not limits: a fast machine would use up the default 600/min.
       SCHOOL_DATA_RATE_LIMIT_VIP: '1000000' };
     delete env.DATABASE_URL;
     delete env.REDIS_URL;
     server = await startServe(env);
     for (let i = 0; i < 3; i++) clients.push(httpsClient(`https://127.0.0.1:${port}`, tls.cert));
+    cabinet = httpsClient(`https://127.0.0.1:${cabinetPort}`, tls.cert);
   });
   after(async () => {
     for (const c of clients) c.close();
+    cabinet.close();
     if (server.child.exitCode === null) server.child.kill('SIGKILL');
     await store.close();
   });
@@ -77,22 +82,26 @@ describe('SIGTERM under load, one process on SQLite', { skip: embedded ? false :
     let exited = false;
     const unexpected: string[] = [];
     // Three loops per client keep several requests in flight when the signal lands.
-    const loops = clients.flatMap((c) =>
-      ['/api/public/v1/students?limit=5', '/api/public/v1/vehicles', '/api/public/v1/lessons'].map(async (path) => {
-        while (!exited) {
-          try {
-            const res = await c.request(path, { key: key.value.key, retryReset: false });
-            if (res.status === 200) answered += 1;
-            else unexpected.push(`${res.status} ${res.text.slice(0, 200)}`);
-          } catch (err) {
-            const code = (err as NodeJS.ErrnoException).code;
-            if (code !== 'ECONNREFUSED') resets.push(String(code ?? err));
-            unanswered += 1;
-            await new Promise((r) => setTimeout(r, 5));
-          }
+    const loop = async (c: ReturnType<typeof httpsClient>, path: string, counted: boolean) => {
+      while (!exited) {
+        try {
+          const res = await c.request(path, { key: counted ? key.value.key : null, retryReset: false });
+          if (res.status === 200) answered += counted ? 1 : 0;
+          else unexpected.push(`${res.status} ${res.text.slice(0, 200)}`);
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code !== 'ECONNREFUSED') resets.push(`${path}: ${String(code ?? err)}`);
+          unanswered += counted ? 1 : 0;
+          await new Promise((r) => setTimeout(r, 5));
         }
-      }),
-    );
+      }
+    };
+    const loops = [
+      ...clients.flatMap((c) => ['/api/public/v1/students?limit=5', '/api/public/v1/vehicles', '/api/public/v1/lessons'].map((path) => loop(c, path, true))),
+      // The director's cabinet, drained likewise.
+      loop(cabinet, '/login', false),
+      loop(cabinet, '/login', false),
+    ];
     await new Promise((r) => setTimeout(r, 1500));
     server.child.kill('SIGTERM');
     const code = await server.exited;

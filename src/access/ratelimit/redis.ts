@@ -456,8 +456,11 @@ export class RedisRateLimiter implements RateLimiter {
       this.sent -= 1;
     }
     if (Array.isArray(reply) && reply[0] === LATE && Number.isSafeInteger(reply[1])) {
-      // Read before its deadline here, yet run after it there: the bound was wrong.
-      if (Date.now() < giveUpAt) this.clock.reset(sentAt, reply[1]!);
+      // Still awaited here, yet run past its deadline there: Redis was slow, or the bound is
+      // wrong (a clock was stepped). Its sample is a valid bound either way, and a tighter
+      // one replaces it at the next answer: were the bound left, a loop too busy to read
+      // answers before their give-up moment would fail every check.
+      this.clock.reset(sentAt, reply[1]!);
       failAll(schools, new RateLimiterUnavailable('rate-limit service ran the count after its deadline'));
       return;
     }
