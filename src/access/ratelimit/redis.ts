@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
 import type { Redis } from 'ioredis';
 import { decide, RateLimiterUnavailable, utcDay, WINDOW_SECONDS, type KeyUsage, type LimitWindow, type RateLimitDecision, type RateLimiter, type SharedUsage } from './index.js';
+import { RedisClock } from './clock.js';
 import { CallLedger, type CallUsage, type Unrecorded } from './ledger.js';
 
 /**
@@ -46,10 +47,6 @@ const LATE = -4;
 const appliedNothing = (code: number | undefined) => code === NOT_APPLIED || code === VOIDED;
 /** CONSUME's answer for the whole call, a code, rather than Redis's time and a count per school. */
 const wholeCallRefused = (reply: number[]) => Array.isArray(reply) && appliedNothing(reply[0]);
-/** How far past its deadline by RedisClock's bound a check may run and still count: both clocks' steps and rounding. */
-const CLOCK_SLACK_MS = 20;
-/** How fast the two clocks may drift apart (1 ms a second: far more than NTP lets them). */
-const CLOCK_DRIFT = 1 / 1000;
 
 // The start of every usage-recording call: KEYS[1] is the usage hash, KEYS[2] the call's
 // connection's stream, ARGV[1] its place there. A place voided by a settle is skipped; else
@@ -173,41 +170,6 @@ type ClaimFn = (pending: string, claimed: string, batch: string, id: string, lea
 interface SchoolChecks {
   waiting: { limit: number; resolve(decision: RateLimitDecision): void; reject(err: unknown): void }[];
   keys: Map<string, number>;
-}
-
-/**
- * An upper bound on how far Redis's clock is ahead of this process's, read from the checks'
- * answers: Redis ran each check after it was sent, so its time then less the time it was sent
- * bounds the offset from above; the bound ages by the clocks' possible drift, and a sample
- * tighter than the aged bound replaces it. A check carries a deadline in Redis's clock by
- * it: run later (the instance has given it up and answered its requests 503), it counts in
- * no window.
- */
-class RedisClock {
-  private bound = Infinity;
-  private at = 0;
-
-  /** The deadline, in Redis's clock, of a check given up at `giveUpAt` (local ms); 0 (none) before the first sample. */
-  deadline(giveUpAt: number): number {
-    const bound = this.aged(Date.now());
-    return bound === Infinity ? 0 : Math.ceil(giveUpAt + bound + CLOCK_SLACK_MS);
-  }
-
-  /** A check sent at `sentAt` (local ms) ran at `redisMs` (Redis's clock). */
-  sample(sentAt: number, redisMs: number): void {
-    const now = Date.now();
-    if (redisMs - sentAt <= this.aged(now)) this.reset(sentAt, redisMs);
-  }
-
-  /** Takes this sample as the bound (also when the bound was wrong: a clock was stepped). */
-  reset(sentAt: number, redisMs: number): void {
-    this.bound = redisMs - sentAt;
-    this.at = Date.now();
-  }
-
-  private aged(now: number): number {
-    return this.bound + Math.max(0, now - this.at) * CLOCK_DRIFT;
-  }
 }
 
 /** Schools per script call at most; more in one turn go out in further calls at once. */
