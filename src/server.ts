@@ -1,8 +1,8 @@
 /**
  * Starting and stopping the service: open the stores, build the API app and the
  * director's cabinet, listen over HTTPS (one port each), and on SIGTERM/SIGINT close
- * gracefully (stop accepting, finish in-flight requests, flush usage counts, close
- * the stores).
+ * gracefully (stop accepting, finish in-flight requests, let open connections end for
+ * up to a second, flush usage counts, close the stores).
  */
 import type http from 'node:http';
 import net from 'node:net';
