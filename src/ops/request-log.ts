@@ -108,10 +108,16 @@ function accessLine(r: AccessRecord): string {
 export const REFUSAL_LINES_PER_SECOND = 20;
 /** The statuses of refusals: what a flood of bad keys, or a client past its limit, is made of. */
 const REFUSALS: ReadonlySet<number> = new Set([401, 402, 405, 429]);
+/**
+ * Whether an answer is a refusal: one of REFUSALS, or a 404 given before any key was read
+ * (a path outside the API, a CONNECT: what a scanner's flood is made of). A 404 to a key
+ * (a record that is not there) passed the access check, and is always logged.
+ */
+const isRefusal = (record: AccessRecord) => REFUSALS.has(record.status) || (record.status === 404 && record.caller === null);
 
 /**
  * Writes the access lines of the API. Every answered request gets one, except that
- * refusals (401, 402, 405, 429, and the answers to what the HTTP parser refused) get at
+ * refusals (401, 402, 405, 429, a 404 before any key, and the answers to what the HTTP parser refused) get at
  * most REFUSAL_LINES_PER_SECOND lines per status in a second: the rest are counted, and
  * once that second is over one line says how many went unlogged (`refusals not logged
  * one by one`, with `status` and `count`). A flood of unknown keys must not become a
@@ -132,7 +138,7 @@ export class AccessLog {
   ) {}
 
   write(record: AccessRecord): void {
-    if (!this.enabled || (REFUSALS.has(record.status) && !this.withinBudget(record.status))) return;
+    if (!this.enabled || (isRefusal(record) && !this.withinBudget(record.status))) return;
     this.writeLine(accessLine(record));
   }
 

@@ -165,6 +165,18 @@ describe('AccessLog: one line per request, a budget for refusals', () => {
     assert.equal(completed(401), REFUSAL_LINES_PER_SECOND + 1);
   });
 
+  it('gives a 404 before any key (a scanner outside the API) the refusals\' budget, and logs every 404 to a key', () => {
+    const lines: string[] = [];
+    const log = new AccessLog((l) => lines.push(l), true, () => 1_700_000_000_000);
+    for (let i = 0; i < 50; i++) log.write({ ...record(404, i), url: `/wp-login.php?n=${i}` });
+    for (let i = 0; i < 50; i++) log.write({ ...record(404, i), caller: { keyId: 'k1', schoolId: 's1' } });
+    const completed = lines.map((l) => JSON.parse(l) as { msg: string; keyId?: string }).filter((l) => l.msg === 'request completed');
+    assert.equal(completed.filter((l) => l.keyId === undefined).length, REFUSAL_LINES_PER_SECOND);
+    assert.equal(completed.filter((l) => l.keyId === 'k1').length, 50);
+    log.reportUnlogged();
+    assert.deepEqual(JSON.parse(lines.at(-1)!), { level: 30, time: 1_700_000_000_000, pid: process.pid, status: 404, count: 50 - REFUSAL_LINES_PER_SECOND, msg: 'refusals not logged one by one' });
+  });
+
   it('writes the line as docs/operations.md describes it, with the key masked in the URL', () => {
     const lines: string[] = [];
     const log = new AccessLog((l) => lines.push(l), true);
