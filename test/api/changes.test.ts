@@ -178,7 +178,7 @@ describe('the changes feed', () => {
     const students = await page(w.b.key, '?resources=students&limit=1000');
     assert.equal(students.meta.has_more, false);
     const last = students.items.at(-1)!;
-    assert.deepEqual(Buffer.from(students.meta.next_cursor, 'base64url').toString('latin1').split('.').slice(4), [last.resource, last.id]);
+    assert.deepEqual(Buffer.from(students.meta.next_cursor, 'base64url').toString('latin1').split('.').slice(5), [last.resource, last.id]);
     const leads = await page(w.b.key, `?resources=leads&after=${students.meta.next_cursor}`);
     assert.ok(leads.items.some((c) => c.id === 'l-b-late'), 'the lead imported after the last student is after the cursor');
     // No item: the cursor given back.
@@ -189,12 +189,14 @@ describe('the changes feed', () => {
   it('refuses a cursor it did not give out, or another school\'s, as a bad parameter', async () => {
     const { cursor } = await readAll(w.b.key);
     // A's own cursor, made up to name a resource the feed does not have.
-    const [version, tag, seq, stamp] = Buffer.from((await readAll(w.a.key)).cursor, 'base64url').toString('latin1').split('.');
+    const [version, tag, seq, stamp, pruned] = Buffer.from((await readAll(w.a.key)).cursor, 'base64url').toString('latin1').split('.');
     const madeUp = [
-      ...['aaa', 'zz', 'branches'].map((resource) => `${version}.${tag}.${seq}.${stamp}.${resource}.x`),
-      // A seq written with a leading zero, and the start (seq 0) with a batch's stamp.
-      `${version}.${tag}.0${seq}.${stamp}`,
-      `${version}.${tag}.0.${stamp}`,
+      ...['aaa', 'zz', 'branches'].map((resource) => `${version}.${tag}.${seq}.${stamp}.${pruned}.${resource}.x`),
+      // A seq written with a leading zero, the start (seq 0) with a batch's stamp, no pruned seq, and version 2's parts in version 3.
+      `${version}.${tag}.0${seq}.${stamp}.${pruned}`,
+      `${version}.${tag}.0.${stamp}.${pruned}`,
+      `${version}.${tag}.${seq}.${stamp}.`,
+      `${version}.${tag}.${seq}.${stamp}`,
     ].map((text) => Buffer.from(text).toString('base64url'));
     for (const bad of ['nope', 'MS4xLjE', Buffer.from('2.x.1').toString('base64url'), cursor, ...madeUp]) {
       const res = await t.request(`/api/public/v1/changes?after=${bad}`, { key: w.a.key });
@@ -229,7 +231,7 @@ describe('the changes feed', () => {
     // Starting again from the beginning works, and gives what is there now.
     const fresh = await readAll(w.lone.key);
     assert.deepEqual(fresh.changes.map((c) => `${c.change} ${c.id}`), ['upsert back']);
-    const ahead = Buffer.from(`${Buffer.from(fresh.cursor, 'base64url').toString().split('.').slice(0, 2).join('.')}.999999.`).toString('base64url');
+    const ahead = Buffer.from(`${Buffer.from(fresh.cursor, 'base64url').toString().split('.').slice(0, 2).join('.')}.999999..0`).toString('base64url');
     assert.equal((await t.request(`/api/public/v1/changes?after=${ahead}`, { key: w.lone.key })).status, 410);
   });
 
@@ -249,6 +251,32 @@ describe('the changes feed', () => {
     assert.ok(later.ok, JSON.stringify(later));
     assert.deepEqual((await readAll(w.lone.key, past.cursor)).changes.map((c) => `${c.change} ${c.id}`), ['upsert after-pruning']);
     assert.equal((await t.request(`/api/public/v1/changes?after=${inside.meta.next_cursor}`, { key: w.lone.key })).status, 410);
+    // A cursor of version 2 (no pruned seq) past every deletion is still taken.
+    const [, tag, seq, stamp, , resource, id] = Buffer.from(past.cursor, 'base64url').toString('latin1').split('.');
+    assert.equal((await t.request(`/api/public/v1/changes?after=${Buffer.from(`2.${tag}.${seq}.${stamp}.${resource}.${id}`).toString('base64url')}`, { key: w.lone.key })).status, 200);
+  });
+
+  it('gives a whole copy from the beginning after deletions were pruned: a cursor given out since is not too old for them', async () => {
+    const lone = (id: string) => ({ ...student(id, 'Давний'), group_id: 'g9', branch_id: null });
+    assert.ok((await importData(t.store.db, w.lone.id, { students: [lone('old-1'), lone('old-2'), lone('old-3')] })).ok);
+    const deleted = await importData(t.store.db, w.lone.id, { deleted: { students: ['old-3'] } });
+    assert.ok(deleted.ok && deleted.seq !== null);
+    await sql`update change_batches set committed_at = '2000-01-01T00:00:00Z' where school_id = ${w.lone.id} and seq <= ${deleted.seq}`.execute(t.store.db);
+    const later = await importData(t.store.db, w.lone.id, { students: [lone('new-1')] }, { tombstoneDays: 90 });
+    assert.ok(later.ok && later.seq !== null, JSON.stringify(later));
+    // Pages of one: most of them end before the pruned tombstone's place.
+    const copy = await readAll(w.lone.key, undefined, 1);
+    const ids = copy.changes.map((c) => `${c.change} ${c.id}`);
+    assert.ok(ids.includes('upsert old-1') && ids.includes('upsert new-1') && !ids.some((c) => c.endsWith('old-3')), ids.join(', '));
+    const listed = (await t.request('/api/public/v1/students?limit=200', { key: w.lone.key })).json() as { meta: { total: number } };
+    assert.equal(copy.changes.filter((c) => c.resource === 'students').length, listed.meta.total);
+    // Pruned again after a cursor was given out, before its place: 410.
+    const midway = await page(w.lone.key, '?limit=1');
+    const gone = await importData(t.store.db, w.lone.id, { deleted: { students: ['new-1'] } });
+    assert.ok(gone.ok && gone.seq !== null);
+    await sql`update change_batches set committed_at = '2000-01-01T00:00:00Z' where school_id = ${w.lone.id} and seq <= ${gone.seq}`.execute(t.store.db);
+    assert.ok((await importData(t.store.db, w.lone.id, { students: [lone('new-2')] }, { tombstoneDays: 90 })).ok);
+    assert.equal((await t.request(`/api/public/v1/changes?after=${midway.meta.next_cursor}`, { key: w.lone.key })).status, 410);
   });
 
   it('after the data is restored from an older copy and imported into, takes neither a cursor nor an ETag of the lost data for the new', async () => {

@@ -1,10 +1,13 @@
 /**
  * Cursors of the changes feed: a place in the school's change order, (seq, resource, id),
  * or "after all of seq" (`resource` END). Opaque to clients: base64url of
- * `2.<school tag>.<seq>.<stamp>[.<resource>.<id>]`, where the school tag makes another
- * school's cursor a bad parameter rather than a wrong place, and the stamp is that of the
- * seq's batch (src/importer/write.ts): after a restored copy of the database, a seq taken
- * again by another import has another. Cursors of version 1, without a stamp, are read too.
+ * `3.<school tag>.<seq>.<stamp>.<pruned>[.<resource>.<id>]`, where the school tag makes
+ * another school's cursor a bad parameter rather than a wrong place, the stamp is that of
+ * the seq's batch (src/importer/write.ts): after a restored copy of the database, a seq
+ * taken again by another import has another; and `pruned` is the seq of the last
+ * tombstone the school had pruned when the page was read: pruning before it cost the
+ * reader nothing, only pruning since can. Cursors of versions 1 (no stamp) and 2 (no
+ * `pruned`) are read too.
  */
 import { hash } from 'node:crypto';
 import { LIST_TABLES } from '../items.js';
@@ -21,6 +24,8 @@ export interface Place {
   id: string;
   /** The stamp of the seq's batch; undefined in a cursor of version 1. */
   stamp?: string;
+  /** The seq of the school's last pruned tombstone when the cursor was given out; undefined in cursors of versions 1 and 2. */
+  pruned?: number;
 }
 
 /** Before every change: where a feed read without `after` starts. */
@@ -30,9 +35,10 @@ function schoolTag(schoolId: string): string {
   return hash('sha256', schoolId, 'base64url').slice(0, 8);
 }
 
-export function encodeCursor(schoolId: string, place: Place & { stamp: string }): string {
+/** The cursor of `place`, read when the school's last pruned tombstone was at seq `pruned`. */
+export function encodeCursor(schoolId: string, place: Place & { stamp: string }, pruned: number): string {
   const tail = place.resource === END ? '' : `.${place.resource}.${place.id}`;
-  return Buffer.from(`2.${schoolTag(schoolId)}.${place.seq}.${place.stamp}${tail}`).toString('base64url');
+  return Buffer.from(`3.${schoolTag(schoolId)}.${place.seq}.${place.stamp}.${pruned}${tail}`).toString('base64url');
 }
 
 /** Why a cursor is refused, whether it is no cursor at all or another school's. */
@@ -49,14 +55,18 @@ export interface ReadCursor {
 export function readCursor(cursor: string): ReadCursor | null {
   const parts = Buffer.from(cursor, 'base64url').toString('latin1').split('.');
   const version = parts[0];
-  // Version 1 had no stamp: its parts are those of version 2 without the fourth.
-  if (version === '1' && (parts.length === 3 || parts.length === 5)) parts.splice(3, 0, '');
-  else if (version !== '2' || (parts.length !== 4 && parts.length !== 6)) return null;
-  const [, tag, seqText, stampText, resource, id] = parts;
-  // As encodeCursor writes them: a seq without leading zeros, and the start (seq 0, before
+  // Version 1 had no stamp and version 2 no `pruned`: their parts are those of version 3
+  // without the fourth and fifth, or the fifth.
+  if (version === '1' && (parts.length === 3 || parts.length === 5)) parts.splice(3, 0, '', '');
+  else if (version === '2' && (parts.length === 4 || parts.length === 6)) parts.splice(4, 0, '');
+  else if (version !== '3' || (parts.length !== 5 && parts.length !== 7)) return null;
+  const [, tag, seqText, stampText, prunedText, resource, id] = parts;
+  // As encodeCursor writes them: numbers without leading zeros, and the start (seq 0, before
   // every batch) without a stamp.
-  if (!/^(?:0|[1-9][0-9]{0,14})$/.test(seqText!) || !/^[A-Za-z0-9_-]{0,16}$/.test(stampText!) || (seqText === '0' && stampText !== '')) return null;
-  const place = { seq: Number(seqText), ...(version === '2' ? { stamp: stampText! } : {}) };
+  const number = /^(?:0|[1-9][0-9]{0,14})$/;
+  if (!number.test(seqText!) || !/^[A-Za-z0-9_-]{0,16}$/.test(stampText!) || (seqText === '0' && stampText !== '')) return null;
+  if (version === '3' && !number.test(prunedText!)) return null;
+  const place = { seq: Number(seqText), ...(version !== '1' ? { stamp: stampText! } : {}), ...(version === '3' ? { pruned: Number(prunedText) } : {}) };
   if (resource === undefined) return { text: cursor, tag: tag!, place: { ...place, resource: END, id: '' } };
   if (!(LIST_TABLES as readonly string[]).includes(resource) || !/^[A-Za-z0-9_-]{1,64}$/.test(id!)) return null;
   return { text: cursor, tag: tag!, place: { ...place, resource, id: id! } };

@@ -1,6 +1,6 @@
 /**
  * The changes feed's query: one statement over the school's change log (docs/data-model.md,
- * "Change log"), so a page is read from one snapshot. The places after `after` are found
+ * "Change log"), so a page (and the pruning it was read after) is read from one snapshot. The places after `after` are found
  * in the keys of the change marks and the tombstones' index alone, at most `limit` + 1 per
  * list, merged in the change order (seq, resource, id); only then are the page's items
  * read, and each change's JSON is made and joined by the database, as a list's body is
@@ -23,6 +23,8 @@ export interface ChangePage {
   more: boolean;
   /** The place of the page's last change and its batch's stamp, for the next cursor; null when there are none. */
   last: (Place & { stamp: string }) | null;
+  /** The seq of the school's last pruned tombstone when the page was read (0: none), for the next cursor. */
+  pruned: number;
 }
 
 /** A row of the page: one part of its items, and the same page-wide values on each. */
@@ -36,6 +38,7 @@ interface PageRow {
   resource: ListTable | null;
   id: string | null;
   stamp: string | null;
+  pruned: number | string;
 }
 
 /** The values of the query: the resources read are those given (not undefined). */
@@ -105,7 +108,8 @@ const changesAfter = prepared((db, q: Window) => {
     ),
     shown as (${shown}),
     parts as (${parts})
-    select parts.part, parts.items, body.n, tail.seq, tail.resource, tail.id, tail.stamp
+    select parts.part, parts.items, body.n, tail.seq, tail.resource, tail.id, tail.stamp,
+      (select tombstones_dropped_seq from schools where id = ${q.schoolId}) as pruned
     from (select count(*) as n from changes) as body
     left join parts on 1 = 1
     left join (select seq, resource, id, stamp from shown order by seq desc, resource desc, id desc limit 1) as tail on 1 = 1`;
@@ -117,12 +121,12 @@ export async function changePage(reads: Reader, schoolId: string, resources: rea
   const window = { schoolId, seq: after.seq, resource: after.resource, id: after.id, limit } as Window;
   for (const table of LIST_TABLES) window[table] = resources.includes(table) ? true : undefined;
   const rows = await changesAfter(reads, window);
-  const { n, seq, resource, id, stamp } = rows[0]!;
+  const { n, seq, resource, id, stamp, pruned } = rows[0]!;
   // The rows come in no set order: the parts are put in theirs here.
   const items = rows.filter((row) => row.items !== null).sort((a, b) => Number(a.part) - Number(b.part)).map((row) => row.items!);
   // bigint columns come back as numbers from both drivers (src/db/index.ts); a count may not.
   const last = seq === null ? null : { seq: Number(seq), resource: resource!, id: id!, stamp: stamp! };
-  return { items, more: Number(n) > limit, last };
+  return { items, more: Number(n) > limit, last, pruned: Number(pruned) };
 }
 
 const feedState = prepared((db, p: { schoolId: string; seq: number; resource: string; id: string }) =>

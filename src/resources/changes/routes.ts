@@ -40,23 +40,27 @@ function resourcesOf(names: ListTable[] | undefined, scopes: ScopeSet): ListTabl
 
 /**
  * The place a decoded `after` names (the beginning when it is left out), checked against
- * what the school's feed still holds: a cursor before pruned deletions, ahead of the data,
- * or at a seq whose batch has another stamp (the data was restored from an older copy and
- * imported into since) is expired.
+ * what the school's feed still holds: a cursor before deletions pruned since it was given
+ * out, ahead of the data, or at a seq whose batch has another stamp (the data was restored
+ * from an older copy and imported into since) is expired.
  */
 async function placeOf(reads: Reader, place: Place | undefined, tenant: Tenant): Promise<Place> {
   if (place === undefined) return START;
   if (place.seq > tenant.dataVersion) throw CURSOR_EXPIRED;
   const { droppedThrough: through, beforeLastDropped, stamp } = await cursorState(reads, tenant.id, place);
-  // The beginning (an empty first page's cursor) misses nothing: a read from it sees what is left.
-  const missedTombstones = place.seq > 0 && (place.seq < through || (place.seq === through && beforeLastDropped));
+  // The beginning (an empty first page's cursor) misses nothing: a read from it sees what is
+  // left. Nor does a cursor given out after the last pruning (a copy read from the beginning
+  // since): tombstones pruned before its reader started were never the reader's to see. A
+  // cursor of version 2 does not say when it was given out.
+  const prunedSince = place.pruned === undefined || through > place.pruned;
+  const missedTombstones = place.seq > 0 && prunedSince && (place.seq < through || (place.seq === through && beforeLastDropped));
   const otherBatch = place.seq > 0 && place.stamp !== undefined && place.stamp !== stamp;
   if ((through > 0 && missedTombstones) || otherBatch) throw CURSOR_EXPIRED;
   return place;
 }
 
 /** What a key reads whose scopes hold none of the feed's resources (finance only). */
-const NOTHING: ChangePage = { items: [], more: false, last: null };
+const NOTHING: ChangePage = { items: [], more: false, last: null, pruned: 0 };
 
 const COMMA = Buffer.from(',');
 
@@ -96,7 +100,7 @@ export const changeEndpoints = [
       // The place after the page's last item, or the place given when there is none: a
       // place in the school's whole sequence, so a cursor read with some resources misses
       // nothing when it is used with others.
-      const next = page.last ? encodeCursor(tenant.id, page.last) : (query.after?.text ?? encodeCursor(tenant.id, START));
+      const next = page.last ? encodeCursor(tenant.id, page.last, page.pruned) : (query.after?.text ?? encodeCursor(tenant.id, START, page.pruned));
       return bodyOf('{"items":[', page.items, `],"meta":{"next_cursor":"${next}","has_more":${page.more},"limit":${query.limit}}}`);
     },
   }),
