@@ -74,10 +74,19 @@ function decodePointer(segment: string): string {
   return segment.replaceAll('~1', '/').replaceAll('~0', '~');
 }
 
+/**
+ * The longest lesson, in minutes: its duration is stored as a 32-bit integer (PostgreSQL's
+ * `integer`), about 4,000 years, so that both stores take the same files.
+ */
+const MAX_LESSON_MINUTES = 2 ** 31 - 1;
+
 /** Rules that relate fields of one record; the schema checks each field alone. */
 const RECORD_RULES: { [K in ArrayName]?: (record: RecordOf<K>) => Problem[] } = {
-  lessons: (lesson) =>
-    parseDateTime(lesson.ends_at)! <= parseDateTime(lesson.starts_at)! ? [{ field: 'ends_at', reason: 'must be after starts_at' }] : [],
+  lessons: (lesson) => {
+    const ms = parseDateTime(lesson.ends_at)! - parseDateTime(lesson.starts_at)!;
+    if (ms <= 0) return [{ field: 'ends_at', reason: 'must be after starts_at' }];
+    return ms / 60_000 >= MAX_LESSON_MINUTES + 1 ? [{ field: 'ends_at', reason: `must be less than ${MAX_LESSON_MINUTES + 1} minutes after starts_at` }] : [];
+  },
   vehicles: ({ insurance_valid_from: from, insurance_valid_until: until }) =>
     // Dates YYYY-MM-DD compare correctly as strings.
     from && until && until < from ? [{ field: 'insurance_valid_until', reason: 'must not be before insurance_valid_from' }] : [],

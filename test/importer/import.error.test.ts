@@ -69,6 +69,7 @@ const CASES: Case[] = [
   { name: 'another currency than the school', input: (f) => (at(f, 'expenses', 0).currency = 'USD', f), expected: { array: 'expenses', index: 0, field: 'currency', reason: /school's currency RUB/ } },
   { name: 'a lesson ending before it starts', input: (f) => (at(f, 'lessons', 0).ends_at = '2025-10-01T08:59:00+03:00', f), expected: { array: 'lessons', index: 0, field: 'ends_at', reason: /after starts_at/ } },
   { name: 'a lesson ending as it starts', input: (f) => (at(f, 'lessons', 1).ends_at = '2025-10-02T18:00:00+03:00', f), expected: { array: 'lessons', index: 1, field: 'ends_at', reason: /after starts_at/ } },
+  { name: 'a lesson of 2^31 minutes (over what its duration is stored in)', input: (f) => (at(f, 'lessons', 0).ends_at = '6108-10-24T08:08:00Z', f), expected: { array: 'lessons', index: 0, field: 'ends_at', reason: /less than 2147483648 minutes after starts_at/ } },
   { name: 'insurance ending before it starts', input: (f) => (at(f, 'vehicles', 0).insurance_valid_until = '2025-05-31', f), expected: { array: 'vehicles', index: 0, field: 'insurance_valid_until', reason: /not be before/ } },
   { name: 'a vintage vehicle', input: (f) => (at(f, 'vehicles', 0).year = 1949, f), expected: { array: 'vehicles', index: 0, field: 'year', reason: /from 1950 to next year/ } },
   { name: 'a vehicle from the future', input: (f) => (at(f, 'vehicles', 0).year = thisYear + 2, f), expected: { array: 'vehicles', index: 0, field: 'year', reason: /from 1950 to next year/ } },

@@ -53,6 +53,12 @@ describe('importer: valid files', () => {
       ],
     );
 
+    // The longest lesson a file may hold, on either store (its duration is a 32-bit integer).
+    const longest = sampleFile();
+    (longest.lessons![0] as Record<string, unknown>).ends_at = '6108-10-24T08:07:59Z';
+    const long = await importData(store.db, await addSchool(store.db), longest);
+    assert.ok(long.ok, JSON.stringify(long));
+
     const [in1, in2] = data.instructors as { categories: string; is_active: number; email: string | null; branch_id: string | null; hired_on: string | null }[];
     assert.deepEqual(JSON.parse(in1!.categories), ['B', 'C']);
     assert.equal(in1!.is_active, 1);
