@@ -643,14 +643,16 @@ export async function readExact(file: FileBytes, size: number, intake: Intake, o
       if (intake.full) return;
     }
     if (pieces.unfinished > 0) throw notUtf8(fed);
+    try {
+      // A number at the file's end is a token only now: what it makes wrong is said as for any other.
+      tokenizer.end();
+    } catch (err) {
+      if (err instanceof JsonSyntaxError) throw err;
+      if (sawValue) throw syntax(bytes, 'unexpected end of the file');
+    }
     if (!sawValue) {
       intake.problem(fileError(bytes === 0 ? 'the file is empty' : 'the file holds nothing but white space'));
       return;
-    }
-    try {
-      tokenizer.end();
-    } catch {
-      throw syntax(bytes, 'unexpected end of the file');
     }
     if (!parser.isEnded) throw syntax(bytes, 'unexpected end of the file');
     await intake.settle();

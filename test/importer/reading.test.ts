@@ -204,6 +204,17 @@ describe('reading an import file', () => {
       const { exact } = await bothReadings(Buffer.from(`{"leads": []} ${tail}\n`), {});
       assert.deepEqual(exact, [['arrayEnd', 'leads'], ['problem', { array: null, index: null, field: null, reason: `the file is not valid JSON at line 1, column 15: unexpected ${quoted} after the end of the object` }]]);
     }
+    // A number at the very end of the file is a token too: said as any other value would be.
+    for (const [text, reason] of [
+      ['42', 'the file must be a JSON object'],
+      ['{} 5', 'the file is not valid JSON at line 1, column 4: unexpected 5 after the end of the object'],
+      ['{"leads": []}\n12', 'the file is not valid JSON at line 2, column 1: unexpected 12 after the end of the object'],
+    ] as const) {
+      const { combined, exact } = await bothReadings(Buffer.from(text), {});
+      assert.deepEqual(combined, exact, text);
+      const problems = exact.filter((e) => (e as unknown[])[0] === 'problem').map((e) => ((e as unknown[])[1] as ImportError).reason);
+      assert.ok(problems.length === 1 && problems[0]!.startsWith(reason), `${text}: ${problems.join('; ')}`);
+    }
     const blank = Buffer.from(' '.repeat(100_000));
     const { combined } = await bothReadings(blank, { limits });
     assert.deepEqual(combined, [['problem', { array: null, index: null, field: null, reason: 'the file holds nothing but white space' }]]);
