@@ -18,16 +18,21 @@ describe('the bound on Redis\'s clock', () => {
     now = ms;
     Date.now = () => now;
   };
+  /** A clock at local time 1,000,000 whose check sent then ran at Redis's `redisMs`. */
+  const sampledAt = (redisMs: number) => {
+    at(1_000_000);
+    const clock = new RedisClock();
+    clock.sample(1_000_000, redisMs);
+    return clock;
+  };
 
   it('sets no deadline before a check was answered', () => {
     at(1_000_000);
     assert.equal(new RedisClock().deadline(1_000_250), 0);
   });
 
-  it('keeps the tightest sample: a check sent at 1000 and run at Redis\'s 5003 says Redis is at most 4003 ms ahead', () => {
-    at(1_000_000);
-    const clock = new RedisClock();
-    clock.sample(1_000_000, 1_004_010);
+  it('keeps the tightest sample: a check sent at 1,000,000 and run at Redis\'s 1,004,003 says Redis is at most 4003 ms ahead', () => {
+    const clock = sampledAt(1_004_010);
     clock.sample(1_000_000, 1_004_003);
     // A looser sample (a check that waited in Redis's queue) does not replace it.
     clock.sample(1_000_000, 1_004_050);
@@ -35,9 +40,7 @@ describe('the bound on Redis\'s clock', () => {
   });
 
   it('ages by a millisecond a second, and a fresher sample tighter than the aged bound replaces it', () => {
-    at(1_000_000);
-    const clock = new RedisClock();
-    clock.sample(1_000_000, 1_000_000);
+    const clock = sampledAt(1_000_000);
     at(1_010_000);
     assert.equal(clock.deadline(1_010_250), 1_010_250 + 10 + 20);
     clock.sample(1_010_000, 1_010_008);
@@ -45,9 +48,7 @@ describe('the bound on Redis\'s clock', () => {
   });
 
   it('starts again from a sample it is told was wrong, looser or tighter', () => {
-    at(1_000_000);
-    const clock = new RedisClock();
-    clock.sample(1_000_000, 1_000_000);
+    const clock = sampledAt(1_000_000);
     clock.reset(990_000, 1_000_001);
     assert.equal(clock.deadline(1_000_250), 1_000_250 + 10_001 + 20);
   });

@@ -31,13 +31,17 @@ export class RedisClock {
   /** A check sent at `sentAt` (local ms) ran at `redisMs` (Redis's clock). */
   sample(sentAt: number, redisMs: number): void {
     const now = Date.now();
-    if (redisMs - sentAt <= this.aged(now)) this.reset(sentAt, redisMs);
+    if (redisMs - sentAt <= this.aged(now)) this.take(redisMs - sentAt, now);
   }
 
   /** Takes this sample as the bound (also when the bound was wrong: a clock was stepped). */
   reset(sentAt: number, redisMs: number): void {
-    this.bound = redisMs - sentAt;
-    this.at = Date.now();
+    this.take(redisMs - sentAt, Date.now());
+  }
+
+  private take(bound: number, now: number): void {
+    this.bound = bound;
+    this.at = now;
   }
 
   private aged(now: number): number {
