@@ -5,13 +5,13 @@
  * Commands are imported when run, so a quick command does not load the server.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { ConfigError, type Config } from '../config/index.js';
-import { isDiskFull, isStoreRefusingConnection, isStoreUnavailable, StoreNewerError } from '../db/index.js';
+import type { Config } from '../config/index.js';
 import { PLANS } from '../domain/enums.js';
 import { KEY_SCOPES } from '../domain/scopes.js';
 import { redactKeys } from '../ops/request-log.js';
 import { packageVersion } from '../version.js';
 import { CliError, contextFor, createOutput, resultShownOnce, RUN } from './context.js';
+import { describeError, firstLine, printable } from './errors.js';
 
 type Run = (code: number) => void;
 
@@ -193,33 +193,6 @@ function usageError(program: Command, args: string[], err: CommanderError): stri
     return `${path.length > 0 ? `${path.join(' ')} needs` : 'give'} a command: ${names.join(', ')} (see ${help})`;
   }
   return `${err.message.replace(/^error: /, '')} (see ${help})`;
-}
-
-const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-/** Control characters and line separators (an id typed with a line break) escaped, so the message stays whole on one line. */
-const printable = (text: string) =>
-  text.replace(/[\p{Cc}\u2028\u2029]/gu, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-const firstLine = (text: string) => text.split('\n')[0]!;
-
-/**
- * The one line a command's failure is reported with (after `school-data: `); `dataDir`, the
- * command's data directory when it has one, is where a full disk is looked for.
- */
-export function describeError(err: unknown, dataDir?: string, room?: (dir: string) => number | null): string {
-  if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreNewerError) return printable(err.message);
-  if (isStoreRefusingConnection(err)) return `PostgreSQL refused the connection: ${firstLine((err as Error).message)} (check DATABASE_URL)`;
-  // Before an outage: SQLite's I/O errors are one too, but not what to say of a full disk.
-  if (isDiskFull(err, dataDir, room)) return `the disk of the data store is full (${firstLine((err as Error).message)}): nothing is half-written; free some space and run it again`;
-  const sqliteCode = (err as { code?: unknown } | null)?.code;
-  if (dataDir !== undefined && (sqliteCode === 'SQLITE_READONLY' || sqliteCode === 'SQLITE_CANTOPEN' || sqliteCode === 'SQLITE_READONLY_DIRECTORY')) {
-    return `cannot write the database in ${dataDir} (${firstLine((err as Error).message)}): this user needs to be able to write the directory and its files (SCHOOL_DATA_DIR, --data-dir)`;
-  }
-  if (typeof sqliteCode === 'string' && sqliteCode.startsWith('SQLITE_BUSY')) {
-    return `the SQLite file stayed locked by another writer longer than this command waits (an import merging its records holds it until it commits): nothing was written; run it again once that ends`;
-  }
-  if (isStoreUnavailable(err)) return `the data store is unavailable: ${firstLine((err as Error).message)}`;
-  if (err instanceof Error) return `unexpected error: ${firstLine(err.message)}`;
-  return 'unexpected error';
 }
 
 /**

@@ -10,7 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { describeError } from '../../src/cli/main.js';
+import { describeError } from '../../src/cli/errors.js';
 import { isStoreUnavailable } from '../../src/db/index.js';
 import { roomIn } from '../../src/db/unavailable.js';
 import { schoolData } from '../helpers/fixtures.js';
@@ -256,6 +256,10 @@ describe('school-data CLI', () => {
     fails(missing, /not a file/);
     assert.deepEqual(JSON.parse(missing.stdout), { ok: false, errors: [{ array: null, index: null, field: null, reason: `cannot read ${store.dataDir}: not a file` }] });
     fails(await cli('import', '--school', 'nope', file), /school "nope" does not exist|not valid JSON/);
+    // And so it does when the store cannot be reached.
+    const down = await runCli(['import', '--school', 'cli-school', '--json', file], { ...env, DATABASE_URL: 'postgres://root@127.0.0.1:1/none' });
+    fails(down, /the data store is unavailable: connect ECONNREFUSED/);
+    assert.deepEqual(JSON.parse(down.stdout), { ok: false, errors: [{ array: null, index: null, field: null, reason: 'the data store is unavailable: connect ECONNREFUSED 127.0.0.1:1' }] });
 
     // A file of deletions only.
     fs.writeFileSync(file, JSON.stringify({ deleted: { leads: ['ld3'] } }));

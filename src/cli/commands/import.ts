@@ -5,8 +5,10 @@
  */
 import fs from 'node:fs';
 import v8 from 'node:v8';
-import { importFile, MAX_ERRORS, type ImportError, type ImportProgress, type ImportSummary } from '../../importer/index.js';
+import { importFile, MAX_ERRORS, type ImportError, type ImportProgress, type ImportResult, type ImportSummary } from '../../importer/index.js';
+import { redactKeys } from '../../ops/request-log.js';
 import { CliError, withStore, type CommandContext } from '../context.js';
+import { describeError } from '../errors.js';
 
 export interface ImportCommandOptions {
   school: string;
@@ -117,24 +119,30 @@ function describe(result: ImportSummary): string {
  */
 const IMPORT_V8_FLAGS = '--optimize-for-size';
 
-export async function importCommand(ctx: CommandContext, file: string, opts: ImportCommandOptions): Promise<number> {
-  try {
-    checkFile(file);
-  } catch (err) {
-    // With --json, stdout holds the answer whatever went wrong: a file not there is an import refused.
-    if (ctx.out.json && err instanceof CliError) ctx.out.result({ ok: false, errors: [{ array: null, index: null, field: null, reason: err.message }] }, '');
-    throw err;
-  }
-  v8.setFlagsFromString(IMPORT_V8_FLAGS);
+/** Reads `file` into the school, with the progress line when one is shown. */
+async function readInto(ctx: CommandContext, file: string, opts: ImportCommandOptions): Promise<ImportResult> {
   const show = opts.progress === true || (!ctx.out.json && Boolean(process.stdout.isTTY));
   const line = show ? new ProgressLine(process.stderr) : null;
-  const result = await withStore(ctx.config, (store) =>
+  return withStore(ctx.config, (store) =>
     importFile(store.db, opts.school, file, {
       replace: opts.replace === true,
       tombstoneDays: ctx.config.tombstoneDays,
       ...(line ? { onProgress: (p: ImportProgress) => line.update(p) } : {}),
     }),
   ).finally(() => line?.end());
+}
+
+export async function importCommand(ctx: CommandContext, file: string, opts: ImportCommandOptions): Promise<number> {
+  let result: ImportResult;
+  try {
+    checkFile(file);
+    v8.setFlagsFromString(IMPORT_V8_FLAGS);
+    result = await readInto(ctx, file, opts);
+  } catch (err) {
+    // With --json, stdout holds the answer whatever went wrong: a file not there, a store down.
+    if (ctx.out.json) ctx.out.result({ ok: false, errors: [{ array: null, index: null, field: null, reason: redactKeys(describeError(err, ctx.config.dataDir)) }] }, '');
+    throw err;
+  }
   if (!result.ok) {
     if (ctx.out.json) ctx.out.result({ ok: false, errors: result.errors }, '');
     const first = result.errors[0];
