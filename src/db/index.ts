@@ -465,28 +465,48 @@ export class StoreNewerError extends Error {
   }
 }
 
+/**
+ * The names of the migrations the store has run, read from Kysely's bookkeeping table
+ * (on PostgreSQL, the one in `schema`); null when that table is not there (a new store).
+ */
+async function executedMigrations(db: Kysely<Database>, schema: string | undefined): Promise<string[] | null> {
+  if (!onPostgres(db)) {
+    const present = await sql`select 1 from sqlite_master where type = 'table' and name = 'kysely_migration'`.execute(db);
+    if (present.rows.length === 0) return null;
+    return (await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map((r) => r.name);
+  }
+  // No current schema (a search_path of no existing schema): Kysely's migrator says why.
+  if (schema === undefined) return null;
+  const present = await sql<{ present: boolean }>`select to_regclass(quote_ident(${schema}) || '.kysely_migration') is not null as present`.execute(db);
+  if (present.rows[0]?.present !== true) return null;
+  return (await sql<{ name: string }>`select name from ${sql.id(schema, 'kysely_migration')}`.execute(db)).rows.map((r) => r.name);
+}
+
 async function runMigrations(db: Kysely<Database>, to: string | undefined): Promise<string[]> {
   // On PostgreSQL the bookkeeping tables go in the connection's own schema: without it,
   // Kysely would take a migration table in any schema on the search path for its own.
   const schema = onPostgres(db)
     ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
     : undefined;
+  // Nothing pending, nothing to lock: a command or server start on a current store does
+  // not wait for the write lock (on SQLite, an import may hold it for minutes), nor list
+  // every column of the schema, as Kysely's migrator does before it looks.
+  if (to === undefined) {
+    const executed = await executedMigrations(db, schema);
+    if (executed !== null && Object.keys(migrations).every((name) => executed.includes(name))) {
+      // A store a newer version migrated holds read models this one would not keep up to
+      // date (an import here would leave them stale): refused, as Kysely refuses it when
+      // something is pending.
+      const newer = executed.filter((name) => !Object.hasOwn(migrations, name));
+      if (newer.length > 0) throw new StoreNewerError(newer);
+      return [];
+    }
+  }
   const migrator = new Migrator({
     db,
     provider: { getMigrations: () => Promise.resolve(migrations) },
     ...(schema ? { migrationTableSchema: schema } : {}),
   });
-  // Nothing pending, nothing to lock: a command or server start on a current store does
-  // not wait for the write lock (on SQLite, an import may hold it for minutes).
-  if (to === undefined && (await migrator.getMigrations()).every((m) => m.executedAt !== undefined)) {
-    // A store a newer version migrated holds read models this one would not keep up to
-    // date (an import here would leave them stale): refused, as Kysely refuses it when
-    // something is pending.
-    const executed = await sql<{ name: string }>`select name from kysely_migration`.execute(db);
-    const newer = executed.rows.map((r) => r.name).filter((name) => !Object.hasOwn(migrations, name));
-    if (newer.length > 0) throw new StoreNewerError(newer);
-    return [];
-  }
   const { error, results } = await (to === undefined ? migrator.migrateToLatest() : migrator.migrateTo(to));
   if (error) throw error instanceof Error ? error : new Error(`migration failed: ${JSON.stringify(error)}`);
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
