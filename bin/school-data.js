@@ -7,7 +7,7 @@ let outputFailed = (err) => {
   process.exit(err.code === 'EPIPE' ? 0 : 1);
 };
 process.stdout.on('error', (err) => outputFailed(err));
-const main = new URL('../dist/cli/main.js', import.meta.url);
+const main = new URL('../dist/bundle/main.js', import.meta.url);
 const { existsSync } = await import('node:fs');
 if (!existsSync(main)) {
   // Right after `npm ci` nothing is built yet: say so in one line, not with a module-not-found stack.

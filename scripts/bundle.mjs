@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+/**
+ * Bundles the built command line (dist/cli/main.js, from tsc) into dist/bundle/: the
+ * program's own modules and its ESM-only dependencies made of hundreds of files (Kysely,
+ * TypeBox) in a few chunks, one per command loaded when it runs. Node.js resolves, reads
+ * and links every module of a program at start, so each `school-data` process (a command,
+ * `serve`, a cluster worker) starts in about half the CPU time. The other dependencies stay
+ * in node_modules: native addons, and packages that load files or workers of their own.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const INLINED = new Set(['kysely', 'typebox']);
+const { dependencies } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+const outdir = path.join(root, 'dist', 'bundle');
+
+fs.rmSync(outdir, { recursive: true, force: true });
+await build({
+  entryPoints: [path.join(root, 'dist', 'cli', 'main.js')],
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  // The tsc output's source maps are followed, so the bundle's map points at src/.
+  sourcemap: true,
+  external: Object.keys(dependencies).filter((name) => !INLINED.has(name)),
+  logLevel: 'warning',
+});
