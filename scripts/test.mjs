@@ -7,6 +7,12 @@
  *
  *   node scripts/test.mjs [--require-external] [--jobs N] [--also-node PATH] [filter ...]
  *
+ * A file whose head comment has a line `@store-free` (it opens no store and runs no CLI or
+ * server) runs in the embedded suites only: on PostgreSQL + Redis it would run the same code
+ * again. The embedded suites run it with SCHOOL_DATA_TEST_STORE_FREE=1, which the helpers
+ * that open a store or start the program refuse, so a file that starts to use one cannot
+ * keep the mark unseen.
+ *
  * Every file of every suite is one task in one pool of N processes (default: twice the
  * cores, from 2 to 8): most files wait on timers, sockets and child processes, so the
  * suites overlap. The files that took longest last time start first (durations kept in
@@ -56,6 +62,9 @@ function findTests(dir) {
 }
 
 const files = findTests('test').filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
+/** The files marked `@store-free` in their head comment (see above). */
+const STORE_FREE = /^\/\*\*(?:(?!\*\/)[\s\S])*^ \* @store-free\b/m;
+const storeFree = new Set(files.filter((f) => STORE_FREE.test(fs.readFileSync(f, 'utf8'))));
 if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
@@ -63,7 +72,7 @@ if (files.length === 0) {
 
 /** A suite: the stores it runs on (its environment) and the Node.js it runs with. */
 function suite(name, tag, env, node = process.execPath) {
-  return { name, tag, env, node };
+  return { name, tag, env, node, files: tag === 'external' ? files.filter((f) => !storeFree.has(f)) : files };
 }
 
 const embeddedEnv = { ...process.env };
@@ -108,7 +117,7 @@ function runFile(task) {
   return new Promise((resolve) => {
     const started = Date.now();
     const child = spawn(s.node, ['--import', 'tsx', '--test-reporter=spec', '--test-force-exit', file], {
-      env: s.env,
+      env: storeFree.has(file) ? { ...s.env, SCHOOL_DATA_TEST_STORE_FREE: '1' } : s.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const chunks = [];
@@ -170,10 +179,11 @@ function failureLines(text) {
   return (at >= 0 ? lines.slice(1, 31) : lines.slice(-15)).filter((l) => l.trim() !== '');
 }
 
-console.log(`\n=== ${suites.length === 1 ? 'suite' : 'suites'}: ${suites.map((s) => s.name).join('; ')} (${files.length} files each, ${jobs} at a time) ===`);
+const counted = suites.map((s) => (s.files.length === files.length ? s.name : `${s.name} (${s.files.length} files: the ${files.length - s.files.length} @store-free run embedded only)`));
+console.log(`\n=== ${suites.length === 1 ? 'suite' : 'suites'}: ${counted.join('; ')} (${files.length} files, ${jobs} at a time) ===`);
 const times = readTimes();
 const timeKey = (t) => `${t.suite.tag.split(' ')[0]} ${t.file}`;
-const queue = suites.flatMap((s) => files.map((file) => ({ file, suite: s })));
+const queue = suites.flatMap((s) => s.files.map((file) => ({ file, suite: s })));
 // Longest first; a file never timed counts as long, so a new file does not end the run alone.
 queue.sort((a, b) => (times[timeKey(b)] ?? 60_000) - (times[timeKey(a)] ?? 60_000));
 
@@ -205,6 +215,7 @@ for (const s of suites) {
   const busy = Math.round(sum('ms') / 1000);
   console.log(`${mine.every((r) => r.ok) ? 'ok  ' : 'FAIL'} ${s.name}: ${sum('pass')} passed, ${sum('fail')} failed, ${skipped} skipped (${busy} s in its files)`);
   for (const [reason, n] of reasons) console.log(`     skipped: ${n} x "${reason}"`);
+  if (s.files.length < files.length) console.log(`     not run here: ${files.length - s.files.length} @store-free files (they ran in the embedded suites)`);
   for (const r of mine.filter((x) => !x.ok)) {
     console.log(`     failed: ${r.file}`);
     for (const line of r.why) console.log(`       | ${line}`);

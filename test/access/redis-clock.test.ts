@@ -3,6 +3,7 @@
  * (src/access/ratelimit/clock.ts): it never claims Redis's clock is further behind than a
  * sample showed, takes tighter samples, ages with time, and starts again from a sample it
  * is told was wrong.
+ * @store-free
  */
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';

@@ -3,6 +3,7 @@
  * server answers a fixed body of the size asked, and the floor does the contract's work for
  * each answer (a key asked for, the answer's headers, the key's count, an access line), so
  * that the floor it reports is what it claims to be.
+ * @store-free
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -1,6 +1,7 @@
 /**
  * The reading of V8's `--trace-gc-nvp` lines (bench/gc-log.ts), against what this Node
  * really prints: a renamed field must fail here, not turn the summary into zeros.
+ * @store-free
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

@@ -2,6 +2,7 @@
  * The benchmark's reading of the server's GC histogram (bench/gc.ts), against what this
  * Node and prom-client really export: a change of names or labels must fail here, not
  * turn the report's GC lines into zeros.
+ * @store-free
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

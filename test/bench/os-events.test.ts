@@ -3,6 +3,7 @@
  * osEvents and cpuSecondsByThread), against a real process: a child that sleeps in many
  * short waits and then spins must show its waits, and CPU on its main thread. Linux only,
  * where /proc is.
+ * @store-free
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

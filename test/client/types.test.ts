@@ -1,6 +1,7 @@
 /**
  * The client's types are generated from the OpenAPI document; this fails when the
  * committed client/src/types.ts is stale (run `npm run generate:client`).
+ * @store-free
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -2,6 +2,7 @@
  * Address allowlists as typed (src/domain/addresses.ts): addresses and CIDR ranges of both
  * families in their stored form, and a range whose address has bits past its prefix refused
  * with both readings, on every input (keys and SCHOOL_DATA_TRUSTED_PROXIES alike).
+ * @store-free
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

@@ -2,6 +2,7 @@
  * Timestamps of the import format: the stored form (`YYYY-MM-DDTHH:MM:SSZ`), read digit by
  * digit, means what the same instant written with a `+00:00` offset (read by the general
  * RFC 3339 path) means, valid or not; and a valid one is kept as it is written.
+ * @store-free
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { keyLeak, TEST_REDIS_TIMEOUT_MS } from './app.js';
+import { refuseIfStoreFree } from './store.js';
 
 export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/school-data.js');
 
@@ -14,6 +15,7 @@ export interface CliResult {
 
 /** Runs one CLI command to completion. */
 export function runCli(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<CliResult> {
+  refuseIfStoreFree('it runs the command line');
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
@@ -51,6 +53,7 @@ export async function startServes(envs: NodeJS.ProcessEnv[]): Promise<ServeProce
 
 /** Starts `school-data serve --json` and resolves once it printed its base URL. */
 export function startServe(env: NodeJS.ProcessEnv, args: string[] = []): Promise<ServeProcess> {
+  refuseIfStoreFree('it starts the server');
   return new Promise((resolve, reject) => {
     // The cabinet listens too: on a free port unless the test names one, so instances never collide on 8444.
     // The Redis timeout of the in-process test apps (TEST_REDIS_TIMEOUT_MS), unless the test names one.

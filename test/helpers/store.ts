@@ -25,8 +25,17 @@ export function urlWithSchema(base: string, schema: string): string {
   return url.toString();
 }
 
+/**
+ * Refuses `what` in a test file marked `@store-free` (scripts/test.mjs runs such a file in the
+ * embedded suites only), so the mark cannot stay on a file that uses a store or the program.
+ */
+export function refuseIfStoreFree(what: string): void {
+  if (process.env.SCHOOL_DATA_TEST_STORE_FREE === '1') throw new Error(`this test file is marked @store-free, but ${what}: remove the mark`);
+}
+
 /** A fresh store, migrated to the latest schema (or only up to `migrateTo`, to test an upgrade). */
 export async function createTestStore(options: { migrateTo?: string } = {}): Promise<TestStore> {
+  refuseIfStoreFree('it opens a store');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-test-'));
   const base = process.env.DATABASE_URL;
   if (!base) {

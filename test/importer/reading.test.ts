@@ -3,6 +3,7 @@
  * broken by random edits), the plain reading followed, where it stops, by the exact one
  * hands the intake what the exact reading alone does, in the same order, whatever the
  * chunk size; and a valid file is read by the plain reading alone.
+ * @store-free
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

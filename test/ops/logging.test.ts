@@ -2,6 +2,7 @@
  * The service's logging pieces on their own: the batching destination (one write per
  * turn of the event loop, nothing lost or reordered when the destination takes part of
  * a batch or refuses for a while) and the access log's budget for refusals.
+ * @store-free
  */
 import assert from 'node:assert/strict';
 import { setImmediate as turn } from 'node:timers/promises';

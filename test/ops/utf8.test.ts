@@ -2,6 +2,7 @@
  * A body made as text is sent as its UTF-8 bytes (src/edge/answer.ts, `utf8`): the same
  * bytes Buffer.from makes, whatever the text holds (Latin-1 or wider, long or short, a
  * lone surrogate), and each call's bytes its own.
+ * @store-free
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
