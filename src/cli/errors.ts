@@ -4,6 +4,7 @@
  */
 import { ConfigError } from '../config/index.js';
 import { isDiskFull, isStoreRefusingConnection, isStoreUnavailable, StoreNewerError } from '../db/index.js';
+import { redactKeys } from '../ops/request-log.js';
 import { CliError } from './context.js';
 
 const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
@@ -32,3 +33,6 @@ export function describeError(err: unknown, dataDir?: string, room?: (dir: strin
   if (err instanceof Error) return `unexpected error: ${firstLine(err.message)}`;
   return 'unexpected error';
 }
+
+/** describeError's line as it is shown: with any key pasted into it redacted. */
+export const failureLine = (err: unknown, dataDir?: string): string => redactKeys(describeError(err, dataDir));

@@ -11,7 +11,7 @@ import { KEY_SCOPES } from '../domain/scopes.js';
 import { redactKeys } from '../ops/request-log.js';
 import { packageVersion } from '../version.js';
 import { CliError, contextFor, createOutput, resultShownOnce, RUN } from './context.js';
-import { describeError, firstLine, printable } from './errors.js';
+import { failureLine, firstLine, printable } from './errors.js';
 
 type Run = (code: number) => void;
 
@@ -257,7 +257,7 @@ export function outputFailed(err: NodeJS.ErrnoException): never {
 /** Runs the command line; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
   let code = 0;
-  // Where a full disk is looked for when the command fails (describeError).
+  // Where a full disk is looked for when the command fails (failureLine).
   let dataDir: string | undefined;
   const program = buildProgram(
     (c) => {
@@ -289,7 +289,7 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     // A key pasted where an id or a name was asked for is not echoed to the terminal (or a job's log).
-    process.stderr.write(`school-data: ${redactKeys(describeError(err, dataDir))}\n`);
+    process.stderr.write(`school-data: ${failureLine(err, dataDir)}\n`);
     return err instanceof CliError ? err.exitCode : 1;
   }
 }

@@ -475,7 +475,6 @@ async function executedMigrations(db: Kysely<Database>, schema: string | undefin
     if (present.rows.length === 0) return null;
     return (await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map((r) => r.name);
   }
-  // No current schema (a search_path of no existing schema): Kysely's migrator says why.
   if (schema === undefined) return null;
   const present = await sql<{ present: boolean }>`select to_regclass(quote_ident(${schema}) || '.kysely_migration') is not null as present`.execute(db);
   if (present.rows[0]?.present !== true) return null;
@@ -485,8 +484,9 @@ async function executedMigrations(db: Kysely<Database>, schema: string | undefin
 async function runMigrations(db: Kysely<Database>, to: string | undefined): Promise<string[]> {
   // On PostgreSQL the bookkeeping tables go in the connection's own schema: without it,
   // Kysely would take a migration table in any schema on the search path for its own.
+  // Null when the search_path names no existing schema: Kysely's migrator then says why.
   const schema = onPostgres(db)
-    ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
+    ? ((await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db)).rows[0]?.schema ?? undefined)
     : undefined;
   // Nothing pending, nothing to lock: a command or server start on a current store does
   // not wait for the write lock (on SQLite, an import may hold it for minutes), nor list

@@ -6,9 +6,8 @@
 import fs from 'node:fs';
 import v8 from 'node:v8';
 import { importFile, MAX_ERRORS, type ImportError, type ImportProgress, type ImportResult, type ImportSummary } from '../../importer/index.js';
-import { redactKeys } from '../../ops/request-log.js';
 import { CliError, withStore, type CommandContext } from '../context.js';
-import { describeError } from '../errors.js';
+import { failureLine } from '../errors.js';
 
 export interface ImportCommandOptions {
   school: string;
@@ -119,28 +118,36 @@ function describe(result: ImportSummary): string {
  */
 const IMPORT_V8_FLAGS = '--optimize-for-size';
 
-/** Reads `file` into the school, with the progress line when one is shown. */
-async function readInto(ctx: CommandContext, file: string, opts: ImportCommandOptions): Promise<ImportResult> {
+/**
+ * Reads `file` into the school, with the progress line when one is shown; `done` is told the
+ * importer's answer as soon as it has one (a store that then fails to close changes no data).
+ */
+async function readInto(ctx: CommandContext, file: string, opts: ImportCommandOptions, done: (result: ImportResult) => void): Promise<ImportResult> {
   const show = opts.progress === true || (!ctx.out.json && Boolean(process.stdout.isTTY));
   const line = show ? new ProgressLine(process.stderr) : null;
-  return withStore(ctx.config, (store) =>
-    importFile(store.db, opts.school, file, {
+  return withStore(ctx.config, async (store) => {
+    const result = await importFile(store.db, opts.school, file, {
       replace: opts.replace === true,
       tombstoneDays: ctx.config.tombstoneDays,
       ...(line ? { onProgress: (p: ImportProgress) => line.update(p) } : {}),
-    }),
-  ).finally(() => line?.end());
+    });
+    done(result);
+    return result;
+  }).finally(() => line?.end());
 }
 
 export async function importCommand(ctx: CommandContext, file: string, opts: ImportCommandOptions): Promise<number> {
+  let answered: ImportResult | null = null;
   let result: ImportResult;
   try {
     checkFile(file);
     v8.setFlagsFromString(IMPORT_V8_FLAGS);
-    result = await readInto(ctx, file, opts);
+    result = await readInto(ctx, file, opts, (r) => (answered = r));
   } catch (err) {
-    // With --json, stdout holds the answer whatever went wrong: a file not there, a store down.
-    if (ctx.out.json) ctx.out.result({ ok: false, errors: [{ array: null, index: null, field: null, reason: redactKeys(describeError(err, ctx.config.dataDir)) }] }, '');
+    // With --json, stdout holds the answer whatever went wrong before the importer gave one:
+    // a file not there, a store down. A failure after it (closing the store) is only the
+    // stderr line: the import's own answer may have been a commit.
+    if (ctx.out.json && answered === null) ctx.out.result({ ok: false, errors: [{ array: null, index: null, field: null, reason: failureLine(err, ctx.config.dataDir) }] }, '');
     throw err;
   }
   if (!result.ok) {
