@@ -16,21 +16,24 @@ export interface TestStore extends Store {
   readonly dataDir: string;
 }
 
-export const usePostgres = (): boolean => Boolean(process.env.DATABASE_URL);
-
-/** A URL that points pg at `schema` through search_path. */
-export function urlWithSchema(base: string, schema: string): string {
-  const url = new URL(base);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  return url.toString();
-}
-
 /**
  * Refuses `what` in a test file marked `@store-free` (scripts/test.mjs runs such a file in the
  * embedded suites only), so the mark cannot stay on a file that uses a store or the program.
  */
 export function refuseIfStoreFree(what: string): void {
   if (process.env.SCHOOL_DATA_TEST_STORE_FREE === '1') throw new Error(`this test file is marked @store-free, but ${what}: remove the mark`);
+}
+
+export const usePostgres = (): boolean => {
+  refuseIfStoreFree('it asks which store the suite runs on');
+  return Boolean(process.env.DATABASE_URL);
+};
+
+/** A URL that points pg at `schema` through search_path. */
+export function urlWithSchema(base: string, schema: string): string {
+  const url = new URL(base);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
 }
 
 /** A fresh store, migrated to the latest schema (or only up to `migrateTo`, to test an upgrade). */
