@@ -43,6 +43,9 @@ const AREAS: [RegExp, string][] = [
   [/node:(_http|http|https|internal\/http)/, 'HTTP (Node)'],
   [/node:/, 'other Node internals'],
   [/\/src\//, 'the service (src/)'],
+  // The built program: the bundle holds Kysely's and TypeBox's code with the service's.
+  [/\/dist\/bundle\//, 'the service, Kysely and TypeBox (dist/bundle/)'],
+  [/\/dist\//, 'the service (dist/)'],
   [/^\(program\)/, 'native, unattributed (TLS crypto, syscalls)'],
 ];
 

@@ -4,8 +4,10 @@
  * program's own modules and its ESM-only dependencies made of hundreds of files (Kysely,
  * TypeBox) in a few chunks, one per command loaded when it runs. Node.js resolves, reads
  * and links every module of a program at start, so each `school-data` process (a command,
- * `serve`, a cluster worker) starts in about half the CPU time. The other dependencies stay
- * in node_modules: native addons, and packages that load files or workers of their own.
+ * `serve`, a cluster worker) starts faster (docs/performance.md, "Bundled"). The other
+ * dependencies stay in node_modules: native addons, and packages that load files or workers
+ * of their own. Stack traces name the bundle's chunks; NODE_OPTIONS=--enable-source-maps
+ * names src/ instead (docs/operations.md).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -26,7 +28,7 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node22',
-  // The tsc output's source maps are followed, so the bundle's map points at src/.
+  // The tsc output's source maps are followed, so the bundle's maps point at src/.
   sourcemap: true,
   external: Object.keys(dependencies).filter((name) => !INLINED.has(name)),
   logLevel: 'warning',
