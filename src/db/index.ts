@@ -470,15 +470,14 @@ export class StoreNewerError extends Error {
  * (on PostgreSQL, the one in `schema`); null when that table is not there (a new store).
  */
 async function executedMigrations(db: Kysely<Database>, schema: string | undefined): Promise<string[] | null> {
-  if (!onPostgres(db)) {
-    const present = await sql`select 1 from sqlite_master where type = 'table' and name = 'kysely_migration'`.execute(db);
-    if (present.rows.length === 0) return null;
-    return (await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map((r) => r.name);
-  }
-  if (schema === undefined) return null;
-  const present = await sql<{ present: boolean }>`select to_regclass(quote_ident(${schema}) || '.kysely_migration') is not null as present`.execute(db);
-  if (present.rows[0]?.present !== true) return null;
-  return (await sql<{ name: string }>`select name from ${sql.id(schema, 'kysely_migration')}`.execute(db)).rows.map((r) => r.name);
+  const pg = onPostgres(db);
+  if (pg && schema === undefined) return null;
+  const present = pg
+    ? sql`select 1 where to_regclass(quote_ident(${schema}) || '.kysely_migration') is not null`
+    : sql`select 1 from sqlite_master where type = 'table' and name = 'kysely_migration'`;
+  if ((await present.execute(db)).rows.length === 0) return null;
+  const table = pg ? sql.id(schema!, 'kysely_migration') : sql.id('kysely_migration');
+  return (await sql<{ name: string }>`select name from ${table}`.execute(db)).rows.map((r) => r.name);
 }
 
 async function runMigrations(db: Kysely<Database>, to: string | undefined): Promise<string[]> {
