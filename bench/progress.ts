@@ -9,10 +9,16 @@ export class Progress {
   private lastTenth = -1;
   private readonly tty = Boolean(process.stderr.isTTY);
 
+  private readonly label: string;
+  private readonly total: number;
+
   constructor(
-    private readonly label: string,
-    private readonly total: number,
-  ) {}
+    label: string,
+    total: number,
+  ) {
+    this.label = label;
+    this.total = total;
+  }
 
   add(n: number): void {
     this.done += n;

@@ -205,7 +205,11 @@ export async function startBareServer(certFile: string, keyFile: string, floor?:
  * (VmHWM), reset at the start by writing 5 to /proc/<pid>/clear_refs.
  */
 export class PeakRss {
-  constructor(private readonly pids: () => number[]) {}
+  private readonly pids: () => number[];
+
+  constructor(pids: () => number[]) {
+    this.pids = pids;
+  }
 
   reset(): void {
     for (const pid of this.pids()) {

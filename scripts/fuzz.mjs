@@ -12,6 +12,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const filters = process.argv.slice(2);
 const files = fs
@@ -32,7 +33,7 @@ let out = '';
 let failed = false;
 for (const file of files) {
   const code = await new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test-reporter=spec', '--test-force-exit', file], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--experimental-strip-types', '--import', fileURLToPath(new URL('./ts-resolve.mjs', import.meta.url)), '--test-reporter=spec', '--test-force-exit', file], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     child.stdout.on('data', (chunk) => {
       process.stdout.write(chunk);
       out += chunk.toString();

@@ -63,11 +63,17 @@ export class LineBatcher implements pino.DestinationStream {
   /** The destination took part of a line and then failed (a disk filled): the next output ends that line first. */
   private midLine = false;
 
+  private readonly fd: number;
+  private readonly writeSync: (fd: number, data: Buffer) => number;
+
   /** `write` is fs.writeSync's contract (tests give one that refuses or takes part). */
   constructor(
-    private readonly fd: number,
-    private readonly writeSync: (fd: number, data: Buffer) => number = fs.writeSync,
-  ) {}
+    fd: number,
+    writeSync: (fd: number, data: Buffer) => number = fs.writeSync,
+  ) {
+    this.fd = fd;
+    this.writeSync = writeSync;
+  }
 
   /** The process's stdout, flushed when the process exits. */
   static stdout(): LineBatcher {

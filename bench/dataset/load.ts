@@ -343,7 +343,11 @@ class SqliteSink implements BulkSink {
 class PgSink implements BulkSink {
   private readonly statements = new Map<string, string>();
 
-  constructor(private readonly client: pg.Client) {}
+  private readonly client: pg.Client;
+
+  constructor(client: pg.Client) {
+    this.client = client;
+  }
 
   async dropIndexes(): Promise<string[]> {
     // Primary keys and unique constraints stay: they are constraints, not just indexes.

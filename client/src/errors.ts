@@ -147,11 +147,14 @@ export function errorFor(details: ErrorDetails): SchoolDataError {
  */
 export class SchoolDataConnectionError extends Error {
   override name = 'SchoolDataConnectionError';
+  readonly code: string;
+
   constructor(
-    readonly code: string,
+    code: string,
     message: string,
     options?: { cause?: unknown },
   ) {
     super(message, options);
+    this.code = code;
   }
 }

@@ -28,10 +28,15 @@ export const MAX_CHANGES_PAGE = 1000;
 export class ChangeFeed implements AsyncIterable<Change> {
   private saved: string | undefined;
 
+  private readonly fetchPage: (query: { after?: string; limit: number; resources?: string }) => Promise<ChangeList>;
+  private readonly query: ChangesQuery;
+
   constructor(
-    private readonly fetchPage: (query: { after?: string; limit: number; resources?: string }) => Promise<ChangeList>,
-    private readonly query: ChangesQuery,
+    fetchPage: (query: { after?: string; limit: number; resources?: string }) => Promise<ChangeList>,
+    query: ChangesQuery,
   ) {
+    this.fetchPage = fetchPage;
+    this.query = query;
     this.saved = query.after;
   }
 

@@ -22,10 +22,16 @@ export const MAX_PAGE_SIZE = 200;
 export class ListRequest<T, Q extends PageQuery> implements PromiseLike<Page<T>>, AsyncIterable<T> {
   private first: Promise<Page<T>> | null = null;
 
+  private readonly fetchPage: (query: Q) => Promise<Page<T>>;
+  private readonly query: Q;
+
   constructor(
-    private readonly fetchPage: (query: Q) => Promise<Page<T>>,
-    private readonly query: Q,
-  ) {}
+    fetchPage: (query: Q) => Promise<Page<T>>,
+    query: Q,
+  ) {
+    this.fetchPage = fetchPage;
+    this.query = query;
+  }
 
   /**
    * The one page the query names (the API's default limit is 50).

@@ -125,7 +125,11 @@ function errorFromAnswer(answer: RawAnswer): SchoolDataError {
 export class AnswerCache {
   private readonly entries = new Map<string, { etag: string; body: string }>();
 
-  constructor(private readonly maxEntries: number) {}
+  private readonly maxEntries: number;
+
+  constructor(maxEntries: number) {
+    this.maxEntries = maxEntries;
+  }
 
   get(url: string): { etag: string; body: string } | undefined {
     const entry = this.entries.get(url);
@@ -145,7 +149,11 @@ export class AnswerCache {
 }
 
 export class Transport {
-  constructor(private readonly options: TransportOptions) {}
+  private readonly options: TransportOptions;
+
+  constructor(options: TransportOptions) {
+    this.options = options;
+  }
 
   /** Sends GET `path` with `query`, retrying what is safe; resolves with the parsed JSON of a 200. */
   async get<T>(path: string, query: object = {}): Promise<T> {

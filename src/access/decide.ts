@@ -127,7 +127,10 @@ class KeyClock {
   /** Whether keys unused too long are refused (SCHOOL_DATA_KEY_UNUSED_DAYS is not 0). */
   readonly judgesUnused: boolean;
 
-  constructor(private readonly unusedDays: number) {
+  private readonly unusedDays: number;
+
+  constructor(unusedDays: number) {
+    this.unusedDays = unusedDays;
     this.judgesUnused = unusedDays > 0;
   }
 

@@ -98,13 +98,25 @@ class FrontExchange implements Exchange {
   caller: Caller | null = null;
   rateLimitHeaders: readonly string[] | null = null;
 
+  readonly raw: IncomingMessage;
+  readonly id: string;
+  startedAt: number;
+  arrivedInTurn: number;
+  recordAnswer: ResponseRecorder | null;
+
   constructor(
-    readonly raw: IncomingMessage,
-    readonly id: string,
-    public startedAt: number,
-    public arrivedInTurn: number,
-    public recordAnswer: ResponseRecorder | null,
-  ) {}
+    raw: IncomingMessage,
+    id: string,
+    startedAt: number,
+    arrivedInTurn: number,
+    recordAnswer: ResponseRecorder | null,
+  ) {
+    this.raw = raw;
+    this.id = id;
+    this.startedAt = startedAt;
+    this.arrivedInTurn = arrivedInTurn;
+    this.recordAnswer = recordAnswer;
+  }
 
   get headers() {
     return this.raw.headers;

@@ -119,16 +119,24 @@ export class KeyFinder {
   /** On PostgreSQL, the keys found while the watch's generation was the one each was read in. */
   private readonly keptPg = new Map<string, KeptRow>();
 
+  private readonly reads: Reader;
+  private readonly watch: KeyWatch | null;
+  private readonly answered: () => void;
+
   /**
    * `watch`: PostgreSQL's key watch, started (null: nothing is kept beyond a turn there).
    * `answered`: told whenever the store answered a lookup (a key kept on PostgreSQL says
    * nothing of the database now).
    */
   constructor(
-    private readonly reads: Reader,
-    private readonly watch: KeyWatch | null = null,
-    private readonly answered: () => void = () => undefined,
-  ) {}
+    reads: Reader,
+    watch: KeyWatch | null = null,
+    answered: () => void = () => undefined,
+  ) {
+    this.reads = reads;
+    this.watch = watch;
+    this.answered = answered;
+  }
 
   /**
    * On SQLite: the keys found while the file's data version was `version`, by hash, and

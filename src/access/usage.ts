@@ -144,13 +144,20 @@ export class UsageRecorder {
     return recorder;
   }
 
+  private readonly db: Kysely<Database>;
+  private readonly log: Logger;
+  readonly shared: SharedUsage | null;
+
   /** `shared`: the limiter's shared usage (Redis), or null to count in memory. */
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly log: Logger,
+    db: Kysely<Database>,
+    log: Logger,
     flushMs: number,
-    readonly shared: SharedUsage | null = null,
+    shared: SharedUsage | null = null,
   ) {
+    this.db = db;
+    this.log = log;
+    this.shared = shared;
     this.flushes = new DependencyState(onPostgres(db) ? 'postgres' : 'sqlite', 'data_unavailable', log);
     this.moves = new DependencyState('redis', 'rate_limit_unavailable', log);
     this.timer = setInterval(() => void this.flush(), flushMs);

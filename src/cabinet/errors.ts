@@ -16,11 +16,16 @@ type ErrorText = { page: ErrorPage } | { refusal: FormRefusal; form: FormKind };
 
 export class CabinetError extends Error {
   override name = 'CabinetError';
+  readonly status: number;
+  readonly text: ErrorText;
+
   constructor(
-    readonly status: number,
-    readonly text: ErrorText,
+    status: number,
+    text: ErrorText,
   ) {
     super('page' in text ? text.page : `form refused: ${text.refusal}`);
+    this.status = status;
+    this.text = text;
   }
 }
 

@@ -9,7 +9,11 @@ const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;'
 
 /** Markup that is already safe: produced by `html` from literal text and escaped values. */
 export class SafeHtml {
-  constructor(readonly value: string) {}
+  readonly value: string;
+
+  constructor(value: string) {
+    this.value = value;
+  }
   toString(): string {
     return this.value;
   }

@@ -15,11 +15,14 @@ export const RUN = 'npx school-data';
 
 export class CliError extends Error {
   override name = 'CliError';
+  readonly exitCode: number;
+
   constructor(
     message: string,
-    readonly exitCode = 1,
+    exitCode = 1,
   ) {
     super(message);
+    this.exitCode = exitCode;
   }
 }
 

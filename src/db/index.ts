@@ -254,9 +254,11 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
  * busy wait would do the same but block the thread, and with it every request of a server.
  */
 class WritingSqliteDialect extends SqliteDialect {
+  private readonly inTransaction: () => boolean;
+
   constructor(
     database: SqliteDatabase,
-    private readonly inTransaction: () => boolean,
+    inTransaction: () => boolean,
     timeoutMs: number,
     onLockWait?: () => void,
   ) {
@@ -268,6 +270,7 @@ class WritingSqliteDialect extends SqliteDialect {
         return Promise.resolve();
       },
     });
+    this.inTransaction = inTransaction;
   }
 
   override createAdapter(): SqliteAdapter {
@@ -359,7 +362,11 @@ function withStatementCache(database: SQLite.Database): SqliteDatabase {
  * Kysely) fails at once instead of baking one request's value into the SQL.
  */
 class Slot {
-  constructor(readonly name: string) {}
+  readonly name: string;
+
+  constructor(name: string) {
+    this.name = name;
+  }
   [Symbol.toPrimitive](): never {
     throw new Error(`prepared query: the value "${this.name}" may only be handed to Kysely, not computed with`);
   }
@@ -459,8 +466,11 @@ export function asBytes<T>(db: Kysely<Database>, text: Expression<T>): RawBuilde
 
 /** The store was migrated by a newer version of the program: this one refuses to run on it. */
 export class StoreNewerError extends Error {
-  constructor(readonly migrations: string[]) {
+  readonly migrations: string[];
+
+  constructor(migrations: string[]) {
     super(`the data store was upgraded by a newer school-data (its migration ${migrations.join(', ')} is unknown here): run that version or a later one`);
+    this.migrations = migrations;
     this.name = 'StoreNewerError';
   }
 }

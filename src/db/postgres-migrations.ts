@@ -37,9 +37,12 @@ interface ColumnRow {
 }
 
 class SchemaIntrospector extends PostgresIntrospector {
+  private readonly connection: Kysely<unknown>;
+
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the signature Kysely declares
-  constructor(private readonly connection: Kysely<any>) {
+  constructor(connection: Kysely<any>) {
     super(connection);
+    this.connection = connection;
   }
 
   /** The tables and views of the connection's schema only, joined by oid throughout. */

@@ -104,11 +104,19 @@ export class SqliteReader implements Reader {
   private connection: SQLite.Database | null = null;
   private readonly statements = new Map<string, SqliteStatement>();
 
+  readonly db: Kysely<Database>;
+  private readonly file: string;
+  private readonly timeoutMs: number;
+
   constructor(
-    readonly db: Kysely<Database>,
-    private readonly file: string,
-    private readonly timeoutMs: number,
-  ) {}
+    db: Kysely<Database>,
+    file: string,
+    timeoutMs: number,
+  ) {
+    this.db = db;
+    this.file = file;
+    this.timeoutMs = timeoutMs;
+  }
 
   /** BEGIN, COMMIT and the data version's pragma on the read connection, made with it. */
   private turn: { begin: SQLite.Statement; commit: SQLite.Statement; dataVersion: SQLite.Statement } | null = null;
@@ -311,10 +319,16 @@ export class PgReader implements Reader {
   private waiting = new Map<string, WaitingRead[]>();
   private scheduled = false;
 
+  readonly db: Kysely<Database>;
+  private readonly pool: pg.Pool;
+
   constructor(
-    readonly db: Kysely<Database>,
-    private readonly pool: pg.Pool,
-  ) {}
+    db: Kysely<Database>,
+    pool: pg.Pool,
+  ) {
+    this.db = db;
+    this.pool = pool;
+  }
 
   run<R>(sql: string, parameters: readonly unknown[]): Promise<R[]> {
     if (parameters.length === 0 || !parameters.every((p) => arrayType(p) !== null)) return this.query(sql, parameters) as Promise<R[]>;

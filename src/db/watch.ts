@@ -54,7 +54,10 @@ export class KeyWatch {
   /** The last statement sent on the watch's connection: each waits for the one before (pg 9 refuses overlapping queries on a client). */
   private sent: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly options: KeyWatchOptions) {
+  private readonly options: KeyWatchOptions;
+
+  constructor(options: KeyWatchOptions) {
+    this.options = options;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   }
 

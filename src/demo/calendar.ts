@@ -16,10 +16,15 @@ export class Calendar {
   /** Local midnights by day: a year of lessons asks for the same few hundred days again and again. */
   private readonly midnights = new Map<Day, number>();
 
+  readonly now: number;
+  readonly timezone: string;
+
   constructor(
-    readonly now: number,
-    readonly timezone: string,
+    now: number,
+    timezone: string,
   ) {
+    this.now = now;
+    this.timezone = timezone;
     this.today = Calendar.parse(localDate(now, timezone));
   }
 

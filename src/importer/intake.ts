@@ -54,12 +54,22 @@ export class FileIntake implements Intake {
    */
   private readonly paid = new Map<string, number>();
 
+  private readonly errors: ErrorList;
+  private readonly stage: Stage;
+  private readonly schoolId: string;
+  private readonly currency: string;
+
   constructor(
-    private readonly errors: ErrorList,
-    private readonly stage: Stage,
-    private readonly schoolId: string,
-    private readonly currency: string,
-  ) {}
+    errors: ErrorList,
+    stage: Stage,
+    schoolId: string,
+    currency: string,
+  ) {
+    this.errors = errors;
+    this.stage = stage;
+    this.schoolId = schoolId;
+    this.currency = currency;
+  }
 
   get full(): boolean {
     return this.errors.full;

@@ -81,11 +81,19 @@ export class Merge {
   /** Whether a contract of the file moves to another student (contractsMove, read before the contracts are written). */
   contractsMove = false;
 
+  private readonly q: Sql;
+  private readonly schoolId: string;
+  readonly seq: number;
+
   constructor(
-    private readonly q: Sql,
-    private readonly schoolId: string,
-    readonly seq: number,
-  ) {}
+    q: Sql,
+    schoolId: string,
+    seq: number,
+  ) {
+    this.q = q;
+    this.schoolId = schoolId;
+    this.seq = seq;
+  }
 
   private get db(): Untyped {
     return this.q.db;

@@ -105,10 +105,16 @@ export class PlainScanner {
   private mark = 0;
   private nameAt = 0;
 
+  private readonly events: ScanEvents;
+  private readonly limits: SpanLimits;
+
   constructor(
-    private readonly events: ScanEvents,
-    private readonly limits: SpanLimits = SPAN_LIMITS,
-  ) {}
+    events: ScanEvents,
+    limits: SpanLimits = SPAN_LIMITS,
+  ) {
+    this.events = events;
+    this.limits = limits;
+  }
 
   /** Takes the file's next bytes (a character may be cut between two writes). */
   write(buffer: Buffer): void {

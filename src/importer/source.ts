@@ -61,7 +61,11 @@ type Role = { array: ArrayName } | 'deleted' | 'skip';
 class TopLevel {
   private readonly seen = new Set<string>();
 
-  constructor(private readonly intake: Intake) {}
+  private readonly intake: Intake;
+
+  constructor(intake: Intake) {
+    this.intake = intake;
+  }
 
   key(name: string, kind: Kind): Role {
     if (this.seen.has(name)) {
@@ -308,10 +312,16 @@ function newTokenizer(): Tokenizer {
 class Handover implements Intake {
   count = 0;
 
+  private readonly to: Intake;
+  private readonly skip: number;
+
   constructor(
-    private readonly to: Intake,
-    private readonly skip: number,
-  ) {}
+    to: Intake,
+    skip: number,
+  ) {
+    this.to = to;
+    this.skip = skip;
+  }
 
   get full(): boolean {
     return this.to.full;

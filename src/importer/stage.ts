@@ -46,11 +46,19 @@ export class Stage {
   /** Rows staged per array. */
   readonly staged = Object.fromEntries(ARRAY_NAMES.map((a) => [a, 0])) as Record<ArrayName, number>;
 
+  private readonly conn: BulkConnection;
+  private readonly errors: ErrorList;
+  private readonly onStaged?: (array: ArrayName) => Promise<void>;
+
   constructor(
-    private readonly conn: BulkConnection,
-    private readonly errors: ErrorList,
-    private readonly onStaged?: (array: ArrayName) => Promise<void>,
-  ) {}
+    conn: BulkConnection,
+    errors: ErrorList,
+    onStaged?: (array: ArrayName) => Promise<void>,
+  ) {
+    this.conn = conn;
+    this.errors = errors;
+    this.onStaged = onStaged;
+  }
 
   async create(): Promise<void> {
     const statements = ARRAY_NAMES.flatMap((array) => {

@@ -35,16 +35,26 @@ export class DependencyState {
   private otherFailures = 0;
   private lastLineAt = 0;
 
+  readonly store: string;
+  readonly cause: string;
+  private readonly log: Logger;
+  private readonly now: () => number;
+
   /**
    * `store`: the dependency's name in the lines (postgres, sqlite, redis); `cause`: the
    * problem code of the requests it refuses (the metric's label).
    */
   constructor(
-    readonly store: string,
-    readonly cause: string,
-    private readonly log: Logger,
-    private readonly now: () => number = Date.now,
-  ) {}
+    store: string,
+    cause: string,
+    log: Logger,
+    now: () => number = Date.now,
+  ) {
+    this.store = store;
+    this.cause = cause;
+    this.log = log;
+    this.now = now;
+  }
 
   get down(): boolean {
     return this.downSince !== 0;

@@ -130,12 +130,20 @@ export class AccessLog {
   private readonly unlogged = new Map<number, number>();
   private report: NodeJS.Timeout | null = null;
 
+  private readonly writeLine: (line: string) => void;
+  private readonly enabled: boolean;
+  private readonly now: () => number;
+
   /** `enabled`: the log level is info or finer (access lines are at info). */
   constructor(
-    private readonly writeLine: (line: string) => void,
-    private readonly enabled: boolean,
-    private readonly now: () => number = Date.now,
-  ) {}
+    writeLine: (line: string) => void,
+    enabled: boolean,
+    now: () => number = Date.now,
+  ) {
+    this.writeLine = writeLine;
+    this.enabled = enabled;
+    this.now = now;
+  }
 
   write(record: AccessRecord): void {
     if (!this.enabled || (isRefusal(record) && !this.withinBudget(record.status))) return;

@@ -49,12 +49,19 @@ export type ProblemBody = Static<typeof ProblemSchema>;
 export class Problem extends Error {
   override name = 'Problem';
   readonly status: number;
+  readonly code: ProblemCode;
+  readonly detail: string;
+  readonly options: { invalidParams?: InvalidParam[]; headers?: Record<string, string> };
+
   constructor(
-    readonly code: ProblemCode,
-    readonly detail: string,
-    readonly options: { invalidParams?: InvalidParam[]; headers?: Record<string, string> } = {},
+    code: ProblemCode,
+    detail: string,
+    options: { invalidParams?: InvalidParam[]; headers?: Record<string, string> } = {},
   ) {
     super(detail);
+    this.code = code;
+    this.detail = detail;
+    this.options = options;
     this.status = problemTypes[code].status;
   }
 

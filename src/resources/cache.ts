@@ -105,10 +105,13 @@ export class ResponseCache {
   private readonly plainBytes: number;
   private readonly random: () => number;
 
+  private readonly maxBytes: number;
+
   constructor(
-    private readonly maxBytes: number,
+    maxBytes: number,
     options: ResponseCacheOptions = {},
   ) {
+    this.maxBytes = maxBytes;
     this.compressFrom = options.compressFrom ?? Infinity;
     this.plainBytes = Math.max(0, options.plainBytes ?? Infinity);
     this.random = options.random ?? Math.random;

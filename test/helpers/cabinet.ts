@@ -111,10 +111,13 @@ export class CabinetBrowser {
   readonly address = loopbackAddress();
   private readonly agent: https.Agent;
 
+  readonly origin: string;
+
   constructor(
-    readonly origin: string,
+    origin: string,
     ca: string,
   ) {
+    this.origin = origin;
     this.agent = new https.Agent({ keepAlive: true, ca, localAddress: this.address });
   }
 

@@ -35,10 +35,16 @@ export class FaultProxy {
   /** Extra latency of every chunk in both directions while forwarding. */
   delayMs = 0;
 
+  private readonly target: { host: string; port: number };
+  private port: number;
+
   private constructor(
-    private readonly target: { host: string; port: number },
-    private port: number,
-  ) {}
+    target: { host: string; port: number },
+    port: number,
+  ) {
+    this.target = target;
+    this.port = port;
+  }
 
   static async start(target: { host: string; port: number }): Promise<FaultProxy> {
     const proxy = new FaultProxy(target, 0);

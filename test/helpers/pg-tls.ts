@@ -15,7 +15,11 @@ export class PgTlsProxy {
   tlsSessions = 0;
   private readonly sockets = new Set<net.Socket>();
 
-  private constructor(private readonly server: net.Server) {}
+  private readonly server: net.Server;
+
+  private constructor(server: net.Server) {
+    this.server = server;
+  }
 
   /** `material` null: a server without TLS, which answers an SSLRequest 'N'. */
   static async start(target: { host: string; port: number }, material: { cert: string; key: string } | null): Promise<PgTlsProxy> {

@@ -23,11 +23,19 @@ export function postgresBin(): string | null {
 }
 
 export class PrivatePostgres {
+  private readonly bin: string;
+  private readonly dir: string;
+  readonly port: number;
+
   private constructor(
-    private readonly bin: string,
-    private readonly dir: string,
-    readonly port: number,
-  ) {}
+    bin: string,
+    dir: string,
+    port: number,
+  ) {
+    this.bin = bin;
+    this.dir = dir;
+    this.port = port;
+  }
 
   get url(): string {
     return `postgres://postgres@127.0.0.1:${this.port}/postgres`;

@@ -79,7 +79,11 @@ async function waitForPort(port: number, up: boolean, timeoutMs = 5000): Promise
 
 export class PrivateRedis {
   private child: ChildProcess | null = null;
-  private constructor(readonly port: number) {}
+  readonly port: number;
+
+  private constructor(port: number) {
+    this.port = port;
+  }
 
   static async start(): Promise<PrivateRedis> {
     const redis = new PrivateRedis(await freePort());

@@ -24,7 +24,11 @@ class Recorder implements Intake {
   readonly events: unknown[] = [];
   private problems = 0;
 
-  constructor(private readonly maxProblems = 5) {}
+  private readonly maxProblems: number;
+
+  constructor(maxProblems = 5) {
+    this.maxProblems = maxProblems;
+  }
 
   get full(): boolean {
     return this.problems >= this.maxProblems;

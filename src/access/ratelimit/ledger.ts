@@ -49,11 +49,19 @@ export class CallLedger {
   private closed = false;
   private unrecorded: Unrecorded = () => undefined;
 
+  private readonly newStreamKey: () => string;
+  private readonly settle: Settle;
+  private readonly retryMs: number;
+
   constructor(
-    private readonly newStreamKey: () => string,
-    private readonly settle: Settle,
-    private readonly retryMs: number,
-  ) {}
+    newStreamKey: () => string,
+    settle: Settle,
+    retryMs: number,
+  ) {
+    this.newStreamKey = newStreamKey;
+    this.settle = settle;
+    this.retryMs = retryMs;
+  }
 
   /** Where usage Redis did not record is counted (the usage recorder's memory). */
   countInto(unrecorded: Unrecorded): void {

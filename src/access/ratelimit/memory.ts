@@ -16,7 +16,10 @@ export class MemoryRateLimiter implements RateLimiter {
   private readonly windows = new Map<string, Window>();
   private readonly sweeper: NodeJS.Timeout;
 
-  constructor(private readonly now: () => number = Date.now) {
+  private readonly now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.now = now;
     // Ended windows are dropped so memory follows the active schools, not all schools ever seen.
     this.sweeper = setInterval(() => this.sweep(), WINDOW_SECONDS * 1000);
     this.sweeper.unref();

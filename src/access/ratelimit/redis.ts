@@ -211,7 +211,10 @@ export class RedisRateLimiter implements RateLimiter {
     return Math.max(4 * this.timeoutMs, 2000);
   }
 
-  constructor(url: string, private readonly timeoutMs: number) {
+  private readonly timeoutMs: number;
+
+  constructor(url: string, timeoutMs: number) {
+    this.timeoutMs = timeoutMs;
     // Loaded when Redis is configured: a process on the in-memory limiter never loads the client.
     const { Redis: Client } = createRequire(import.meta.url)('ioredis') as typeof IORedis;
     const redis = new Client(url, {

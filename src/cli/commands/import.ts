@@ -62,7 +62,11 @@ class ProgressLine {
   private latest: ImportProgress | null = null;
   private ticking: NodeJS.Timeout | null = null;
 
-  constructor(private readonly stream: NodeJS.WriteStream) {}
+  private readonly stream: NodeJS.WriteStream;
+
+  constructor(stream: NodeJS.WriteStream) {
+    this.stream = stream;
+  }
 
   update(p: ImportProgress): void {
     const stepChanged = p.phase === 'merge' && (this.latest?.phase !== 'merge' || this.latest.step !== p.step);
