@@ -84,16 +84,14 @@ export function entityTag(validator: string, encoding: string | undefined): stri
 
 /**
  * Whether an If-None-Match header matches `tag` (weak comparison, as RFC 9110 asks for this
- * header: a W/ prefix is ignored). `*` matches any current representation, when `star`.
+ * header: a W/ prefix is ignored). `*` matches any current representation, when `star`; it is
+ * the whole field or nothing (`*, "x"` is no valid field, and its `*` matches nothing).
  */
 export function ifNoneMatch(header: string | undefined, tag: string, star: boolean): boolean {
   if (header === undefined) return false;
+  if (header.trim() === '*') return star;
   for (const part of header.split(',')) {
     const candidate = part.trim();
-    if (candidate === '*') {
-      if (star) return true;
-      continue;
-    }
     if ((candidate.startsWith('W/') ? candidate.slice(2) : candidate) === tag) return true;
   }
   return false;
