@@ -74,19 +74,20 @@ export function blockListOf(entries: readonly string[]): net.BlockList {
 }
 
 const MAPPED_V4 = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
-const V4_WITH_PORT = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/;
-const V6_IN_BRACKETS = /^\[([0-9a-f:.]+)\](?::\d{1,5})?$/i;
+const V4_WITH_PORT = /^(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})$/;
+const V6_IN_BRACKETS = /^\[([0-9a-f:.]+)\](?::(\d{1,5}))?$/i;
 
 /**
  * A client's address as a trusted proxy may write it in X-Forwarded-For, with its port
  * (`203.0.113.7:1234`, `[2001:db8::1]:443`: some load balancers do), without the port;
- * an address without one, or any other text, as it is.
+ * an address without one, or any other text (a port past 65535 too), as it is.
  */
 export function withoutPort(address: string): string {
   // A plain IPv4 address has no colon, a plain IPv6 one no bracket (a mapped IPv4 one is left as it is below).
   if (!address.includes('[') && !(address.includes(':') && address.includes('.'))) return address;
   const found = V4_WITH_PORT.exec(address) ?? V6_IN_BRACKETS.exec(address);
-  return found !== null && net.isIP(found[1]!) !== 0 ? found[1]! : address;
+  const port = found?.[2] === undefined ? 0 : Number(found[2]);
+  return found !== null && port <= 65_535 && net.isIP(found[1]!) !== 0 ? found[1]! : address;
 }
 
 /** Whether `address` (a peer's address as Node reports it, or a trusted proxy's report of the client: withoutPort) is in the list. */
