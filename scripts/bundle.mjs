@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
- * Bundles the built command line (dist/cli/main.js, from tsc) into dist/bundle/: the
- * program's own modules and its ESM-only dependencies made of hundreds of files (Kysely,
- * TypeBox) in a few chunks, one per command loaded when it runs. Node.js resolves, reads
+ * Builds the program: bundles the command line (src/cli/main.ts; esbuild strips the types,
+ * `npm run typecheck` checks them) into dist/bundle/: the program's own modules and its
+ * ESM-only dependencies made of hundreds of files (Kysely, TypeBox) in a few chunks, one per
+ * command loaded when it runs. Node.js resolves, reads
  * and links every module of a program at start, so each `school-data` process (a command,
  * `serve`, a cluster worker) starts faster (docs/performance.md, "Bundled"). The other
  * dependencies stay in node_modules: native addons, and packages that load files or workers
@@ -19,16 +20,16 @@ const INLINED = new Set(['kysely', 'typebox']);
 const { dependencies } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 const outdir = path.join(root, 'dist', 'bundle');
 
-fs.rmSync(outdir, { recursive: true, force: true });
+// The whole of dist/, so nothing of an older build's layout stays beside the bundle.
+fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
 await build({
-  entryPoints: [path.join(root, 'dist', 'cli', 'main.js')],
+  entryPoints: [path.join(root, 'src', 'cli', 'main.ts')],
   outdir,
   bundle: true,
   splitting: true,
   format: 'esm',
   platform: 'node',
   target: 'node22',
-  // The tsc output's source maps are followed, so the bundle's maps point at src/.
   sourcemap: true,
   external: Object.keys(dependencies).filter((name) => !INLINED.has(name)),
   logLevel: 'warning',
