@@ -33,7 +33,7 @@ let out = '';
 let failed = false;
 for (const file of files) {
   const code = await new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--experimental-strip-types', '--import', fileURLToPath(new URL('./ts-resolve.mjs', import.meta.url)), '--test-reporter=spec', '--test-force-exit', file], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', fileURLToPath(new URL('./ts-resolve.mjs', import.meta.url)), '--test-reporter=spec', '--test-force-exit', file], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     child.stdout.on('data', (chunk) => {
       process.stdout.write(chunk);
       out += chunk.toString();

@@ -24,6 +24,7 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import module from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +36,7 @@ const EXIT_GRACE_MS = 20_000;
 const SUMMARY_END = /^ℹ duration_ms [\d.]+$/m;
 const TIMES_FILE = path.join(os.tmpdir(), 'school-data-test-times.json');
 /** How a test file runs: Node.js strips the types, the hook maps `./x.js` imports to `./x.ts`. */
-const NODE_ARGS = ['--experimental-strip-types', '--import', fileURLToPath(new URL('./ts-resolve.mjs', import.meta.url))];
+const NODE_ARGS = ['--import', fileURLToPath(new URL('./ts-resolve.mjs', import.meta.url))];
 
 const { values: opts, positionals: filters } = parseArgs({
   allowPositionals: true,
@@ -45,6 +46,10 @@ const { values: opts, positionals: filters } = parseArgs({
     'also-node': { type: 'string', multiple: true, default: [] },
   },
 });
+if (!process.features.typescript || typeof module.registerHooks !== 'function') {
+  console.error(`npm test runs the TypeScript tests on Node.js's own type stripping: it needs Node.js 22.18 or later (this is ${process.version})`);
+  process.exit(2);
+}
 const requireExternal = opts['require-external'] || process.env.SCHOOL_DATA_TEST_REQUIRE_EXTERNAL === '1';
 // At most 8 by default: every file holds PostgreSQL connections, and the server's default
 // max_connections (100) is shared by all of them.

@@ -1,9 +1,10 @@
 /**
  * Lets Node.js run the project's TypeScript as it is, for the test processes: Node strips
- * the types itself, and this hook resolves a relative `./x.js` written in a .ts file (the
- * NodeNext convention tsc compiles to) to the `./x.ts` beside it when there is one.
+ * the types itself (on by default from Node.js 22.18), and this hook resolves a relative
+ * `./x.js` written in a .ts file (the NodeNext convention) to the file `./x.ts` beside it
+ * when there is one.
  *
- *   node --import ./scripts/ts-resolve.mjs --experimental-strip-types test/x.test.ts
+ *   node --import ./scripts/ts-resolve.mjs test/x.test.ts
  *
  * The hook runs in the process's own thread (module.registerHooks), so it costs a file
  * check per such import and nothing else.
@@ -11,11 +12,16 @@
 import fs from 'node:fs';
 import { registerHooks } from 'node:module';
 
+const TYPESCRIPT_PARENT = /\.[cm]?ts$/;
+
 registerHooks({
   resolve(specifier, context, nextResolve) {
-    if (specifier.endsWith('.js') && specifier.startsWith('.') && context.parentURL?.endsWith('.ts')) {
-      const ts = new URL(`${specifier.slice(0, -3)}.ts`, context.parentURL);
-      if (fs.existsSync(ts)) return nextResolve(ts.href, context);
+    if (specifier.startsWith('.') && context.parentURL !== undefined && TYPESCRIPT_PARENT.test(new URL(context.parentURL).pathname)) {
+      const url = new URL(specifier, context.parentURL);
+      if (url.pathname.endsWith('.js')) {
+        url.pathname = `${url.pathname.slice(0, -3)}.ts`;
+        if (fs.statSync(url, { throwIfNoEntry: false })?.isFile()) return nextResolve(url.href, context);
+      }
     }
     return nextResolve(specifier, context);
   },

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 
 let version: string | undefined;
 
-/** The nearest package.json above this module: the package's, wherever the build put the module (dist/, dist/bundle/). */
+/** The nearest package.json above this module: the package's, wherever the module runs from (src/ in tests, dist/bundle/ built). */
 function packageFile(): string {
   for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
     const file = path.join(dir, 'package.json');

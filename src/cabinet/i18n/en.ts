@@ -1,7 +1,7 @@
 /**
  * The cabinet's English text: every string a director sees, one entry each. Its shape is
  * the catalogue's type (Messages): the Russian one (ru.ts) must have every entry, with the
- * same arguments, or the build fails. Markup is made with `html`, so arguments stay text.
+ * same arguments, or the type-check fails. Markup is made with `html`, so arguments stay text.
  */
 import type { PastPrefix } from '../../domain/addresses.js';
 import type { KeyScope } from '../../domain/scopes.js';

@@ -1,6 +1,6 @@
 /**
  * The cabinet's Russian text. Its type is the English catalogue's (en.ts): an entry left
- * out or with other arguments fails the build. Counts take their Russian plural forms.
+ * out or with other arguments fails the type-check. Counts take their Russian plural forms.
  */
 import { html, type SafeHtml } from '../html.js';
 import type { Messages, WarningKind } from './en.js';
