@@ -206,12 +206,49 @@ function firstInvalid(data: Buffer): number {
   return -1;
 }
 
-/** A piece of the file: its offset and bytes, the line it begins on and the characters of that line before it. */
+/**
+ * A piece of the file: its offset and bytes, the line it begins on, the characters of that
+ * line before it, and whether the byte before it was a CR (whose LF, first in this piece,
+ * ends the same line break).
+ */
 interface LinePiece {
   offset: number;
   bytes: Buffer;
   line: number;
   column: number;
+  afterCr: boolean;
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/**
+ * The line breaks in `bytes` (LF, CRLF, or a CR alone, as editors count them) and the index
+ * just past the last one (-1: none). `afterCr`: the byte before `bytes` was a CR, so an LF
+ * first in them ends that break.
+ */
+function lineBreaks(bytes: Buffer, afterCr: boolean): { count: number; after: number } {
+  let count = 0;
+  let after = -1;
+  let i = 0;
+  if (afterCr && bytes[0] === LF) {
+    i = 1;
+    after = 1;
+  }
+  let lf = bytes.indexOf(LF, i);
+  let cr = bytes.indexOf(CR, i);
+  while (lf !== -1 || cr !== -1) {
+    count += 1;
+    if (cr !== -1 && (lf === -1 || cr < lf)) {
+      after = cr + (lf === cr + 1 ? 2 : 1);
+      if (lf === cr + 1) lf = bytes.indexOf(LF, after);
+      cr = bytes.indexOf(CR, cr + 1);
+    } else {
+      after = lf + 1;
+      lf = bytes.indexOf(LF, after);
+    }
+  }
+  return { count, after };
 }
 
 /**
@@ -224,19 +261,21 @@ class Lines {
   private end = 0;
   private line = 1;
   private column = 0;
+  private afterCr = false;
 
   next(piece: Buffer): void {
     // The file's byte order mark is no character of its first line (as an editor shows it).
     if (this.end === 0 && piece[0] === 0xef && piece[1] === 0xbb && piece[2] === 0xbf) this.column = -1;
-    this.pieces.push({ offset: this.end, bytes: piece, line: this.line, column: this.column });
+    this.pieces.push({ offset: this.end, bytes: piece, line: this.line, column: this.column, afterCr: this.afterCr });
     this.end += piece.length;
-    const last = piece.lastIndexOf(10);
-    if (last === -1) {
+    const { count, after } = lineBreaks(piece, this.afterCr);
+    if (piece.length > 0) this.afterCr = piece[piece.length - 1] === CR;
+    if (after === -1) {
       this.column += charactersIn(piece);
       return;
     }
-    for (let i = piece.indexOf(10); i !== -1; i = piece.indexOf(10, i + 1)) this.line += 1;
-    this.column = charactersIn(piece.subarray(last + 1));
+    this.line += count;
+    this.column = charactersIn(piece.subarray(after));
   }
 
   /** Lets the pieces before the one holding `offset` go: no place before it will be asked for. */
@@ -252,11 +291,9 @@ class Lines {
     const piece = this.pieces[index];
     if (piece === undefined) return { line: 1, column: 1 };
     const head = piece.bytes.subarray(0, Math.max(0, Math.min(offset - piece.offset, piece.bytes.length)));
-    const last = head.lastIndexOf(10);
-    if (last === -1) return { line: piece.line, column: piece.column + charactersIn(head) + 1 };
-    let line = piece.line;
-    for (let i = head.indexOf(10); i !== -1; i = head.indexOf(10, i + 1)) line += 1;
-    return { line, column: charactersIn(head.subarray(last + 1)) + 1 };
+    const { count, after } = lineBreaks(head, piece.afterCr);
+    if (after === -1) return { line: piece.line, column: piece.column + charactersIn(head) + 1 };
+    return { line: piece.line + count, column: charactersIn(head.subarray(after)) + 1 };
   }
 }
 

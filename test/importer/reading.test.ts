@@ -170,6 +170,18 @@ describe('reading an import file', () => {
     assert.ok(combined.some((e) => JSON.stringify(e).includes('is given twice in the record')));
   });
 
+  it('counts lines as an editor does: LF, CRLF and a CR alone each end one, wherever a chunk ends', async () => {
+    for (const end of ['\n', '\r\n', '\r']) {
+      const text = `{${end} "leads": [${end}${end} {"id": "l1",, "x": 1}]}`;
+      for (const chunkBytes of [1 << 18, 1, 2, 3]) {
+        const { combined, exact } = await bothReadings(Buffer.from(text), { chunkBytes });
+        assert.deepEqual(combined, exact, JSON.stringify(text));
+        const problems = exact.filter((e) => (e as unknown[])[0] === 'problem').map((e) => ((e as unknown[])[1] as ImportError).reason);
+        assert.deepEqual(problems, ['the file is not valid JSON at line 4, column 14: unexpected ","'], `${JSON.stringify(end)} in chunks of ${chunkBytes}`);
+      }
+    }
+  });
+
   it('stops where a record, an id list or a stretch between them runs past its limit, saying where, as both readings measure it', async () => {
     // Past a piece the readings check at (16 KiB), so that every chunk size sees them.
     const limits = { value: 20_000, list: 50_000 };
