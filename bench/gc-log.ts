@@ -5,7 +5,7 @@
  * allocated and promoted. A young collection that keeps a fifth or more, with a full
  * collection every second or so, is the "high" state of docs/performance.md.
  *
- *   node --import tsx bench/gc-log.ts FILE [SECONDS_PER_SLICE]
+ *   node --import ./scripts/ts-resolve.mjs bench/gc-log.ts FILE [SECONDS_PER_SLICE]
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -56,7 +56,7 @@ export function gcSlices(text: string, seconds: number): GcSlice[] {
 function main(): void {
   const [file, every] = process.argv.slice(2);
   if (file === undefined) {
-    process.stderr.write('usage: node --import tsx bench/gc-log.ts FILE [SECONDS_PER_SLICE]\n');
+    process.stderr.write('usage: node --import ./scripts/ts-resolve.mjs bench/gc-log.ts FILE [SECONDS_PER_SLICE]\n');
     process.exit(2);
   }
   const seconds = every === undefined ? 10 : Number(every);

@@ -3,7 +3,7 @@
  * functions by self time, and self time grouped into areas (TLS and sockets, HTTP,
  * Fastify, logging, Kysely, the database driver, the service's own code, GC).
  *
- *   node --import tsx bench/profile.ts FILE.cpuprofile [TOP]
+ *   node --import ./scripts/ts-resolve.mjs bench/profile.ts FILE.cpuprofile [TOP]
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -95,7 +95,7 @@ export function formatProfile(s: ProfileSummary): string {
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const [file, top] = process.argv.slice(2);
   if (!file) {
-    console.error('usage: node --import tsx bench/profile.ts FILE.cpuprofile [TOP]');
+    console.error('usage: node --import ./scripts/ts-resolve.mjs bench/profile.ts FILE.cpuprofile [TOP]');
     process.exitCode = 2;
   } else {
     console.log(formatProfile(summariseProfile(file, top ? Number(top) : 25)));

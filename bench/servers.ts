@@ -167,7 +167,7 @@ export interface BareServer {
 export async function startBareServer(certFile: string, keyFile: string, floor?: { logFile: string }): Promise<BareServer> {
   const kind = floor === undefined ? 'bare' : 'floor';
   const child: ChildProcess = fork(path.join(ROOT, 'bench/bare-server.ts'), [certFile, keyFile, kind, ...(floor === undefined ? [] : [floor.logFile])], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', path.join(ROOT, 'scripts/ts-resolve.mjs')],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const next = <T>(pick: (m: Record<string, unknown>) => T | undefined) =>

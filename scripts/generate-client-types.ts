@@ -3,7 +3,7 @@
  * its TypeBox schemas, so the client's types cannot drift from the API:
  * test/client/types.test.ts fails when the committed file is stale.
  *
- *   npm run generate:client        (or: npx tsx scripts/generate-client-types.ts)
+ *   npm run generate:client        (or: node --import ./scripts/ts-resolve.mjs scripts/generate-client-types.ts)
  *
  * The emitter covers the JSON Schema the API uses: objects, arrays, enumerations,
  * unions, nullable types, references and scalar types.
