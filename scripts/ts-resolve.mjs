@@ -1,8 +1,8 @@
 /**
- * Lets Node.js run the project's TypeScript as it is, for the test processes: Node strips
- * the types itself (on by default from Node.js 22.18), and this hook resolves a relative
- * `./x.js` written in a .ts file (the NodeNext convention) to the file `./x.ts` beside it
- * when there is one.
+ * Lets Node.js run the project's TypeScript as it is (the tests, the benchmarks, the client
+ * type generator): Node strips the types itself (on by default from Node.js 22.18), and this
+ * hook resolves a relative `./x.js` written in a .ts file (the NodeNext convention) to the
+ * file `./x.ts` beside it when there is one.
  *
  *   node --import ./scripts/ts-resolve.mjs test/x.test.ts
  *

@@ -180,6 +180,13 @@ describe('reading an import file', () => {
         assert.deepEqual(problems, ['the file is not valid JSON at line 4, column 14: unexpected ","'], `${JSON.stringify(end)} in chunks of ${chunkBytes}`);
       }
     }
+    // A place right after a CRLF split between two chunks (the place is found in the piece that
+    // begins with the LF).
+    for (const [text, place] of [['{\r\n,"leads": []}', 'line 2, column 1'], ['{"leads": [\r\n\r\n,1]}', 'line 3, column 1']] as const) {
+      const { exact } = await bothReadings(Buffer.from(text), { chunkBytes: 2 });
+      const problems = exact.filter((e) => (e as unknown[])[0] === 'problem').map((e) => ((e as unknown[])[1] as ImportError).reason);
+      assert.deepEqual(problems, [`the file is not valid JSON at ${place}: unexpected ","`], JSON.stringify(text));
+    }
   });
 
   it('stops where a record, an id list or a stretch between them runs past its limit, saying where, as both readings measure it', async () => {
