@@ -11,7 +11,10 @@
  * target, the key's request log, one access line a request, written once a turn as the
  * service writes its own). It has no store, no plans or limits to refuse with, no metrics:
  * a reference for what the service's answers cost beyond the contract's own work, measured
- * by `npm run bench:compare -- --floor` beside the bare server.
+ * by `npm run bench:compare -- --floor` beside the bare server. Given a Redis URL as well, it
+ * counts each school's requests in Redis, as the service must when several instances share
+ * a limit: the requests of a turn are held until one script call has counted them all, and
+ * answered with the counts it returns (the least any exact shared limit can do).
  *
  * Run by the benchmark as a child process (fork, with an IPC channel): it prints
  * nothing, reports its port as { port }, and takes { size } to change the body's
@@ -24,10 +27,11 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { WaitingRequests } from '../src/access/usage.js';
 import { TLS12_CIPHERS } from '../src/edge/listener.js';
+import { floorCounter } from './floor-count.js';
 
-const [certFile, keyFile, kind = 'bare', logFile] = process.argv.slice(2);
+const [certFile, keyFile, kind = 'bare', logFile, redisUrl] = process.argv.slice(2);
 if (!certFile || !keyFile || !process.send || !(kind === 'bare' || (kind === 'floor' && logFile))) {
-  throw new Error('usage: fork bare-server.ts CERT_FILE KEY_FILE [bare | floor LOG_FILE] (with an IPC channel)');
+  throw new Error('usage: fork bare-server.ts CERT_FILE KEY_FILE [bare | floor LOG_FILE [REDIS_URL]] (with an IPC channel)');
 }
 const send = process.send.bind(process);
 
@@ -79,22 +83,9 @@ function keyOf(hashed: string): FloorKey {
   return key;
 }
 
-function floor(request: http.IncomingMessage, response: http.ServerResponse): void {
-  const startedAt = performance.now();
+/** The answer to a request with a key, its school's count taken (`used` of the window, `reset` seconds left). */
+function answerWithKey(request: http.IncomingMessage, response: http.ServerResponse, key: FloorKey, startedAt: number, now: number, used: number, reset: number): void {
   const target = request.url ?? '';
-  const authorization = request.headers.authorization;
-  if (authorization === undefined || !authorization.startsWith('Bearer ')) {
-    response.writeHead(401, ['Content-Length', '0']);
-    response.end();
-    return;
-  }
-  const key = keyOf(hash('sha256', authorization.slice(7), 'hex'));
-  const now = Date.now();
-  if (now - key.windowStart >= 60_000) {
-    key.windowStart = now;
-    key.used = 0;
-  }
-  key.used++;
   const id = randomUUID();
   const storedKey = `${key.schoolId} ${target}`;
   let answer = stored.get(storedKey);
@@ -104,7 +95,7 @@ function floor(request: http.IncomingMessage, response: http.ServerResponse): vo
   }
   response.writeHead(200, [
     'Strict-Transport-Security', 'max-age=31536000', 'X-Content-Type-Options', 'nosniff', 'X-Request-Id', id, 'Cache-Control', 'private, no-cache',
-    'RateLimit-Policy', `"default";q=${LIMIT};w=60`, 'RateLimit', `"default";r=${LIMIT - key.used};t=${60 - Math.floor((now - key.windowStart) / 1000)}`,
+    'RateLimit-Policy', `"default";q=${LIMIT};w=60`, 'RateLimit', `"default";r=${LIMIT - used};t=${reset}`,
     'Vary', 'accept-encoding, x-no-compression', 'ETag', '"0123456789abcdef-identity"',
     'Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(answer.length),
   ]);
@@ -117,6 +108,74 @@ function floor(request: http.IncomingMessage, response: http.ServerResponse): vo
     `{"level":30,"time":${now},"pid":${process.pid},"requestId":"${id}","keyId":"${key.keyId}","schoolId":"${key.schoolId}",` +
     `"req":{"method":"${request.method}","url":${JSON.stringify(target)},"remoteAddress":"${address}","remotePort":${request.socket.remotePort}},` +
     `"res":{"statusCode":200},"responseTime":${responseTime},"msg":"request completed"}\n`;
+}
+
+const redis = redisUrl === undefined ? null : floorCounter(redisUrl);
+/** Each key prefix is this process's own, so runs never share counts. */
+const redisPrefix = `school-data:floor:${process.pid}:${Date.now()}:`;
+
+interface Held {
+  request: http.IncomingMessage;
+  response: http.ServerResponse;
+  key: FloorKey;
+  startedAt: number;
+  /** Its place among its school's requests of the turn (1-based). */
+  place: number;
+}
+
+/** The turn's requests waiting for their count, and each school's count in the turn. */
+let held: Held[] = [];
+let inTurn = new Map<FloorKey, number>();
+
+/** One script call counts the turn's requests; each is answered with its own place in its school's count. */
+function countTurn(): void {
+  const waiting = held;
+  const counts = inTurn;
+  held = [];
+  inTurn = new Map();
+  const schools = [...counts.keys()];
+  redis!
+    .count(schools.map((k) => redisPrefix + k.schoolId), schools.map((k) => counts.get(k)!))
+    .then((reply) => {
+      const place = new Map(schools.map((k, i) => [k, i]));
+      const now = Date.now();
+      for (const h of waiting) {
+        const i = place.get(h.key)!;
+        const used = reply[2 * i]! - counts.get(h.key)! + h.place;
+        answerWithKey(h.request, h.response, h.key, h.startedAt, now, used, Math.ceil(reply[2 * i + 1]! / 1000));
+      }
+    })
+    .catch(() => {
+      for (const h of waiting) {
+        h.response.writeHead(503, ['Content-Length', '0']);
+        h.response.end();
+      }
+    });
+}
+
+function floor(request: http.IncomingMessage, response: http.ServerResponse): void {
+  const startedAt = performance.now();
+  const authorization = request.headers.authorization;
+  if (authorization === undefined || !authorization.startsWith('Bearer ')) {
+    response.writeHead(401, ['Content-Length', '0']);
+    response.end();
+    return;
+  }
+  const key = keyOf(hash('sha256', authorization.slice(7), 'hex'));
+  if (redis !== null) {
+    if (held.length === 0) setImmediate(countTurn);
+    const place = (inTurn.get(key) ?? 0) + 1;
+    inTurn.set(key, place);
+    held.push({ request, response, key, startedAt, place });
+    return;
+  }
+  const now = Date.now();
+  if (now - key.windowStart >= 60_000) {
+    key.windowStart = now;
+    key.used = 0;
+  }
+  key.used++;
+  answerWithKey(request, response, key, startedAt, now, key.used, 60 - Math.floor((now - key.windowStart) / 1000));
 }
 
 const server = https.createServer(
@@ -138,6 +197,9 @@ process.on('message', (message: { size?: number }) => {
   stored.clear();
   send({ size: body.length });
 });
-process.on('disconnect', () => server.close(() => process.exit(0)));
+process.on('disconnect', () => {
+  redis?.disconnect();
+  server.close(() => process.exit(0));
+});
 
 server.listen(0, '127.0.0.1', () => send({ port: (server.address() as AddressInfo).port }));

@@ -282,7 +282,7 @@ function markdown(o: Options, results: ScenarioResult[], head: Record<string, un
     const cell = (side: Side, k: keyof OsEvents, scale: number, digits: number) => (r.sides[side] ? (median(r.sides[side].os[k]) * scale).toFixed(digits) : '-');
     lines.push(`| ${r.scenario} | ${osColumns.map(([k, , scale, d]) => `${cell('before', k, scale, d)} | ${cell('after', k, scale, d)}`).join(' | ')} |`);
   }
-  if (o.floor) lines.push(...floorMarkdown(results));
+  if (o.floor) lines.push(...floorMarkdown(results, head.limiter === 'redis'));
   return `${lines.join('\n')}\n`;
 }
 
@@ -290,10 +290,11 @@ function markdown(o: Options, results: ScenarioResult[], head: Record<string, un
  * The floor beside the bare server and this build: how much of the bare server's rate the
  * contract's own work leaves (the floor's ratio), and what this build adds to it (after / floor).
  */
-function floorMarkdown(results: ScenarioResult[]): string[] {
+function floorMarkdown(results: ScenarioResult[], inRedis: boolean): string[] {
   const lines = [
     '',
-    'The floor (bench/bare-server.ts): a server doing only what the contract asks of every answered request, for a stored body. ' +
+    'The floor (bench/bare-server.ts): a server doing only what the contract asks of every answered request, for a stored body' +
+      (inRedis ? ', its schools\' counts in Redis (one script call a turn, the turn\'s answers held until it answers). ' : '. ') +
       'after/floor: per round, this build\'s CPU per request over the floor\'s.',
     '',
     '| scenario | CPU µs/req bare | floor | after | ratio to bare, floor | after | per CPU-s ratio, floor | after | after/floor CPU |',
@@ -379,7 +380,8 @@ async function main(): Promise<number> {
 
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-compare-'));
   const bare = await startBareServer(paths.cert, paths.key);
-  const floor = o.floor ? await startBareServer(paths.cert, paths.key, { logFile: path.join(work, 'floor.log') }) : null;
+  // With Redis, the floor counts in Redis as the service does.
+  const floor = o.floor ? await startBareServer(paths.cert, paths.key, { logFile: path.join(work, 'floor.log'), redisUrl: process.env.REDIS_URL }) : null;
   const profileDir = (side: Side) => (o.profile ? fs.mkdtempSync(path.join(work, `prof-${side}-`)) : undefined);
   const profiles = { after: profileDir('after'), before: profileDir('before') };
   const sides: Partial<Record<Side, Served>> = { after: await serve(o, afterLoc, ROOT, process.env.REDIS_URL, path.join(work, 'after.log'), profiles.after) };

@@ -162,11 +162,13 @@ export interface BareServer {
 
 /**
  * The bare baseline, or with `floor` the floor of a stored answer writing its access lines
- * to `floor.logFile` (bench/bare-server.ts says what each does).
+ * to `floor.logFile`, counting in Redis at `floor.redisUrl` when given (bench/bare-server.ts
+ * says what each does).
  */
-export async function startBareServer(certFile: string, keyFile: string, floor?: { logFile: string }): Promise<BareServer> {
+export async function startBareServer(certFile: string, keyFile: string, floor?: { logFile: string; redisUrl?: string | undefined }): Promise<BareServer> {
   const kind = floor === undefined ? 'bare' : 'floor';
-  const child: ChildProcess = fork(path.join(ROOT, 'bench/bare-server.ts'), [certFile, keyFile, kind, ...(floor === undefined ? [] : [floor.logFile])], {
+  const floorArgs = floor === undefined ? [] : [floor.logFile, ...(floor.redisUrl === undefined ? [] : [floor.redisUrl])];
+  const child: ChildProcess = fork(path.join(ROOT, 'bench/bare-server.ts'), [certFile, keyFile, kind, ...floorArgs], {
     execArgv: ['--import', path.join(ROOT, 'scripts/ts-resolve.mjs')],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
