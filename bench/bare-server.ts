@@ -9,12 +9,14 @@
  * plainly as Node allows and nothing more (the key hashed and looked up, the school's
  * request counted, a request id, the answer's headers, the body kept for that school and
  * target, the key's request log, one access line a request, written once a turn as the
- * service writes its own). It has no store, no plans or limits to refuse with, no metrics:
- * a reference for what the service's answers cost beyond the contract's own work, measured
- * by `npm run bench:compare -- --floor` beside the bare server. Given a Redis URL as well, it
- * counts each school's requests in Redis, as the service must when several instances share
- * a limit: the requests of a turn are held until one script call has counted them all, and
- * answered with the counts it returns (the least any exact shared limit can do).
+ * service writes its own). It has no database, no plans or limits to refuse with, no
+ * metrics: a reference for what the service's answers cost beyond the contract's own work,
+ * measured by `npm run bench:compare -- --floor` beside the bare server. Given a Redis URL as
+ * well, it counts each school's requests in Redis, as the service must when several instances
+ * share a limit: the requests of a turn are held until one script call has counted them all,
+ * and answered with the counts it returns, or 503 when the call fails (the least any exact
+ * shared limit can do; the keys' usage, which the service records in the same call, it keeps
+ * in its memory).
  *
  * Run by the benchmark as a child process (fork, with an IPC channel): it prints
  * nothing, reports its port as { port }, and takes { size } to change the body's
@@ -106,7 +108,7 @@ function answerWithKey(request: http.IncomingMessage, response: http.ServerRespo
   if (lines === '') setImmediate(writeLines);
   lines +=
     `{"level":30,"time":${now},"pid":${process.pid},"requestId":"${id}","keyId":"${key.keyId}","schoolId":"${key.schoolId}",` +
-    `"req":{"method":"${request.method}","url":${JSON.stringify(target)},"remoteAddress":"${address}","remotePort":${request.socket.remotePort}},` +
+    `"req":{"method":"${request.method}","url":${JSON.stringify(target)},"remoteAddress":"${address}","remotePort":${request.socket.remotePort ?? 0}},` +
     `"res":{"statusCode":200},"responseTime":${responseTime},"msg":"request completed"}\n`;
 }
 
@@ -134,23 +136,23 @@ function countTurn(): void {
   held = [];
   inTurn = new Map();
   const schools = [...counts.keys()];
-  redis!
-    .count(schools.map((k) => redisPrefix + k.schoolId), schools.map((k) => counts.get(k)!))
-    .then((reply) => {
-      const place = new Map(schools.map((k, i) => [k, i]));
+  redis!.count(schools.map((k) => redisPrefix + k.schoolId), schools.map((k) => counts.get(k)!)).then(
+    (reply) => {
+      const index = new Map(schools.map((k, i) => [k, i]));
       const now = Date.now();
       for (const h of waiting) {
-        const i = place.get(h.key)!;
+        const i = index.get(h.key)!;
         const used = reply[2 * i]! - counts.get(h.key)! + h.place;
         answerWithKey(h.request, h.response, h.key, h.startedAt, now, used, Math.ceil(reply[2 * i + 1]! / 1000));
       }
-    })
-    .catch(() => {
+    },
+    () => {
       for (const h of waiting) {
         h.response.writeHead(503, ['Content-Length', '0']);
         h.response.end();
       }
-    });
+    },
+  );
 }
 
 function floor(request: http.IncomingMessage, response: http.ServerResponse): void {
@@ -202,4 +204,7 @@ process.on('disconnect', () => {
   server.close(() => process.exit(0));
 });
 
-server.listen(0, '127.0.0.1', () => send({ port: (server.address() as AddressInfo).port }));
+server.listen(0, '127.0.0.1', () => {
+  const port = (server.address() as AddressInfo).port;
+  void (redis === null ? Promise.resolve() : redis.ready()).then(() => send({ port }));
+});

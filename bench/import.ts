@@ -31,7 +31,7 @@ import { ARRAY_NAMES } from '../src/importer/schema.js';
 import { ensureDataset, locateDataset } from './dataset/load.js';
 import { importShape, writeImportFile } from './dataset/import-file.js';
 import { datasetShape } from './dataset/shape.js';
-import { ROOT, statCpuSeconds } from './servers.js';
+import { median, ROOT, statCpuSeconds } from './servers.js';
 
 const say = (text: string) => process.stderr.write(`${text}\n`);
 const BIN = path.join(ROOT, 'bin/school-data.js');
@@ -220,8 +220,7 @@ async function bulk(records: number, rounds: number): Promise<void> {
     // The machine's noise moves the baseline as much as the import: the median of the rounds says more than any one.
     for (const [label, values] of ratios) {
       const sorted = [...values].sort((a, b) => a - b);
-      const median = sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
-      say(`import ${label}, ${rounds} rounds: median ${median.toFixed(2)} of the bare ${how}'s speed (${sorted[0]!.toFixed(2)}-${sorted.at(-1)!.toFixed(2)})`);
+      say(`import ${label}, ${rounds} rounds: median ${median(sorted).toFixed(2)} of the bare ${how}'s speed (${sorted[0]!.toFixed(2)}-${sorted.at(-1)!.toFixed(2)})`);
     }
   }
 }

@@ -5,15 +5,16 @@
  * (src/access/ratelimit/redis.ts: every school's requests counted and its key's usage
  * recorded, in one script call) beside the floor's counting (bench/floor-count.ts: the
  * counts alone), in turns: this process's CPU and the wall time per call, and Redis's own
- * CPU per call (its INFO commandstats). Needs REDIS_URL; writes only keys of its own,
- * removed at the end (the counters expire by themselves).
+ * CPU per call (its INFO commandstats: measure on a Redis nothing else uses, as the run stops
+ * when another client's scripts show there). Needs REDIS_URL; writes only keys of its own,
+ * removed at the end, on Ctrl-C too (the counters expire by themselves).
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { RedisRateLimiter } from '../src/access/ratelimit/redis.js';
 import { floorCounter } from './floor-count.js';
-import { numberOption, runMain } from './servers.js';
+import { median, numberOption, onInterrupt, runMain } from './servers.js';
 
 const USAGE = `usage: REDIS_URL=redis://... npm run bench:redis-call -- [options]
 
@@ -37,7 +38,7 @@ interface Figures {
   redisMicros: number;
 }
 
-/** Redis's total microseconds and calls of EVALSHA and EVAL so far. */
+/** Redis's total microseconds and calls of EVALSHA and EVAL so far, every client's. */
 async function scriptStats(admin: Redis): Promise<{ usec: number; calls: number }> {
   const info = await admin.info('commandstats');
   let usec = 0;
@@ -61,10 +62,20 @@ async function measure(admin: Redis, side: Side, schools: number, calls: number)
   const wall = performance.now() - started;
   const used = process.cpuUsage(cpu);
   const after = await scriptStats(admin);
+  // Redis's figures are every client's: scripts another client ran meanwhile would count as ours.
+  if (after.calls - stats.calls !== calls) throw new Error(`Redis ran ${after.calls - stats.calls - calls} other scripts meanwhile: measure on a Redis nothing else uses`);
   return { clientMicros: (used.user + used.system) / calls, wallMicros: (wall * 1000) / calls, redisMicros: (after.usec - stats.usec) / calls };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** Removes every key of this run (the counters would expire; the usage hash would not). */
+async function removeKeys(admin: Redis, run: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await admin.scan(cursor, 'MATCH', `school-data:*${run}*`, 'COUNT', 1000);
+    if (keys.length > 0) await admin.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+}
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { schools: { type: 'string' }, calls: { type: 'string' }, rounds: { type: 'string' }, help: { type: 'boolean' } } });
@@ -74,16 +85,37 @@ async function main(): Promise<number> {
   }
   const url = process.env.REDIS_URL;
   if (!url) throw new Error('set REDIS_URL to the Redis to measure');
-  const schoolCounts = (values.schools ?? '1,5,20,50').split(',').map((s) => numberOption(s, 1, 'schools', 1, 500));
-  const calls = numberOption(values.calls, 3000, 'calls', 100, 1_000_000);
-  const rounds = numberOption(values.rounds, 3, 'rounds', 1, 100);
+  const whole = (value: string | undefined, fallback: number, name: string, min: number, max: number) => {
+    const n = numberOption(value, fallback, name, min, max);
+    if (!Number.isInteger(n)) throw new Error(`--${name} must be a whole number`);
+    return n;
+  };
+  const schoolCounts = (values.schools ?? '1,5,20,50').split(',').map((s) => whole(s, 1, 'schools', 1, 500));
+  const calls = whole(values.calls, 3000, 'calls', 100, 1_000_000);
+  const rounds = whole(values.rounds, 3, 'rounds', 1, 100);
 
   const run = randomUUID();
-  const admin = new Redis(url);
+  const admin = new Redis(url, { maxRetriesPerRequest: 1 });
+  admin.on('error', () => undefined);
   const limiter = new RedisRateLimiter(url, 2000);
   limiter.shareUsage(`bench-${run}`, () => undefined);
-  if (!(await limiter.ready(5000))) throw new Error(`Redis at ${url} did not answer`);
   const floor = floorCounter(url);
+  const closeAll = async () => {
+    floor.disconnect();
+    await limiter.close();
+    admin.disconnect();
+  };
+  const tidy = async () => {
+    // A Redis that went away leaves its keys: the error that stopped the run is the one to report.
+    await removeKeys(admin, run).catch(() => undefined);
+    await closeAll();
+  };
+  const forget = onInterrupt(tidy);
+  if (!(await limiter.ready(5000))) {
+    forget();
+    await closeAll();
+    throw new Error(`Redis at ${url} did not answer`);
+  }
   const floorKeys = Array.from({ length: 500 }, (_, i) => `school-data:floor:${run}:${i}`);
   const sides: Side[] = [
     {
@@ -106,15 +138,8 @@ async function main(): Promise<number> {
       process.stdout.write(`| ${schools} | ${m('service', 'clientMicros')} | ${m('floor', 'clientMicros')} | ${m('service', 'wallMicros')} | ${m('floor', 'wallMicros')} | ${m('service', 'redisMicros')} | ${m('floor', 'redisMicros')} |\n`);
     }
   } finally {
-    let cursor = '0';
-    do {
-      const [next, keys] = await admin.scan(cursor, 'MATCH', `school-data:*${run}*`, 'COUNT', 1000);
-      if (keys.length > 0) await admin.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-    floor.disconnect();
-    await limiter.close();
-    admin.disconnect();
+    forget();
+    await tidy();
   }
   return 0;
 }

@@ -324,6 +324,12 @@ export function osEvents(pid: number): OsEvents {
 }
 
 /** A numeric command-line option of the benches: `fallback` when not given, else a number from `min` to `max`. */
+/** The median of `xs` (the mean of the two middle ones for an even count); NaN for none. */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
 export function numberOption(value: string | undefined, fallback: number, name: string, min: number, max: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
