@@ -5,18 +5,21 @@
  * full collections of the measured seconds (the "high" state of docs/performance.md, which
  * a process enters at start and keeps) and the CPU a request over a bare server's measured
  * right after it (the machine's speed moves between starts); at the end, each side's median.
- * The two sides may be one checkout with and without Redis (`--before . --before-redis-url ''`).
+ * The two sides may be one checkout with and without Redis (`--before . --before-redis-url ''`);
+ * with --floor, each start is followed by the floor of a stored answer in the same setting.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { selfSignedPaths } from '../src/tls.js';
+import { loadTls, selfSignedPaths } from '../src/tls.js';
 import { locateDataset } from './dataset/load.js';
 import { datasetShape } from './dataset/shape.js';
+import type { GcSummary } from './gc.js';
 import { probe, serverCounts } from './probe.js';
 import { SCENARIOS } from './scenarios.js';
-import { cpuSeconds, freePort, median, numberOption, onInterrupt, ROOT, runMain, serverEnv, SERVER_NODE_OPTIONS, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
+import { cpuSeconds, freePort, median, numberOption, onInterrupt, procStat, ROOT, runMain, serverEnv, SERVER_NODE_OPTIONS, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
 import { checkWrk, requestLines, runWrk } from './wrk.js';
 
 const USAGE = `usage: npm run bench:gc-mode -- [--before DIR] [options]
@@ -28,6 +31,10 @@ const USAGE = `usage: npm run bench:gc-mode -- [--before DIR] [options]
   --scenario NAME    a scenario answered 200 at 50 connections, made from the data set alone (default students-page)
   --seconds N        measured seconds per start, after 3 s of warm-up (default 14, at least 10)
   --response-cache-mb N  the servers' stored answers (default 0: every answer queried)
+  --floor            after each start, the floor of a stored answer (bench/bare-server.ts) started and
+                     measured as the server was, counting in the side's Redis when it has one
+  --pin              the servers on the first processor, this script, wrk and Redis (when local: pin it
+                     yourself, taskset -acp 1 PID) on the others: start the script under taskset -c 1
 
 The store is SQLite unless DATABASE_URL is set; REDIS_URL, when set, gives the servers the Redis limiter.`;
 
@@ -45,6 +52,8 @@ function parse() {
       scenario: { type: 'string', default: 'students-page' },
       seconds: { type: 'string' },
       'response-cache-mb': { type: 'string' },
+      floor: { type: 'boolean' },
+      pin: { type: 'boolean' },
       help: { type: 'boolean' },
     },
   });
@@ -62,6 +71,8 @@ function parse() {
     starts: numberOption(values.starts, 10, 'starts', 1, 1000),
     seconds: numberOption(values.seconds, 14, 'seconds', 10, 600),
     responseCacheMb: numberOption(values['response-cache-mb'], 0, 'response-cache-mb', 0, 65_536),
+    floor: values.floor ?? false,
+    pin: values.pin ?? false,
   };
 }
 
@@ -77,41 +88,91 @@ type Options = NonNullable<ReturnType<typeof parse>>;
 /** Seconds the bare server is measured after each start. */
 const BARE_SECONDS = 4;
 
+/** What a server cost over `seconds` of `load`: its CPU a request, the kernel's part of it, its answers a second. */
+async function measured(pid: number, load: Parameters<typeof runWrk>[0], what: string) {
+  const sys = () => Number(procStat(`/proc/${pid}/stat`).fields[SYSTEM_TICKS]) / CLOCK_TICKS;
+  const [cpu, sys0] = [cpuSeconds([pid]), sys()];
+  const r = await runWrk(load);
+  const [cpuAfter, sys1] = [cpuSeconds([pid]), sys()];
+  const { connect, read, write, status, timeout } = r.errors;
+  const failed = connect + read + write + status + timeout;
+  if (failed > 0) throw new Error(`${what}: ${failed} of ${r.requests} requests failed or were answered 400 or more (${JSON.stringify(r.errors)})`);
+  return { requests: r.requests, rps: r.requests / (r.duration_us / 1e6), cpuUs: ((cpuAfter - cpu) * 1e6) / r.requests, sysUs: ((sys1 - sys0) * 1e6) / r.requests };
+}
+
+/** What every start of a run shares: the request file, the work directory, the server running, the bare server, the certificate and the answers' size. */
+interface Run {
+  requests: string;
+  work: string;
+  running: { server: ApiServer | BareServer | null };
+  bare: BareServer;
+  cert: { cert: string; key: string };
+  body: { bytes: number | null };
+}
+
+/** The field of /proc's `stat` (after the name) with the system CPU ticks, and the ticks a second. */
+const SYSTEM_TICKS = 12;
+const CLOCK_TICKS = 100;
+
+/** The collections' time so far, all kinds. */
+const gcMs = (g: GcSummary) => g.major.totalMs + g.minor.totalMs + g.incremental.totalMs;
+
 /**
  * One start of a side's server: its full collections, answers a second and CPU a request over
- * the measured seconds, and the bare server's CPU a request just after (its body the size of
- * the scenario's answers, set at the first start).
+ * the measured seconds (with the part in collections and in the kernel); with --floor, a
+ * floor started and measured the same way; then the bare server's CPU a request just after
+ * (its body the size of the scenario's answers, set at the first start, as the floor's).
  */
-async function oneStart(o: Options, side: Side, requests: string, logFile: string, running: { server: ApiServer | null }, bare: BareServer, bareSized: { done: boolean }) {
+async function oneStart(o: Options, side: Side, run: Run) {
+  const { requests, work, running, bare, cert, body } = run;
   const loc = locateDataset(SCALE, side.root, process.env.DATABASE_URL);
   const [port, cabinetPort] = [await freePort(), await freePort()];
   const env = serverEnv(loc, port, cabinetPort, { logLevel: 'info', responseCacheMb: o.responseCacheMb, nodeOptions: SERVER_NODE_OPTIONS }, side.redisUrl);
   if (side.redisUrl === undefined) delete env.REDIS_URL;
   const metricsUrl = `https://127.0.0.1:${cabinetPort}/metrics`;
-  const server = (running.server = await startApiServer({ env, workers: 1, logFile, metricsUrl, root: side.root }));
+  const server = await startApiServer({ env, workers: 1, logFile: path.join(work, 'server.log'), metricsUrl, root: side.root });
+  running.server = server;
+  let service;
   try {
+    const pid = server.servingPids()[0]!;
+    if (o.pin) pinToFirst(pid);
     const ca = fs.readFileSync(selfSignedPaths(loc.dataDir).cert, 'utf8');
     const load = { origin: server.origin, requestsFile: requests, connections: 50, threads: 2 };
     await runWrk({ ...load, seconds: WARMUP_SECONDS });
-    if (!bareSized.done) {
-      await bare.setBodySize((await probe(server.origin, ca, o.scenario.requests(datasetShape(SCALE, 1)))).medianBytes);
-      bareSized.done = true;
+    if (body.bytes === null) {
+      body.bytes = (await probe(server.origin, ca, o.scenario.requests(datasetShape(SCALE, 1)))).medianBytes;
+      await bare.setBodySize(body.bytes);
     }
-    const pid = server.servingPids()[0]!;
-    const [gc, cpu] = [(await serverCounts(metricsUrl, ca)).gc.major.count, cpuSeconds([pid])];
-    const r = await runWrk({ ...load, seconds: o.seconds });
-    const [gcAfter, cpuAfter] = [(await serverCounts(metricsUrl, ca)).gc.major.count, cpuSeconds([pid])];
-    const { connect, read, write, status, timeout } = r.errors;
-    const failed = connect + read + write + status + timeout;
-    if (failed > 0) throw new Error(`${side.root}: ${failed} of ${r.requests} requests failed or were answered 400 or more (${JSON.stringify(r.errors)})`);
-    const bareCpu = cpuSeconds([bare.pid]);
-    const b = await runWrk({ ...load, origin: `https://127.0.0.1:${bare.port}`, seconds: BARE_SECONDS });
-    const bareCpuUs = ((cpuSeconds([bare.pid]) - bareCpu) * 1e6) / b.requests;
-    return { full: gcAfter - gc, rps: r.requests / (r.duration_us / 1e6), cpuUs: ((cpuAfter - cpu) * 1e6) / r.requests, bareCpuUs };
+    const gc = (await serverCounts(metricsUrl, ca)).gc;
+    const m = await measured(pid, { ...load, seconds: o.seconds }, side.root);
+    const gcAfter = (await serverCounts(metricsUrl, ca)).gc;
+    service = { ...m, full: gcAfter.major.count - gc.major.count, gcUs: ((gcMs(gcAfter) - gcMs(gc)) * 1000) / m.requests };
   } finally {
     running.server = null;
     await server.stop();
   }
+  let floor = null;
+  if (o.floor) {
+    const f = await startBareServer(cert.cert, cert.key, { logFile: path.join(work, 'floor.log'), redisUrl: side.redisUrl });
+    running.server = f;
+    try {
+      if (o.pin) pinToFirst(f.pid);
+      await f.setBodySize(body.bytes);
+      const load = { origin: `https://127.0.0.1:${f.port}`, requestsFile: requests, connections: 50, threads: 2 };
+      await runWrk({ ...load, seconds: WARMUP_SECONDS });
+      floor = await measured(f.pid, { ...load, seconds: o.seconds }, 'the floor');
+    } finally {
+      running.server = null;
+      await f.stop();
+    }
+  }
+  const b = await measured(bare.pid, { origin: `https://127.0.0.1:${bare.port}`, requestsFile: requests, connections: 50, threads: 2, seconds: BARE_SECONDS }, 'the bare server');
+  return { service, floor, bareCpuUs: b.cpuUs };
+}
+
+/** Moves every thread of a process to the first processor. */
+function pinToFirst(pid: number): void {
+  execFileSync('taskset', ['-acp', '0', String(pid)], { stdio: 'ignore' });
 }
 
 async function main(): Promise<number> {
@@ -122,33 +183,41 @@ async function main(): Promise<number> {
   }
   await checkWrk();
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'gc-mode-'));
-  const running: { server: ApiServer | null } = { server: null };
-  const cert = selfSignedPaths(locateDataset(SCALE, ROOT, process.env.DATABASE_URL).dataDir);
+  const running: Run['running'] = { server: null };
+  const dataDir = locateDataset(SCALE, ROOT, process.env.DATABASE_URL).dataDir;
+  // The bare server and the floor use this checkout's certificate, made here on a first run.
+  await loadTls({ tlsCert: null, tlsKey: null, dataDir });
+  const cert = selfSignedPaths(dataDir);
   const bare = await startBareServer(cert.cert, cert.key);
+  if (o.pin) pinToFirst(bare.pid);
   const forget = onInterrupt(() => Promise.all([running.server?.stop(), bare.stop()]));
   try {
     const requests = path.join(work, 'requests.txt');
     fs.writeFileSync(requests, requestLines(o.scenario.requests(datasetShape(SCALE, 1))));
-    const bareSized = { done: false };
+    const run: Run = { requests, work, running, bare, cert, body: { bytes: null } };
     const label = (side: Side) => `${side.name} (${side.root}, ${side.redisUrl === undefined ? 'in-memory limiter' : 'Redis'})`;
-    const bySide = new Map<Side, { inState: number; overBare: number[] }>(o.sides.map((s) => [s, { inState: 0, overBare: [] }]));
+    const bySide = new Map(o.sides.map((s) => [s, { inState: 0, cpuUs: [] as number[], overBare: [] as number[], floorOverBare: [] as number[] }]));
     for (let i = 1; i <= o.starts; i++) {
       for (const side of i % 2 === 1 ? o.sides : [...o.sides].reverse()) {
-        const s = await oneStart(o, side, requests, path.join(work, 'server.log'), running, bare, bareSized);
+        const { service: s, floor, bareCpuUs } = await oneStart(o, side, run);
         const state = s.full >= STATE_PER_SECOND * o.seconds;
         const mine = bySide.get(side)!;
         if (state) mine.inState += 1;
-        mine.overBare.push(s.cpuUs / s.bareCpuUs);
+        mine.cpuUs.push(s.cpuUs);
+        mine.overBare.push(s.cpuUs / bareCpuUs);
+        if (floor !== null) mine.floorOverBare.push(floor.cpuUs / bareCpuUs);
+        const floorText = floor === null ? '' : `; the floor ${Math.round(floor.rps)} req/s, ${floor.cpuUs.toFixed(1)} CPU µs/req (${floor.sysUs.toFixed(1)} in the kernel, x ${(floor.cpuUs / bareCpuUs).toFixed(2)})`;
         process.stdout.write(
           `${label(side)} start ${i}: ${s.full} full collections in ${o.seconds} s${state ? ' (the state)' : ''}, ${Math.round(s.rps)} req/s, ` +
-            `${s.cpuUs.toFixed(1)} CPU µs/req, the bare server's ${s.bareCpuUs.toFixed(1)} (x ${(s.cpuUs / s.bareCpuUs).toFixed(2)})\n`,
+            `${s.cpuUs.toFixed(1)} CPU µs/req (${s.gcUs.toFixed(1)} in collections, ${s.sysUs.toFixed(1)} in the kernel; x ${(s.cpuUs / bareCpuUs).toFixed(2)})${floorText}; the bare server's ${bareCpuUs.toFixed(1)}\n`,
         );
       }
     }
-    for (const [side, { inState, overBare }] of bySide) {
+    const spread = (xs: number[], digits = 2) => `median ${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)})`;
+    for (const [side, { inState, cpuUs, overBare, floorOverBare }] of bySide) {
       process.stdout.write(
-        `${label(side)}: ${inState} of ${o.starts} starts in constant full collections; CPU a request over the bare server's, median ${median(overBare).toFixed(2)} ` +
-          `(${Math.min(...overBare).toFixed(2)}-${Math.max(...overBare).toFixed(2)}) (${o.scenario.name}, stored answers ${o.responseCacheMb} MiB)\n`,
+        `${label(side)}: ${inState} of ${o.starts} starts in constant full collections; CPU µs a request ${spread(cpuUs, 1)}, over the bare server's ${spread(overBare)}` +
+          `${o.floor ? `, the floor's ${spread(floorOverBare)}` : ''} (${o.scenario.name}, stored answers ${o.responseCacheMb} MiB)\n`,
       );
     }
     return 0;
