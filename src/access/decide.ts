@@ -328,7 +328,19 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
   };
 }
 
-/** The school a request with this key acts for. */
+/**
+ * Per key row found: the school its requests act for, one object for all of them (never
+ * changed), so what is made of it once (the stored answers' key: src/resources/cache.ts) is
+ * not made again per request.
+ */
+const tenants = new WeakMap<KeyRow, Tenant>();
+
+/** The school a request with this key acts for (`scopes`: the row's own, read). */
 function tenantOf(found: KeyRow, scopes: ScopeSet): Tenant {
-  return { id: found.schoolId, timezone: found.timezone, currency: found.currency, dataVersion: found.dataVersion, dataStamp: found.dataStamp, scopes };
+  let tenant = tenants.get(found);
+  if (tenant === undefined) {
+    tenant = { id: found.schoolId, timezone: found.timezone, currency: found.currency, dataVersion: found.dataVersion, dataStamp: found.dataStamp, scopes };
+    tenants.set(found, tenant);
+  }
+  return tenant;
 }

@@ -20,7 +20,9 @@ export interface StoredResponse extends KeptBody {
 }
 
 interface Entry extends StoredResponse {
-  key: string;
+  /** Its school's part of the key (`prefixOf`) and its request target: where it is in `schools`. */
+  prefix: string;
+  target: string;
   /** Where the entry is in `order`, for removal in constant time. */
   slot: number;
   bytes: number;
@@ -84,7 +86,13 @@ function ownMemory(body: Buffer): Buffer {
 }
 
 export class ResponseCache {
-  private readonly entries = new Map<string, Entry>();
+  /**
+   * The entries by their school's part of the key, then by request target: a look-up makes
+   * no key of its own, and hashes the target once (a string keeps its hash).
+   */
+  private readonly schools = new Map<string, Map<string, Entry>>();
+  /** Per Tenant object (one for all the requests of a key: src/access/decide.ts), its part of the key. */
+  private readonly prefixes = new WeakMap<Tenant, string>();
   private readonly order: Entry[] = [];
   private bytes = 0;
   /**
@@ -117,10 +125,20 @@ export class ResponseCache {
     this.random = options.random ?? Math.random;
   }
 
-  static key(tenant: Tenant, target: string): string {
-    // A key limited to some scopes gets answers of its own (the changes feed differs by scope).
-    const base = `${tenant.id}\n${tenant.dataVersion}.${tenant.dataStamp}\n${tenant.timezone}\n${tenant.currency}\n${target}`;
-    return tenant.scopes === ALL_SCOPES ? base : `${base}\n${tenant.scopes}`;
+  /** The school's part of an entry's key: what else tells its answers apart (the target is the rest). */
+  private prefixOf(tenant: Tenant): string {
+    let prefix = this.prefixes.get(tenant);
+    if (prefix === undefined) {
+      const base = `${tenant.id}\n${tenant.dataVersion}.${tenant.dataStamp}\n${tenant.timezone}\n${tenant.currency}`;
+      // A key limited to some scopes gets answers of its own (the changes feed differs by scope).
+      prefix = tenant.scopes === ALL_SCOPES ? base : `${base}\n${tenant.scopes}`;
+      this.prefixes.set(tenant, prefix);
+    }
+    return prefix;
+  }
+
+  private find(tenant: Tenant, target: string): Entry | undefined {
+    return this.schools.get(this.prefixOf(tenant))?.get(target);
   }
 
   get enabled(): boolean {
@@ -129,7 +147,7 @@ export class ResponseCache {
 
   get(tenant: Tenant, target: string): StoredResponse | undefined {
     if (this.maxBytes === 0) return undefined;
-    const found = this.entries.get(ResponseCache.key(tenant, target));
+    const found = this.find(tenant, target);
     if (found === undefined) this.misses += 1;
     else this.hits += 1;
     return found;
@@ -142,30 +160,35 @@ export class ResponseCache {
 
   /** Whether an answer is stored, nothing counted (the front's early read is begun only without one). */
   has(tenant: Tenant, target: string): boolean {
-    return this.maxBytes > 0 && this.entries.has(ResponseCache.key(tenant, target));
+    return this.maxBytes > 0 && this.find(tenant, target) !== undefined;
   }
 
   /** The stored answer when there is one, counted as a hit; a miss is not counted (the route's own lookup, get, counts it). */
   hit(tenant: Tenant, target: string): StoredResponse | undefined {
     if (this.maxBytes === 0) return undefined;
-    const found = this.entries.get(ResponseCache.key(tenant, target));
+    const found = this.find(tenant, target);
     if (found !== undefined) this.hits += 1;
     return found;
   }
 
   set(tenant: Tenant, target: string, body: Buffer, contentType: string, validator: string): void {
-    const key = ResponseCache.key(tenant, target);
-    const bytes = body.length + key.length * 2 + ENTRY_OVERHEAD;
-    if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || this.entries.has(key)) return;
+    const prefix = this.prefixOf(tenant);
+    // The key's characters as one string would hold them (the school's part is shared now: a bound).
+    const bytes = body.length + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
+    let school = this.schools.get(prefix);
+    if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || school?.has(target)) return;
     const room = this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING;
     if (bytes > room && this.random() >= ADMIT_WHEN_FULL) return;
     while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
     const compressible = body.length >= this.compressFrom;
     const entry: Entry = {
-      key, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip,
+      prefix, target, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip,
     };
     this.order.push(entry);
-    this.entries.set(key, entry);
+    // Looked up again: making room may have removed the school's last entry, and its map.
+    school = this.schools.get(prefix);
+    if (school === undefined) this.schools.set(prefix, (school = new Map<string, Entry>()));
+    school.set(target, entry);
     this.bytes += bytes;
     if (compressible) {
       this.compressibleBytes += body.length;
@@ -222,7 +245,7 @@ export class ResponseCache {
     }
     entry.unzips += 1;
     // Not when it was removed since the hit, nor when no answer may be kept as sent.
-    if (entry.unzips < HOT_UNZIPS || this.entries.get(entry.key) !== entry || plain.length > this.plainBytes) return;
+    if (entry.unzips < HOT_UNZIPS || this.schools.get(entry.prefix)?.get(entry.target) !== entry || plain.length > this.plainBytes) return;
     // Only when gzipping others makes its room: nothing is removed for it, and it is not
     // gzipped again at once (which would gzip every answer kept as sent, for nothing).
     const grown = plain.length - entry.body.length;
@@ -241,7 +264,7 @@ export class ResponseCache {
 
   /** Entries and bytes held now (for tests and the metrics). */
   get size(): { entries: number; bytes: number } {
-    return { entries: this.entries.size, bytes: this.bytes };
+    return { entries: this.order.length, bytes: this.bytes };
   }
 
   /**
@@ -258,7 +281,9 @@ export class ResponseCache {
       this.order[entry.slot] = last;
       last.slot = entry.slot;
     }
-    this.entries.delete(entry.key);
+    const school = this.schools.get(entry.prefix)!;
+    school.delete(entry.target);
+    if (school.size === 0) this.schools.delete(entry.prefix);
     this.bytes -= entry.bytes;
   }
 }

@@ -360,8 +360,10 @@ describe('ResponseCache', () => {
     for (let i = 0; i < 50; i++) cache.set(tenant('s'), `/p${i}`, json(i), 'application/json', 'v');
     const kept = (target: string) => cache.get(tenant('s'), target)!;
     const all = () => Array.from({ length: 50 }, (_, i) => kept(`/p${i}`));
-    /** The store's bytes, counted from its entries as `set` counts them. */
-    const counted = () => all().reduce((sum, e, i) => sum + e.body.length + ResponseCache.key(tenant('s'), `/p${i}`).length * 2 + 600, 0);
+    /** The store's bytes, counted from its entries as `set` counts them: the body, the key's characters (school, version and stamp, zone, currency, target), 600. */
+    const t = tenant('s');
+    const keyLength = (target: string) => `${t.id}\n${t.dataVersion}.${t.dataStamp}\n${t.timezone}\n${t.currency}\n${target}`.length;
+    const counted = () => all().reduce((sum, e, i) => sum + e.body.length + keyLength(`/p${i}`) * 2 + 600, 0);
     const hot = kept('/p0');
     assert.equal(hot.gzipped, true, 'the oldest was gzipped when room was needed');
     const plainBefore = all().filter((e) => !e.gzipped).length;
