@@ -257,9 +257,9 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     rateLimiter.answered();
     const rateLimit = rateLimitHeaders(limit, decision);
     if (!decision.allowed) return { allowed: false, problem: textsFor(limit).rateLimited, caller, rateLimit };
-    const scopes = scopeSetOfStored(found.scopes);
-    if ((need & scopes) !== need) return { allowed: false, problem: insufficientScope(need), caller, rateLimit };
-    return { allowed: true, tenant: tenantOf(found, scopes), caller, rateLimit };
+    const tenant = tenantOf(found);
+    if ((need & tenant.scopes) !== need) return { allowed: false, problem: insufficientScope(need), caller, rateLimit };
+    return { allowed: true, tenant, caller, rateLimit };
   }
 
   /**
@@ -302,8 +302,8 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
     const need = route === undefined ? 0 : (routeScopes.get(route) ?? 0);
     if (decision instanceof Promise) {
       if (early !== undefined && !limiter.checking && !rateLimiter.down && !refusing.has(found.schoolId)) {
-        const scopes = scopeSetOfStored(found.scopes);
-        if ((need & scopes) === need) early(tenantOf(found, scopes));
+        const tenant = tenantOf(found);
+        if ((need & tenant.scopes) === need) early(tenant);
       }
       return decision.then(
         (d) => {
@@ -335,11 +335,11 @@ export function accessCheck(deps: AccessDeps): AccessCheck {
  */
 const tenants = new WeakMap<KeyRow, Tenant>();
 
-/** The school a request with this key acts for (`scopes`: the row's own, read). */
-function tenantOf(found: KeyRow, scopes: ScopeSet): Tenant {
+/** The school a request with this key acts for, with the key's scopes. */
+function tenantOf(found: KeyRow): Tenant {
   let tenant = tenants.get(found);
   if (tenant === undefined) {
-    tenant = { id: found.schoolId, timezone: found.timezone, currency: found.currency, dataVersion: found.dataVersion, dataStamp: found.dataStamp, scopes };
+    tenant = { id: found.schoolId, timezone: found.timezone, currency: found.currency, dataVersion: found.dataVersion, dataStamp: found.dataStamp, scopes: scopeSetOfStored(found.scopes) };
     tenants.set(found, tenant);
   }
   return tenant;

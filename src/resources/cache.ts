@@ -20,7 +20,7 @@ export interface StoredResponse extends KeptBody {
 }
 
 interface Entry extends StoredResponse {
-  /** Its school's part of the key (`prefixOf`) and its request target: where it is in `schools`. */
+  /** Its school's part of the key (`prefixOf`) and its request target: where it is in `byPrefix`. */
   prefix: string;
   target: string;
   /** Where the entry is in `order`, for removal in constant time. */
@@ -90,7 +90,7 @@ export class ResponseCache {
    * The entries by their school's part of the key, then by request target: a look-up makes
    * no key of its own, and hashes the target once (a string keeps its hash).
    */
-  private readonly schools = new Map<string, Map<string, Entry>>();
+  private readonly byPrefix = new Map<string, Map<string, Entry>>();
   /** Per Tenant object (one for all the requests of a key: src/access/decide.ts), its part of the key. */
   private readonly prefixes = new WeakMap<Tenant, string>();
   private readonly order: Entry[] = [];
@@ -138,7 +138,7 @@ export class ResponseCache {
   }
 
   private find(tenant: Tenant, target: string): Entry | undefined {
-    return this.schools.get(this.prefixOf(tenant))?.get(target);
+    return this.byPrefix.get(this.prefixOf(tenant))?.get(target);
   }
 
   get enabled(): boolean {
@@ -175,7 +175,7 @@ export class ResponseCache {
     const prefix = this.prefixOf(tenant);
     // The key's characters as one string would hold them (the school's part is shared now: a bound).
     const bytes = body.length + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
-    let school = this.schools.get(prefix);
+    let school = this.byPrefix.get(prefix);
     if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || school?.has(target)) return;
     const room = this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING;
     if (bytes > room && this.random() >= ADMIT_WHEN_FULL) return;
@@ -186,8 +186,8 @@ export class ResponseCache {
     };
     this.order.push(entry);
     // Looked up again: making room may have removed the school's last entry, and its map.
-    school = this.schools.get(prefix);
-    if (school === undefined) this.schools.set(prefix, (school = new Map<string, Entry>()));
+    school = this.byPrefix.get(prefix);
+    if (school === undefined) this.byPrefix.set(prefix, (school = new Map<string, Entry>()));
     school.set(target, entry);
     this.bytes += bytes;
     if (compressible) {
@@ -245,7 +245,7 @@ export class ResponseCache {
     }
     entry.unzips += 1;
     // Not when it was removed since the hit, nor when no answer may be kept as sent.
-    if (entry.unzips < HOT_UNZIPS || this.schools.get(entry.prefix)?.get(entry.target) !== entry || plain.length > this.plainBytes) return;
+    if (entry.unzips < HOT_UNZIPS || this.byPrefix.get(entry.prefix)?.get(entry.target) !== entry || plain.length > this.plainBytes) return;
     // Only when gzipping others makes its room: nothing is removed for it, and it is not
     // gzipped again at once (which would gzip every answer kept as sent, for nothing).
     const grown = plain.length - entry.body.length;
@@ -281,9 +281,9 @@ export class ResponseCache {
       this.order[entry.slot] = last;
       last.slot = entry.slot;
     }
-    const school = this.schools.get(entry.prefix)!;
+    const school = this.byPrefix.get(entry.prefix)!;
     school.delete(entry.target);
-    if (school.size === 0) this.schools.delete(entry.prefix);
+    if (school.size === 0) this.byPrefix.delete(entry.prefix);
     this.bytes -= entry.bytes;
   }
 }

@@ -5,7 +5,7 @@
  * changes nothing about access (keys, plans, limits, usage counts).
  */
 import assert from 'node:assert/strict';
-import { ALL_SCOPES } from '../../src/domain/scopes.js';
+import { ALL_SCOPES, scopeSetOf } from '../../src/domain/scopes.js';
 import { randomBytes } from 'node:crypto';
 import { brotliDecompressSync, constants, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
@@ -252,6 +252,30 @@ describe('ResponseCache', () => {
     assert.equal(cache.get({ ...tenant('s', 1), timezone: 'Asia/Yekaterinburg' }, '/a?x=1'), undefined);
     assert.equal(cache.get({ ...tenant('s', 1), currency: 'EUR' }, '/a?x=1'), undefined);
     assert.equal(cache.get(tenant('s', 1), '/a?x=2'), undefined);
+  });
+
+  it('keeps the answers of a key limited to some scopes apart, and shares the rest between keys of one school', () => {
+    const cache = new ResponseCache(1 << 20);
+    const limited = { ...tenant('s'), scopes: scopeSetOf(['students']) };
+    cache.set(tenant('s'), '/a', body(10), 'application/json', 'all');
+    assert.equal(cache.get(limited, '/a'), undefined);
+    cache.set(limited, '/a', body(10), 'application/json', 'students');
+    assert.equal(cache.get({ ...limited }, '/a')?.validator, 'students');
+    // Another key of the school with every scope: another Tenant object, the same answers.
+    assert.equal(cache.get(tenant('s'), '/a')?.validator, 'all');
+    assert.equal(cache.get({ ...limited, scopes: scopeSetOf(['students', 'lessons']) }, '/a'), undefined);
+  });
+
+  it('stores an answer whose room was made by removing its own school\'s last one', () => {
+    const one = body(100).length + ('s\n1.AAAAAAAA\nEurope/Moscow\nRUB\n/a'.length * 2) + 600;
+    // Admitted when full (random 0), and making room removes the one entry there is.
+    const cache = new ResponseCache(one + 10, { random: () => 0 });
+    cache.set(tenant('s'), '/a', body(100), 'application/json', 'a');
+    cache.set(tenant('s'), '/b', body(100), 'application/json', 'b');
+    assert.equal(cache.size.entries, 1);
+    assert.equal(cache.get(tenant('s'), '/a'), undefined);
+    assert.equal(cache.get(tenant('s'), '/b')?.validator, 'b');
+    assert.equal(cache.size.bytes, one);
   });
 
   it('keeps hitting a loop of requests larger than itself, where least-recently-used would never hit', () => {
