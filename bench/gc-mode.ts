@@ -4,7 +4,7 @@
  * side's server again and again (in turns), loads one scenario, and reports per start the
  * full collections of the measured seconds (the "high" state of docs/performance.md, which
  * a process enters at start and keeps) and the CPU a request over a bare server's measured
- * right after it (the machine's speed moves between starts); at the end, each side's median.
+ * right after it (the machine's speed moves between starts); at the end, each side's medians.
  * The two sides may be one checkout with and without Redis (`--before . --before-redis-url ''`);
  * with --floor, each start is followed by the floor of a stored answer in the same setting.
  */
@@ -19,7 +19,7 @@ import { datasetShape } from './dataset/shape.js';
 import type { GcSummary } from './gc.js';
 import { probe, serverCounts } from './probe.js';
 import { SCENARIOS } from './scenarios.js';
-import { cpuSeconds, freePort, median, numberOption, onInterrupt, procStat, ROOT, runMain, serverEnv, SERVER_NODE_OPTIONS, startApiServer, startBareServer, type ApiServer, type BareServer } from './servers.js';
+import { cpuSeconds, freePort, median, numberOption, onInterrupt, ROOT, runMain, serverEnv, SERVER_NODE_OPTIONS, startApiServer, startBareServer, systemCpuSeconds, type ApiServer, type BareServer } from './servers.js';
 import { checkWrk, requestLines, runWrk } from './wrk.js';
 
 const USAGE = `usage: npm run bench:gc-mode -- [--before DIR] [options]
@@ -33,8 +33,8 @@ const USAGE = `usage: npm run bench:gc-mode -- [--before DIR] [options]
   --response-cache-mb N  the servers' stored answers (default 0: every answer queried)
   --floor            after each start, the floor of a stored answer (bench/bare-server.ts) started and
                      measured as the server was, counting in the side's Redis when it has one
-  --pin              the servers on the first processor, this script, wrk and Redis (when local: pin it
-                     yourself, taskset -acp 1 PID) on the others: start the script under taskset -c 1
+  --pin              the servers on the first processor, alone: start this script (and so wrk) on
+                     others, taskset -c 1 (or 1-N), and move a local Redis there too (taskset -acp 1 PID)
 
 The store is SQLite unless DATABASE_URL is set; REDIS_URL, when set, gives the servers the Redis limiter.`;
 
@@ -90,10 +90,9 @@ const BARE_SECONDS = 4;
 
 /** What a server cost over `seconds` of `load`: its CPU a request, the kernel's part of it, its answers a second. */
 async function measured(pid: number, load: Parameters<typeof runWrk>[0], what: string) {
-  const sys = () => Number(procStat(`/proc/${pid}/stat`).fields[SYSTEM_TICKS]) / CLOCK_TICKS;
-  const [cpu, sys0] = [cpuSeconds([pid]), sys()];
+  const [cpu, sys0] = [cpuSeconds([pid]), systemCpuSeconds(pid)];
   const r = await runWrk(load);
-  const [cpuAfter, sys1] = [cpuSeconds([pid]), sys()];
+  const [cpuAfter, sys1] = [cpuSeconds([pid]), systemCpuSeconds(pid)];
   const { connect, read, write, status, timeout } = r.errors;
   const failed = connect + read + write + status + timeout;
   if (failed > 0) throw new Error(`${what}: ${failed} of ${r.requests} requests failed or were answered 400 or more (${JSON.stringify(r.errors)})`);
@@ -110,18 +109,14 @@ interface Run {
   body: { bytes: number | null };
 }
 
-/** The field of /proc's `stat` (after the name) with the system CPU ticks, and the ticks a second. */
-const SYSTEM_TICKS = 12;
-const CLOCK_TICKS = 100;
-
-/** The collections' time so far, all kinds. */
+/** The collections' pauses so far, all kinds (the main thread's wall time, not CPU: V8's helper threads work beside it). */
 const gcMs = (g: GcSummary) => g.major.totalMs + g.minor.totalMs + g.incremental.totalMs;
 
 /**
- * One start of a side's server: its full collections, answers a second and CPU a request over
- * the measured seconds (with the part in collections and in the kernel); with --floor, a
- * floor started and measured the same way; then the bare server's CPU a request just after
- * (its body the size of the scenario's answers, set at the first start, as the floor's).
+ * One start of a side's server: its full collections (and their pauses), answers a second and
+ * CPU a request over the measured seconds (and the kernel's part of it); the bare server's CPU
+ * a request just after (its body the size of the scenario's answers, set at the first start);
+ * then with --floor, a floor started and measured as the server was.
  */
 async function oneStart(o: Options, side: Side, run: Run) {
   const { requests, work, running, bare, cert, body } = run;
@@ -151,6 +146,7 @@ async function oneStart(o: Options, side: Side, run: Run) {
     running.server = null;
     await server.stop();
   }
+  const b = await measured(bare.pid, { origin: `https://127.0.0.1:${bare.port}`, requestsFile: requests, connections: 50, threads: 2, seconds: BARE_SECONDS }, 'the bare server');
   let floor = null;
   if (o.floor) {
     const f = await startBareServer(cert.cert, cert.key, { logFile: path.join(work, 'floor.log'), redisUrl: side.redisUrl });
@@ -166,13 +162,20 @@ async function oneStart(o: Options, side: Side, run: Run) {
       await f.stop();
     }
   }
-  const b = await measured(bare.pid, { origin: `https://127.0.0.1:${bare.port}`, requestsFile: requests, connections: 50, threads: 2, seconds: BARE_SECONDS }, 'the bare server');
   return { service, floor, bareCpuUs: b.cpuUs };
 }
 
 /** Moves every thread of a process to the first processor. */
 function pinToFirst(pid: number): void {
   execFileSync('taskset', ['-acp', '0', String(pid)], { stdio: 'ignore' });
+}
+
+/** Fails unless this script (and so wrk, which it starts) may not run on the first processor, where --pin puts the servers. */
+function offTheFirst(): void {
+  const mask = /mask:\s*([0-9a-f,]+)/i.exec(execFileSync('taskset', ['-p', String(process.pid)], { encoding: 'utf8' }))?.[1];
+  if (mask === undefined || (parseInt(mask.replaceAll(',', '').slice(-1), 16) & 1) === 1) {
+    throw new Error('--pin: start this script off the first processor, as in taskset -c 1 npm run bench:gc-mode -- --pin ...');
+  }
 }
 
 async function main(): Promise<number> {
@@ -189,9 +192,12 @@ async function main(): Promise<number> {
   await loadTls({ tlsCert: null, tlsKey: null, dataDir });
   const cert = selfSignedPaths(dataDir);
   const bare = await startBareServer(cert.cert, cert.key);
-  if (o.pin) pinToFirst(bare.pid);
   const forget = onInterrupt(() => Promise.all([running.server?.stop(), bare.stop()]));
   try {
+    if (o.pin) {
+      offTheFirst();
+      pinToFirst(bare.pid);
+    }
     const requests = path.join(work, 'requests.txt');
     fs.writeFileSync(requests, requestLines(o.scenario.requests(datasetShape(SCALE, 1))));
     const run: Run = { requests, work, running, bare, cert, body: { bytes: null } };
@@ -208,8 +214,8 @@ async function main(): Promise<number> {
         if (floor !== null) mine.floorOverBare.push(floor.cpuUs / bareCpuUs);
         const floorText = floor === null ? '' : `; the floor ${Math.round(floor.rps)} req/s, ${floor.cpuUs.toFixed(1)} CPU µs/req (${floor.sysUs.toFixed(1)} in the kernel, x ${(floor.cpuUs / bareCpuUs).toFixed(2)})`;
         process.stdout.write(
-          `${label(side)} start ${i}: ${s.full} full collections in ${o.seconds} s${state ? ' (the state)' : ''}, ${Math.round(s.rps)} req/s, ` +
-            `${s.cpuUs.toFixed(1)} CPU µs/req (${s.gcUs.toFixed(1)} in collections, ${s.sysUs.toFixed(1)} in the kernel; x ${(s.cpuUs / bareCpuUs).toFixed(2)})${floorText}; the bare server's ${bareCpuUs.toFixed(1)}\n`,
+          `${label(side)} start ${i}: ${s.full} full collections in ${o.seconds} s${state ? ' (the state)' : ''} (pauses ${s.gcUs.toFixed(1)} µs a request), ${Math.round(s.rps)} req/s, ` +
+            `${s.cpuUs.toFixed(1)} CPU µs/req (${s.sysUs.toFixed(1)} in the kernel; x ${(s.cpuUs / bareCpuUs).toFixed(2)})${floorText}; the bare server's ${bareCpuUs.toFixed(1)}\n`,
         );
       }
     }

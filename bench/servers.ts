@@ -259,6 +259,9 @@ const cpuOf = (fields: string[]) => (Number(fields[11]) + Number(fields[12])) / 
 /** User + system CPU seconds of the process or thread of a /proc `stat` file; throws when it cannot be read. */
 export const statCpuSeconds = (file: string): number => cpuOf(procStat(file).fields);
 
+/** The system (kernel) part of a process's CPU seconds; throws when its `stat` cannot be read. */
+export const systemCpuSeconds = (pid: number): number => Number(procStat(`/proc/${pid}/stat`).fields[12]) / CLOCK_TICKS_PER_SECOND;
+
 /** CPU seconds (user + system) the processes have used so far; 0 for any not readable. */
 export function cpuSeconds(pids: number[]): number {
   let seconds = 0;
