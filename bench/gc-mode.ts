@@ -120,6 +120,8 @@ const gcMs = (g: GcSummary) => g.major.totalMs + g.minor.totalMs + g.incremental
  */
 async function oneStart(o: Options, side: Side, run: Run) {
   const { requests, work, running, bare, cert, body } = run;
+  /** The scenario's load on a server at `origin`, as every measured server gets it. */
+  const loadAt = (origin: string) => ({ origin, requestsFile: requests, connections: 50, threads: 2 });
   const loc = locateDataset(SCALE, side.root, process.env.DATABASE_URL);
   const [port, cabinetPort] = [await freePort(), await freePort()];
   const env = serverEnv(loc, port, cabinetPort, { logLevel: 'info', responseCacheMb: o.responseCacheMb, nodeOptions: SERVER_NODE_OPTIONS }, side.redisUrl);
@@ -132,7 +134,7 @@ async function oneStart(o: Options, side: Side, run: Run) {
     const pid = server.servingPids()[0]!;
     if (o.pin) pinToFirst(pid);
     const ca = fs.readFileSync(selfSignedPaths(loc.dataDir).cert, 'utf8');
-    const load = { origin: server.origin, requestsFile: requests, connections: 50, threads: 2 };
+    const load = loadAt(server.origin);
     await runWrk({ ...load, seconds: WARMUP_SECONDS });
     if (body.bytes === null) {
       body.bytes = (await probe(server.origin, ca, o.scenario.requests(datasetShape(SCALE, 1)))).medianBytes;
@@ -146,7 +148,7 @@ async function oneStart(o: Options, side: Side, run: Run) {
     running.server = null;
     await server.stop();
   }
-  const b = await measured(bare.pid, { origin: `https://127.0.0.1:${bare.port}`, requestsFile: requests, connections: 50, threads: 2, seconds: BARE_SECONDS }, 'the bare server');
+  const b = await measured(bare.pid, { ...loadAt(`https://127.0.0.1:${bare.port}`), seconds: BARE_SECONDS }, 'the bare server');
   let floor = null;
   if (o.floor) {
     const f = await startBareServer(cert.cert, cert.key, { logFile: path.join(work, 'floor.log'), redisUrl: side.redisUrl });
@@ -154,7 +156,7 @@ async function oneStart(o: Options, side: Side, run: Run) {
     try {
       if (o.pin) pinToFirst(f.pid);
       await f.setBodySize(body.bytes);
-      const load = { origin: `https://127.0.0.1:${f.port}`, requestsFile: requests, connections: 50, threads: 2 };
+      const load = loadAt(`https://127.0.0.1:${f.port}`);
       await runWrk({ ...load, seconds: WARMUP_SECONDS });
       floor = await measured(f.pid, { ...load, seconds: o.seconds }, 'the floor');
     } finally {
