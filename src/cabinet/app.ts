@@ -9,7 +9,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
-import formbody from '@fastify/formbody';
 import Fastify, { LogController, type FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
@@ -23,6 +22,7 @@ import type { Database } from '../db/schema.js';
 import type { TlsMaterial } from '../tls.js';
 import { assets } from './assets.js';
 import { cabinetErrorHandler, cabinetNotFound } from './errors.js';
+import { parseForm } from './form.js';
 import { chooseLocale } from './i18n/index.js';
 import { loginRoutes } from './routes/login.js';
 import { keyRoutes } from './routes/keys.js';
@@ -69,9 +69,11 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   app.setErrorHandler(cabinetErrorHandler);
   app.setNotFoundHandler(cabinetNotFound);
 
-  // Forms only: a JSON or text body is refused (415) rather than read.
+  // Forms only: a JSON or text body is refused (415) rather than read, a malformed form 400.
   app.removeAllContentTypeParsers();
-  await app.register(formbody, { bodyLimit: FORM_LIMIT });
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer', bodyLimit: FORM_LIMIT }, (_request, body, done) => {
+    done(null, parseForm(body as Buffer));
+  });
   await app.register(cookie, { hook: 'onRequest' });
   // After the cookies are read: the page's language (a `?lang=` switch sets its cookie here).
   app.decorateRequest('locale', null);

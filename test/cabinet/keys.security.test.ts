@@ -207,12 +207,16 @@ describe('cabinet security', () => {
   it('never answers 500 to odd requests', async () => {
     const form = formFields((await a.get('/settings/api')).text, '/settings/api/keys');
     const body = new URLSearchParams({ ...form, name: 'x' }).toString();
+    const keysBefore = await keyCount();
     const cases: [string, Promise<Page>, number][] = [
       ['JSON body', a.post('/settings/api/keys', {}, { contentType: 'application/json', body: JSON.stringify({ ...form, name: 'x' }) }), 415],
       ['text body', a.post('/settings/api/keys', {}, { contentType: 'text/plain', body }), 415],
       ['huge form', a.post('/settings/api/keys', { ...form, name: 'x'.repeat(20_000) }), 413],
-      // A malformed escape is kept as typed: a valid (if odd) name.
-      ['broken encoding', a.post('/settings/api/keys', {}, { body: body.replace('name=x', 'name=%E0%A4%A') }), 200],
+      // A body no browser sends is refused whole, not read as some other name.
+      ['broken escape', a.post('/settings/api/keys', {}, { body: body.replace('name=x', 'name=%E0%A4%A') }), 400],
+      ['escapes not UTF-8', a.post('/settings/api/keys', {}, { body: body.replace('name=x', 'name=%FF%FE') }), 400],
+      ['bare percent sign', a.post('/settings/api/keys', {}, { body: body.replace('name=x', 'name=100%') }), 400],
+      ['bytes not UTF-8', a.post('/settings/api/keys', {}, { body: Buffer.concat([Buffer.from(body.replace('name=x', 'name=')), Buffer.from([0xff, 0xfe])]) }), 400],
       ['name twice', a.post('/settings/api/keys', {}, { body: `${body}&name=y` }), 400],
       ['no nonce', a.post('/settings/api/keys', { csrf: form.csrf!, name: 'x' }), 400],
       ['bad nonce', a.post('/settings/api/keys', { csrf: form.csrf!, nonce: '<script>', name: 'x' }), 400],
@@ -226,7 +230,9 @@ describe('cabinet security', () => {
       assert.ok(res.status < 500, `${what}: ${res.status}`);
       assert.equal(res.status, status, `${what}: ${res.status}`);
       assert.equal(res.headers['content-type'], 'text/html; charset=utf-8', what);
+      if (/escape|percent|UTF-8/.test(what)) assert.match(res.text, /<h1>Bad request<\/h1>/, what);
     }
+    assert.equal(await keyCount(), keysBefore, 'a refused form created a key');
   });
 
   it('masks a key pasted into a URL in its log lines, written plainly or percent-encoded', async () => {

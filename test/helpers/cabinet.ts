@@ -98,7 +98,7 @@ export interface PostOptions {
   headers?: Record<string, string>;
   contentType?: string;
   /** A raw body instead of the encoded fields. */
-  body?: string;
+  body?: string | Buffer;
 }
 
 /** A loopback address of its own, so each browser has its own per-address sign-in bucket. */
@@ -121,7 +121,7 @@ export class CabinetBrowser {
     this.agent = new https.Agent({ keepAlive: true, ca, localAddress: this.address });
   }
 
-  private request(method: string, path: string, headers: Record<string, string>, body?: string): Promise<Page> {
+  private request(method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<Page> {
     const cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     const all: Record<string, string> = { ...(cookie ? { cookie } : {}), ...headers };
     return new Promise((resolve, reject) => {
