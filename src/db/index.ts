@@ -207,7 +207,12 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
   ensureDirectory(config.dataDir, 'SCHOOL_DATA_DIR');
   const file = sqlitePath(config);
   const database = new SQLite(file, { timeout: config.dbTimeoutMs });
-  database.pragma('journal_mode = WAL');
+  try {
+    useWal(database, config.dbTimeoutMs);
+  } catch (error) {
+    database.close();
+    throw error;
+  }
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
   // The writing connection (usage counts, imports, the cabinet) needs no more than SQLite's
@@ -298,6 +303,37 @@ const BUSY_PAUSES_MS = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
 /** A wait for the lock this long is told to `onLockWait` (shorter ones are two writers taking turns). */
 const LOCK_WAIT_TOLD_MS = 1000;
 
+/** SQLITE_BUSY or one of its extended codes: another connection holds a lock this one needs. */
+const isBusy = (error: unknown): boolean => {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+};
+
+/** A cell to wait on that nothing ever wakes: Atomics.wait on it is a pause of the thread. */
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Sets the file's journal to WAL, in which readers and the writer do not block each other.
+ * A new file is changed to WAL under an exclusive lock, and when several processes open a
+ * new file at once (commands started together on a new data directory), SQLite answers one
+ * that would wait for another doing the same SQLITE_BUSY at once, skipping its busy wait
+ * where waiting could deadlock: it is tried again after a pause, until `timeoutMs`. The
+ * thread waits, as SQLite's own busy wait does: nothing is served before the store is open.
+ */
+function useWal(database: SQLite.Database, timeoutMs: number): void {
+  const deadline = performance.now() + timeoutMs;
+  for (let tries = 0; ; tries++) {
+    try {
+      database.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      const left = deadline - performance.now();
+      if (!isBusy(error) || left <= 0) throw error;
+      Atomics.wait(PAUSE, 0, 0, Math.min(BUSY_PAUSES_MS[Math.min(tries, BUSY_PAUSES_MS.length - 1)]!, left));
+    }
+  }
+}
+
 /**
  * Runs `attempt`, again after a pause each time it fails with SQLITE_BUSY, until `timeoutMs`
  * has passed; `onWait` hears once of a wait past LOCK_WAIT_TOLD_MS.
@@ -310,10 +346,8 @@ async function whenNotBusy<R>(attempt: () => Promise<R>, timeoutMs: number, onWa
     try {
       return await attempt();
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY');
       const left = deadline - performance.now();
-      if (!busy || left <= 0) throw error;
+      if (!isBusy(error) || left <= 0) throw error;
       if (!told && performance.now() - started >= LOCK_WAIT_TOLD_MS) {
         told = true;
         onWait?.();

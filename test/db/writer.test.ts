@@ -7,9 +7,68 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Worker } from 'node:worker_threads';
+import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { openStore, sqlitePath, type Store } from '../../src/db/index.js';
+
+describe('SQLite store opened on a new file that another process is writing', () => {
+  /**
+   * Another connection, on a thread of its own (opening the store waits on this one), holds
+   * the write lock of a new file for `holdMs`, as a command started a moment earlier does;
+   * resolves once it holds it.
+   */
+  async function holdNewFile(file: string, holdMs: number): Promise<Worker> {
+    const worker = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads');
+      const SQLite = require(workerData.driver);
+      const db = new SQLite(workerData.file);
+      db.exec('begin immediate; create table first_writer (x)');
+      parentPort.postMessage('held');
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, workerData.holdMs);
+      db.exec('commit');
+      db.close();`,
+      { eval: true, workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, holdMs } },
+    );
+    await new Promise((resolve, reject) => worker.once('message', resolve).once('error', reject));
+    return worker;
+  }
+
+  it('waits for the other writer (SQLite answers the change to WAL with SQLITE_BUSY at once), then opens', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-open-'));
+    const worker = await holdNewFile(sqlitePath({ dataDir }), 400);
+    try {
+      const started = performance.now();
+      const store = openStore({ databaseUrl: null, dataDir, dbTimeoutMs: 3000, dbPoolSize: 1 });
+      const ms = performance.now() - started;
+      try {
+        assert.ok(ms >= 200 && ms < 2500, `opened after ${ms.toFixed(0)} ms`);
+        await store.migrate();
+        assert.equal((await sql<{ journal_mode: string }>`pragma journal_mode`.execute(store.db)).rows[0]!.journal_mode, 'wal');
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await worker.terminate();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('gives up as the store being busy after its timeout', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-open-'));
+    const worker = await holdNewFile(sqlitePath({ dataDir }), 3000);
+    try {
+      const started = performance.now();
+      assert.throws(() => openStore({ databaseUrl: null, dataDir, dbTimeoutMs: 500, dbPoolSize: 1 }), (err: { code?: string }) => err.code === 'SQLITE_BUSY');
+      const ms = performance.now() - started;
+      assert.ok(ms >= 450 && ms < 2500, `gave up after ${ms.toFixed(0)} ms`);
+    } finally {
+      await worker.terminate();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('SQLite writing connection, after SQLite ended a transaction itself', () => {
   it('throws the error that ended it, not the failed rollback after it', async () => {
