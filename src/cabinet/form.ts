@@ -42,7 +42,9 @@ export function parseForm(body: Buffer): Record<string, string | string[]> {
     const name = decoded(at === -1 ? pair : pair.slice(0, at));
     const value = decoded(at === -1 ? '' : pair.slice(at + 1));
     const earlier = fields[name];
-    fields[name] = earlier === undefined ? value : [...(Array.isArray(earlier) ? earlier : [earlier]), value];
+    if (earlier === undefined) fields[name] = value;
+    else if (Array.isArray(earlier)) earlier.push(value);
+    else fields[name] = [earlier, value];
   }
   return fields;
 }

@@ -324,6 +324,8 @@ function useWal(database: SQLite.Database, timeoutMs: number): void {
   const deadline = performance.now() + timeoutMs;
   for (let tries = 0; ; tries++) {
     try {
+      // SQLite's own busy wait, where it does wait, ends at the same deadline.
+      database.pragma(`busy_timeout = ${Math.max(1, Math.ceil(deadline - performance.now()))}`);
       database.pragma('journal_mode = WAL');
       return;
     } catch (error) {
