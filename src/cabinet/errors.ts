@@ -1,11 +1,12 @@
 /**
  * Errors of the cabinet as HTML pages, in the request's language. Expected refusals are
  * CabinetError (403 for a refused form, 404 for anything not the director's own); a
- * data-store outage is 503; anything else is a bug: 500 with a generic page, the detail
+ * data-store outage is 503, and so is a SQLite file another writer held past the store's
+ * timeout, with a page of its own; anything else is a bug: 500 with a generic page, the detail
  * only in the log line with the same request id.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isStoreUnavailable } from '../db/index.js';
+import { isLockWait, isStoreUnavailable } from '../db/index.js';
 import type { SafeHtml } from './html.js';
 import { chooseLocale, type ErrorPage, type Locale } from './i18n/index.js';
 import type { FormRefusal } from './security.js';
@@ -61,6 +62,12 @@ function sendError(request: FastifyRequest, reply: FastifyReply, status: number,
 export function cabinetErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof CabinetError) return sendError(request, reply, error.status, error.text);
   if (isStoreUnavailable(error)) {
+    // On SQLite, another process held the write lock past the store's timeout: an import merging.
+    if (isLockWait(error)) {
+      request.log.warn({ err: error }, 'data store busy with another writer');
+      reply.header('Retry-After', '60');
+      return sendError(request, reply, 503, { page: 'busy' });
+    }
     request.log.error({ err: error }, 'data store unavailable');
     reply.header('Retry-After', '5');
     return sendError(request, reply, 503, { page: 'unavailable' });

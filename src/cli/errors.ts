@@ -3,7 +3,7 @@
  * words for a store that is down, full or locked, never a stack trace.
  */
 import { ConfigError } from '../config/index.js';
-import { isDiskFull, isStoreRefusingConnection, isStoreUnavailable, StoreNewerError } from '../db/index.js';
+import { isDiskFull, isLockWait, isStoreRefusingConnection, isStoreUnavailable, StoreNewerError } from '../db/index.js';
 import { redactKeys } from '../ops/request-log.js';
 import { CliError } from './context.js';
 
@@ -26,7 +26,7 @@ export function describeError(err: unknown, dataDir?: string, room?: (dir: strin
   if (dataDir !== undefined && (sqliteCode === 'SQLITE_READONLY' || sqliteCode === 'SQLITE_CANTOPEN' || sqliteCode === 'SQLITE_READONLY_DIRECTORY')) {
     return `cannot write the database in ${dataDir} (${firstLine((err as Error).message)}): this user needs to be able to write the directory and its files (SCHOOL_DATA_DIR, --data-dir)`;
   }
-  if (typeof sqliteCode === 'string' && sqliteCode.startsWith('SQLITE_BUSY')) {
+  if (isLockWait(err)) {
     return `the SQLite file stayed locked by another writer longer than this command waits (an import merging its records holds it until it commits): nothing was written; run it again once that ends`;
   }
   if (isStoreUnavailable(err)) return `the data store is unavailable: ${firstLine((err as Error).message)}`;

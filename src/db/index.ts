@@ -31,11 +31,12 @@ import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, withParameters, type Reader } from './reader.js';
 import { Sockets } from './sockets.js';
 import type { Database } from './schema.js';
+import { isLockWait } from './unavailable.js';
 import { DEFAULT_LEASE_MS, KeyWatch, type KeyWatchOptions } from './watch.js';
 
 export type { Reader } from './reader.js';
 export { announceKeyChanges, KeyWatch } from './watch.js';
-export { isDiskFull, isStoreRefusingConnection, isStoreUnavailable } from './unavailable.js';
+export { isDiskFull, isLockWait, isStoreRefusingConnection, isStoreUnavailable } from './unavailable.js';
 export { openBulkConnection, type BulkConnection, type RowLoader } from './bulk.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -303,12 +304,6 @@ const BUSY_PAUSES_MS = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
 /** A wait for the lock this long is told to `onLockWait` (shorter ones are two writers taking turns). */
 const LOCK_WAIT_TOLD_MS = 1000;
 
-/** SQLITE_BUSY or one of its extended codes: another connection holds a lock this one needs. */
-const isBusy = (error: unknown): boolean => {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
-};
-
 /** A cell to wait on that nothing ever wakes: Atomics.wait on it is a pause of the thread. */
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
@@ -330,7 +325,7 @@ function useWal(database: SQLite.Database, timeoutMs: number): void {
       return;
     } catch (error) {
       const left = deadline - performance.now();
-      if (!isBusy(error) || left <= 0) throw error;
+      if (!isLockWait(error) || left <= 0) throw error;
       Atomics.wait(PAUSE, 0, 0, Math.min(BUSY_PAUSES_MS[Math.min(tries, BUSY_PAUSES_MS.length - 1)]!, left));
     }
   }
@@ -349,7 +344,7 @@ async function whenNotBusy<R>(attempt: () => Promise<R>, timeoutMs: number, onWa
       return await attempt();
     } catch (error) {
       const left = deadline - performance.now();
-      if (!isBusy(error) || left <= 0) throw error;
+      if (!isLockWait(error) || left <= 0) throw error;
       if (!told && performance.now() - started >= LOCK_WAIT_TOLD_MS) {
         told = true;
         onWait?.();

@@ -4,6 +4,15 @@ import fs from 'node:fs';
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'SQLITE_CANTOPEN']);
 
 /**
+ * SQLITE_BUSY or one of its extended codes (SQLITE_BUSY_SNAPSHOT ...): another connection
+ * held a lock this one needed, on the writing connection for longer than it waits.
+ */
+export function isLockWait(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
+/**
  * True when an error means the data store could not be reached or did not answer
  * in time (the request gets 503 data_unavailable), as opposed to a bug (500).
  */
@@ -12,9 +21,8 @@ export function isStoreUnavailable(err: unknown): boolean {
   if (isStoreRefusingConnection(err)) return true;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
-    // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT ...): another writer held the
-    // file; SQLITE_IOERR's (SQLITE_IOERR_SHMSIZE ...): the file could not be read or written.
-    if (UNAVAILABLE_CODES.has(code) || code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_IOERR')) return true;
+    // SQLITE_IOERR's extended codes (SQLITE_IOERR_SHMSIZE ...): the file could not be read or written.
+    if (UNAVAILABLE_CODES.has(code) || isLockWait(err) || code.startsWith('SQLITE_IOERR')) return true;
     // PostgreSQL: connection exceptions, too many connections, shutdown, query cancelled by timeout.
     if (code.startsWith('08') || code.startsWith('57P') || code === '53300' || code === '57014') return true;
   }

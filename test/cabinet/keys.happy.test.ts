@@ -7,7 +7,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import SQLite from 'better-sqlite3';
 import { hashKey } from '../../src/access/keys.js';
+import { sqlitePath } from '../../src/db/index.js';
 import { createKey, MAX_ACTIVE_KEYS, revokeKey } from '../../src/management/keys.js';
 import { setPlan } from '../../src/management/schools.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -152,6 +154,35 @@ describe('Settings -> API', () => {
     assert.match(second.text, /already revoked/);
     assert.ok(!second.text.includes(`action="${href}"`));
   });
+
+  it(
+    'answers a revoke while an import holds the SQLite file with a page saying so (503, nothing changed); the same form then works',
+    { skip: process.env.DATABASE_URL ? 'SQLite only: PostgreSQL has no file lock' : false },
+    async () => {
+      const { b, schoolId } = await signedIn('Profi');
+      const key = await createKey(store.db, schoolId, 'Leaked');
+      assert.ok(key.ok);
+      const href = `/settings/api/keys/${key.value.id}/revoke`;
+      const fields = formFields((await b.get(href)).text, href);
+      // As an import's merge does, from another connection: the file's write lock, held.
+      const importer = new SQLite(sqlitePath({ dataDir: store.dataDir }));
+      importer.exec('begin immediate');
+      try {
+        const busy = await b.post(href, fields);
+        assert.equal(busy.status, 503);
+        assert.equal(busy.headers['retry-after'], '60');
+        assert.match(busy.text, /<h1>Busy with an import<\/h1>/);
+        assert.match(busy.text, /Nothing was changed; try again in a minute/);
+      } finally {
+        importer.exec('commit');
+        importer.close();
+      }
+      assert.equal((await api.request(STUDENTS, { key: key.value.key })).status, 200, 'the key stayed active');
+      const done = await b.post(href, fields);
+      assert.equal(done.status, 303);
+      assert.equal((await api.request(STUDENTS, { key: key.value.key })).status, 401);
+    },
+  );
 
   it('requires a key name of 1-100 characters, shows the error at the field, creates nothing', async () => {
     const { b, schoolId } = await signedIn('VIP');
