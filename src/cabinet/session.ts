@@ -8,6 +8,7 @@
 import { hash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config/index.js';
+import { isLockWait } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { formatTimestamp } from '../domain/time.js';
 import { randomToken, TOKEN_FORMAT } from './security.js';
@@ -82,6 +83,19 @@ async function insertSession(db: Kysely<Database>, directorId: string, policy: S
  * forward (written at most once a minute, not on every page view), never past the
  * absolute one.
  */
+/**
+ * A session's upkeep, written when it can be: while another process holds SQLite's write
+ * lock past the store's timeout (an import merging), an expired session's row stays until
+ * a later request removes it, and an idle period is extended by a later request.
+ */
+async function unlessLocked(write: Promise<unknown>): Promise<void> {
+  try {
+    await write;
+  } catch (error) {
+    if (!isLockWait(error)) throw error;
+  }
+}
+
 export async function findSession(db: Kysely<Database>, token: string | undefined, policy: SessionPolicy): Promise<SessionLookup> {
   if (token === undefined || !TOKEN_FORMAT.test(token)) return { state: 'none' };
   const id = sessionId(token);
@@ -96,12 +110,12 @@ export async function findSession(db: Kysely<Database>, token: string | undefine
   const now = Date.now();
   const nowText = formatTimestamp(now);
   if (nowText >= row.idle_expires_at || nowText >= row.expires_at) {
-    await endSession(db, id);
+    await unlessLocked(endSession(db, id));
     return { state: 'expired' };
   }
   const idleExpiresAt = formatTimestamp(Math.min(now + policy.idleMs, Date.parse(row.expires_at)));
   if (Date.parse(idleExpiresAt) - Date.parse(row.idle_expires_at) >= Math.min(60_000, policy.idleMs / 10)) {
-    await db.updateTable('cabinet_sessions').set({ idle_expires_at: idleExpiresAt }).where('id', '=', id).execute();
+    await unlessLocked(db.updateTable('cabinet_sessions').set({ idle_expires_at: idleExpiresAt }).where('id', '=', id).execute());
   }
   return {
     state: 'active',

@@ -3,10 +3,7 @@ import fs from 'node:fs';
 
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'SQLITE_CANTOPEN']);
 
-/**
- * SQLITE_BUSY or one of its extended codes (SQLITE_BUSY_SNAPSHOT ...): another connection
- * held a lock this one needed, on the writing connection for longer than it waits.
- */
+/** SQLITE_BUSY or one of its extended codes (SQLITE_BUSY_SNAPSHOT ...): another connection holds a lock this one needs. */
 export function isLockWait(err: unknown): boolean {
   const code = (err as { code?: unknown } | null | undefined)?.code;
   return typeof code === 'string' && code.startsWith('SQLITE_BUSY');

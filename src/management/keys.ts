@@ -408,9 +408,10 @@ export async function setAllowlist(db: Kysely<Database>, keyId: string, allow: s
   return { ok: true, value: await loadCard(db, keyId, policy) };
 }
 
-async function sweepIn(trx: Kysely<Database> | Transaction<Database>, now: string, policy: KeyPolicy, schoolId?: string): Promise<number> {
+/** The active keys (of `schoolId`, when given) whose expiry, rolled end or unused period has passed at `now`. */
+function endedKeys(db: Kysely<Database> | Transaction<Database>, now: string, policy: KeyPolicy, schoolId?: string) {
   const unusedBefore = policy.unusedDays > 0 ? formatTimestamp(Date.parse(now) - policy.unusedDays * DAY_MS) : null;
-  let query = trx
+  let query = db
     .selectFrom('api_keys')
     .select(['id', 'school_id', 'created_at', 'last_used_at', 'expires_at', 'retires_at'])
     .where('revoked_at', 'is', null)
@@ -423,7 +424,12 @@ async function sweepIn(trx: Kysely<Database> | Transaction<Database>, now: strin
       return eb.or(ended);
     });
   if (schoolId !== undefined) query = query.where('school_id', '=', schoolId);
-  const ended = await query.execute();
+  return query;
+}
+
+async function sweepIn(trx: Kysely<Database> | Transaction<Database>, now: string, policy: KeyPolicy, schoolId?: string): Promise<number> {
+  const unusedBefore = policy.unusedDays > 0 ? formatTimestamp(Date.parse(now) - policy.unusedDays * DAY_MS) : null;
+  const ended = await endedKeys(trx, now, policy, schoolId).execute();
   let count = 0;
   for (const key of ended) {
     // The earliest end that has passed decides the reason and the moment.
@@ -460,7 +466,11 @@ async function sweepKeyIn(trx: Transaction<Database>, keyId: string, now: string
  * revoke reason and one audit event. Returns how many were marked.
  */
 export async function sweepKeys(db: Kysely<Database>, policy: KeyPolicy, schoolId?: string): Promise<number> {
-  return db.transaction().execute((trx) => sweepIn(trx, formatTimestamp(Date.now()), policy, schoolId));
+  const now = formatTimestamp(Date.now());
+  // Looked for first: a sweep with nothing to end takes no write lock, so the list of keys
+  // opens while an import holds SQLite's.
+  if ((await endedKeys(db, now, policy, schoolId).limit(1).executeTakeFirst()) === undefined) return 0;
+  return db.transaction().execute((trx) => sweepIn(trx, now, policy, schoolId));
 }
 
 /** A school's key events, newest first (at most `limit`); with `keyId`, that key's only. */

@@ -25,7 +25,7 @@ describe('cabinet form bodies', () => {
     assert.deepEqual(form.name, ['a', 'b', 'c']);
     assert.equal(formField(form, 'name'), null);
     assert.ok(formTicked(form, 'name'));
-    // A body of one name repeated to the size limit is read in linear time.
+    // A body of one name repeated to the size limit: every value kept, in order.
     const many = parse('a&'.repeat(4096));
     assert.equal((many.a as string[]).length, 4096);
   });

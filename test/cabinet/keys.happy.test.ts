@@ -156,7 +156,7 @@ describe('Settings -> API', () => {
   });
 
   it(
-    'answers a revoke while an import holds the SQLite file with a page saying so (503, nothing changed); the same form then works',
+    'opens its pages while an import holds the SQLite file, answers a revoke then with a page saying so (503, nothing changed); the same form then works',
     { skip: process.env.DATABASE_URL ? 'SQLite only: PostgreSQL has no file lock' : false },
     async () => {
       const { b, schoolId } = await signedIn('Profi');
@@ -168,11 +168,17 @@ describe('Settings -> API', () => {
       const importer = new SQLite(sqlitePath({ dataDir: store.dataDir }));
       importer.exec('begin immediate');
       try {
+        // Reading needs no lock: the key list and the key's page open at once.
+        const started = performance.now();
+        assert.equal((await b.get('/settings/api')).status, 200);
+        assert.equal((await b.get(`/settings/api/keys/${key.value.id}`)).status, 200);
+        assert.ok(performance.now() - started < 2000, 'a page waited for the lock');
         const busy = await b.post(href, fields);
         assert.equal(busy.status, 503);
         assert.equal(busy.headers['retry-after'], '60');
         assert.match(busy.text, /<h1>Busy with an import<\/h1>/);
         assert.match(busy.text, /Nothing was changed; try again in a minute/);
+        assert.ok(t.logs.some((line) => line.includes('"level":40') && line.includes('data store busy with another writer')), 'the warn line');
       } finally {
         importer.exec('commit');
         importer.close();

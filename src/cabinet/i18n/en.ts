@@ -214,7 +214,7 @@ export const en = {
       notForm: { title: 'Form not accepted', message: 'Cabinet forms are sent as ordinary HTML forms. Nothing was changed.' },
       badRequest: { title: 'Bad request', message: 'The request could not be understood. Nothing was changed.' },
       unavailable: { title: 'Temporarily unavailable', message: 'The cabinet cannot reach its data store right now. Nothing was changed; try again in a moment.' },
-      busy: { title: 'Busy with an import', message: 'The data store is busy with a long write, such as an import, and could not take this change. Nothing was changed; try again in a minute.' },
+      busy: { title: 'Busy with an import', message: 'The data store is busy with a long write, such as an import. Nothing was changed; try again in a minute.' },
       internal: { title: 'Something went wrong', message: 'The cabinet could not finish this request. The request id below identifies it in our logs.' },
     },
   },
