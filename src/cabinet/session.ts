@@ -79,11 +79,6 @@ async function insertSession(db: Kysely<Database>, directorId: string, policy: S
 }
 
 /**
- * The session a cookie names, if it is still valid. Each use moves the idle expiry
- * forward (written at most once a minute, not on every page view), never past the
- * absolute one.
- */
-/**
  * A session's upkeep, written when it can be: while another process holds SQLite's write
  * lock past the store's timeout (an import merging), an expired session's row stays until
  * a later request removes it, and an idle period is extended by a later request.
@@ -96,6 +91,11 @@ async function unlessLocked(write: Promise<unknown>): Promise<void> {
   }
 }
 
+/**
+ * The session a cookie names, if it is still valid. Each use moves the idle expiry
+ * forward (written at most once a minute, not on every page view), never past the
+ * absolute one.
+ */
 export async function findSession(db: Kysely<Database>, token: string | undefined, policy: SessionPolicy): Promise<SessionLookup> {
   if (token === undefined || !TOKEN_FORMAT.test(token)) return { state: 'none' };
   const id = sessionId(token);
