@@ -301,6 +301,9 @@ class WritingSqliteDialect extends SqliteDialect {
 /** Pauses between tries of a statement that found the database busy, as SQLite's own busy handler's; then the last, repeated. */
 const BUSY_PAUSES_MS = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
 
+/** The pause after the `tries`-th try that found the lock held, at most the `left` ms before the deadline. */
+const busyPause = (tries: number, left: number): number => Math.min(BUSY_PAUSES_MS[Math.min(tries, BUSY_PAUSES_MS.length - 1)]!, left);
+
 /** A wait for the lock this long is told to `onLockWait` (shorter ones are two writers taking turns). */
 const LOCK_WAIT_TOLD_MS = 1000;
 
@@ -326,7 +329,7 @@ function useWal(database: SQLite.Database, timeoutMs: number): void {
     } catch (error) {
       const left = deadline - performance.now();
       if (!isLockWait(error) || left <= 0) throw error;
-      Atomics.wait(PAUSE, 0, 0, Math.min(BUSY_PAUSES_MS[Math.min(tries, BUSY_PAUSES_MS.length - 1)]!, left));
+      Atomics.wait(PAUSE, 0, 0, busyPause(tries, left));
     }
   }
 }
@@ -349,7 +352,7 @@ async function whenNotBusy<R>(attempt: () => Promise<R>, timeoutMs: number, onWa
         told = true;
         onWait?.();
       }
-      await delay(Math.min(BUSY_PAUSES_MS[Math.min(tries, BUSY_PAUSES_MS.length - 1)]!, left));
+      await delay(busyPause(tries, left));
     }
   }
 }

@@ -428,7 +428,6 @@ function endedKeys(db: Kysely<Database> | Transaction<Database>, now: string, po
 }
 
 async function sweepIn(trx: Kysely<Database> | Transaction<Database>, now: string, policy: KeyPolicy, schoolId?: string): Promise<number> {
-  const unusedBefore = policy.unusedDays > 0 ? formatTimestamp(Date.parse(now) - policy.unusedDays * DAY_MS) : null;
   const ended = await endedKeys(trx, now, policy, schoolId).execute();
   let count = 0;
   for (const key of ended) {
@@ -436,7 +435,7 @@ async function sweepIn(trx: Kysely<Database> | Transaction<Database>, now: strin
     const ends: [string, RevokeReason, KeyEvent][] = [];
     if (key.expires_at !== null && key.expires_at <= now) ends.push([key.expires_at, 'expired', 'expired']);
     if (key.retires_at !== null && key.retires_at <= now) ends.push([key.retires_at, 'rolled', 'revoked']);
-    if (unusedBefore !== null) {
+    if (policy.unusedDays > 0) {
       const at = addDays(key.last_used_at ?? key.created_at, policy.unusedDays);
       if (at <= now) ends.push([at, 'unused', 'revoked_unused']);
     }
