@@ -6,7 +6,7 @@
  * ends after an idle period, after an absolute lifetime, or at sign-out (row deleted).
  */
 import { hash } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Config } from '../config/index.js';
 import { isLockWait } from '../db/index.js';
 import type { Database } from '../db/schema.js';
@@ -45,14 +45,12 @@ export async function startSession(db: Kysely<Database>, directorId: string, pol
 }
 
 /**
- * Replaces a signed-in session with a new one of the same director (new cookie token, new
- * form token), as a password change asks: a copy of the old cookie no longer signs in.
+ * A new session for the director signed in as `current`, written in the caller's
+ * transaction after it has ended theirs (a password change): a new cookie token and a new
+ * form token, so a copy of the old cookie no longer signs in.
  */
-export async function renewSession(db: Kysely<Database>, current: SignedIn, policy: SessionPolicy): Promise<{ token: string; session: SignedIn }> {
-  const made = await db.transaction().execute(async (trx) => {
-    await endSession(trx, current.sessionId);
-    return insertSession(trx, current.director.id, policy);
-  });
+export async function startSessionIn(trx: Transaction<Database>, current: SignedIn, policy: SessionPolicy): Promise<{ token: string; session: SignedIn }> {
+  const made = await insertSession(trx, current.director.id, policy);
   return { token: made.token, session: { ...current, sessionId: made.id, csrf: made.csrf } };
 }
 

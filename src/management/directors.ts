@@ -8,7 +8,7 @@
  * stored with each hash, so they can be raised later without breaking old hashes.
  */
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { nowTimestamp } from '../domain/time.js';
 import { findSchool, type Outcome } from './schools.js';
@@ -197,22 +197,25 @@ export async function setDirectorPassword(db: Kysely<Database>, email: string, p
 }
 
 /**
- * A director changes their own password: the current one is required, and every other
- * session of theirs ends (the one they act from stays signed in).
+ * A director changes their own password: the current one is required, and every session
+ * of theirs ends. `then` runs in the same transaction (the cabinet starts the browser's new
+ * session there), so the password and the sessions change together or not at all.
  */
-export async function changeOwnPassword(
+export async function changeOwnPassword<T>(
   db: Kysely<Database>,
-  input: { email: string; current: string; next: string; keepSessionId: string },
+  input: { email: string; current: string; next: string },
+  then: (trx: Transaction<Database>) => Promise<T>,
   params: ScryptParams = DEFAULT_SCRYPT,
-): Promise<Outcome<null>> {
+): Promise<Outcome<T>> {
   const director = await verifyDirector(db, input.email, input.current);
   if (!director) return { ok: false, reason: 'the current password is not right' };
   const badPassword = checkPassword(input.next);
   if (badPassword) return { ok: false, reason: badPassword };
   const password_hash = await hashPassword(input.next, params);
-  await db.transaction().execute(async (trx) => {
+  const value = await db.transaction().execute(async (trx) => {
     await trx.updateTable('directors').set({ password_hash }).where('id', '=', director.id).execute();
-    await trx.deleteFrom('cabinet_sessions').where('director_id', '=', director.id).where('id', '!=', input.keepSessionId).execute();
+    await trx.deleteFrom('cabinet_sessions').where('director_id', '=', director.id).execute();
+    return then(trx);
   });
-  return { ok: true, value: null };
+  return { ok: true, value };
 }

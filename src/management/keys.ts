@@ -38,6 +38,13 @@ export type RevokeReason = 'revoked' | 'rolled' | 'expired' | 'unused';
 export const OVERLAPS = { now: 0, '1h': 3_600_000, '24h': DAY_MS, '7d': 7 * DAY_MS } as const;
 export type Overlap = keyof typeof OVERLAPS;
 
+/**
+ * A write of the caller's made first in a change's own transaction (the cabinet claims its
+ * form's one-time token there), so that the two commit together: an error it throws undoes both.
+ */
+export type FirstStep = (trx: Transaction<Database>) => Promise<void>;
+const noStep: FirstStep = async () => {};
+
 export function isOverlap(text: string): text is Overlap {
   return Object.hasOwn(OVERLAPS, text);
 }
@@ -272,12 +279,14 @@ export async function createKey(
   options: KeyOptions = {},
   actor: Actor = OPERATOR,
   policy: KeyPolicy = { unusedDays: 0 },
+  first: FirstStep = noStep,
 ): Promise<Outcome<CreatedKey>> {
   const name = checkName(rawName);
   if (!name.ok) return name;
   const now = formatTimestamp(Date.now());
   if (options.expiresAt != null && options.expiresAt <= now) return { ok: false, reason: 'expires must be in the future' };
   return db.transaction().execute(async (trx): Promise<Outcome<CreatedKey>> => {
+    await first(trx);
     const place = await placeForKey(trx, schoolId, now, policy);
     if (!place.ok) return place;
     const created = await insertKey(trx, schoolId, name.value, options, now, null);
@@ -352,10 +361,19 @@ const ended = (reason: string | null): string => ENDED[(reason ?? 'revoked') as 
  * the old one revoked after `overlap`. The new key needs a free place among the 10 active
  * keys. With `schoolId`, only that school's key (the cabinet's case).
  */
-export async function rollKey(db: Kysely<Database>, keyId: string, overlap: Overlap, actor: Actor = OPERATOR, policy: KeyPolicy = { unusedDays: 0 }, schoolId?: string): Promise<Outcome<RolledKey>> {
+export async function rollKey(
+  db: Kysely<Database>,
+  keyId: string,
+  overlap: Overlap,
+  actor: Actor = OPERATOR,
+  policy: KeyPolicy = { unusedDays: 0 },
+  schoolId?: string,
+  first: FirstStep = noStep,
+): Promise<Outcome<RolledKey>> {
   const nowMs = Date.now();
   const now = formatTimestamp(nowMs);
   const outcome = await db.transaction().execute(async (trx): Promise<Outcome<CreatedKey>> => {
+    await first(trx);
     let query = trx.selectFrom('api_keys').select([...CARD_COLUMNS, 'school_id']).where('id', '=', keyId);
     if (schoolId !== undefined) query = query.where('school_id', '=', schoolId);
     const before = await query.executeTakeFirst();

@@ -12,7 +12,7 @@ import { verifyDirector } from '../../src/management/directors.js';
 import { createKey, keyEvents } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { formFields, seedDirector, startTestCabinet, unescapeHtml, type CabinetBrowser, type TestCabinet } from '../helpers/cabinet.js';
-import { createTestStore, type TestStore } from '../helpers/store.js';
+import { createTestStore, refuseInserts, type TestStore } from '../helpers/store.js';
 
 const KEY = /service_pk_[0-9a-f]{32}/g;
 const STUDENTS = '/api/public/v1/students';
@@ -344,5 +344,61 @@ describe('the director changes their own password', () => {
     // The page that said so carries the new session's form token.
     assert.equal((await here.post('/logout', formFields(changed.text, '/logout'))).status, 303);
     assert.notEqual((await here.get('/settings/api')).status, 200, 'signed out');
+  });
+});
+
+describe('a change the store fails halfway', () => {
+  let store: TestStore;
+  let t: TestCabinet;
+
+  before(async () => {
+    store = await createTestStore();
+    t = await startTestCabinet({ store });
+  });
+  after(async () => {
+    await t.close();
+    await store.close();
+  });
+
+  it('leaves a create or roll form unused: sent again, it works', async () => {
+    const d = await seedDirector(store.db, 'VIP');
+    const b = t.browser();
+    assert.equal((await b.login(d.email, d.password)).status, 303);
+    const createForm = formFields((await b.get('/settings/api')).text, '/settings/api/keys');
+    const made = await createKey(store.db, d.schoolId, 'To roll');
+    assert.ok(made.ok);
+    const path = `/settings/api/keys/${made.value.id}`;
+    const rollForm = formFields((await b.get(path)).text, `${path}/roll`);
+    const allow = await refuseInserts(store, 'api_keys');
+    try {
+      assert.equal((await b.post('/settings/api/keys', { ...createForm, name: 'Accounting' })).status, 500);
+      assert.equal((await b.post(`${path}/roll`, { ...rollForm, overlap: '1h' })).status, 500);
+    } finally {
+      await allow();
+    }
+    const created = await b.post('/settings/api/keys', { ...createForm, name: 'Accounting' });
+    assert.equal(created.status, 200, 'the create form was not used up');
+    assert.equal(created.text.match(KEY)?.length, 1);
+    const rolled = await b.post(`${path}/roll`, { ...rollForm, overlap: '1h' });
+    assert.equal(rolled.status, 200, 'the roll form was not used up');
+    assert.equal((await b.post('/settings/api/keys', { ...createForm, name: 'Accounting' })).status, 409, 'now it is');
+  });
+
+  it('changes a password together with the sessions, or neither', async () => {
+    const d = await seedDirector(store.db, 'VIP');
+    const b = t.browser();
+    assert.equal((await b.login(d.email, d.password)).status, 303);
+    const form = formFields((await b.get('/settings/password')).text, '/settings/password');
+    const change = { ...form, current: d.password, next: 'a brand new password 2' };
+    const allow = await refuseInserts(store, 'cabinet_sessions');
+    try {
+      assert.equal((await b.post('/settings/password', change)).status, 500);
+    } finally {
+      await allow();
+    }
+    assert.ok(await verifyDirector(store.db, d.email, d.password), 'the password stayed');
+    assert.equal((await b.get('/settings/api')).status, 200, 'and the session with it');
+    assert.equal((await b.post('/settings/password', change)).status, 200);
+    assert.ok(await verifyDirector(store.db, d.email, 'a brand new password 2'));
   });
 });

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { openStore, type Store } from '../../src/db/index.js';
 
@@ -74,5 +75,24 @@ export async function createTestStore(options: { migrateTo?: string } = {}): Pro
       await c.end();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * Makes the store refuse every new row of `table` (a trigger raising `<table> refused`), as a
+ * failure halfway through a change would; the returned function lifts it.
+ */
+export async function refuseInserts(store: Store, table: string): Promise<() => Promise<void>> {
+  const name = sql.id(`refuse_${table}`);
+  const message = sql.lit(`${table} refused`);
+  if (store.dialect === 'sqlite') {
+    await sql`CREATE TRIGGER ${name} BEFORE INSERT ON ${sql.table(table)} BEGIN SELECT RAISE(ABORT, ${message}); END`.execute(store.db);
+    return async () => void (await sql`DROP TRIGGER ${name}`.execute(store.db));
+  }
+  await sql`CREATE FUNCTION ${name}() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION ${message}; END $$ LANGUAGE plpgsql`.execute(store.db);
+  await sql`CREATE TRIGGER ${name} BEFORE INSERT ON ${sql.table(table)} FOR EACH ROW EXECUTE FUNCTION ${name}()`.execute(store.db);
+  return async () => {
+    await sql`DROP TRIGGER ${name} ON ${sql.table(table)}`.execute(store.db);
+    await sql`DROP FUNCTION ${name}()`.execute(store.db);
   };
 }

@@ -3,11 +3,10 @@
  * not into an empty school, and nothing changed in a school that already has data.
  */
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
 import { after, before, describe, it } from 'node:test';
 import { checkRecord } from '../../src/importer/validate.js';
 import { importData, MAX_ERRORS, type ImportError, type ImportFile } from '../../src/importer/index.js';
-import { createTestStore, type TestStore } from '../helpers/store.js';
+import { createTestStore, refuseInserts, type TestStore } from '../helpers/store.js';
 import { NOTHING, addSchool, rowCounts, sampleFile, snapshot } from './helpers.js';
 
 /** Makes a record of the sample file writable as plain JSON, the way a bad file would arrive. */
@@ -183,12 +182,7 @@ describe('importer: a database failure midway', () => {
     store = await createTestStore();
     // Lessons are written after branches, groups, students, ...: failing there shows the
     // rows already sent in the same transaction are rolled back.
-    if (store.dialect === 'sqlite') {
-      await sql`CREATE TRIGGER refuse_lessons BEFORE INSERT ON lessons BEGIN SELECT RAISE(ABORT, 'lessons refused'); END`.execute(store.db);
-    } else {
-      await sql`CREATE FUNCTION refuse_lessons() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'lessons refused'; END $$ LANGUAGE plpgsql`.execute(store.db);
-      await sql`CREATE TRIGGER refuse_lessons BEFORE INSERT ON lessons FOR EACH ROW EXECUTE FUNCTION refuse_lessons()`.execute(store.db);
-    }
+    await refuseInserts(store, 'lessons');
   });
   after(async () => {
     await store.close();

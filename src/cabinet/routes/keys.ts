@@ -15,7 +15,7 @@ import { isOneLine } from '../../domain/text.js';
 import { formatTimestamp, nextDay, parseDate, startOfLocalDay, YEAR_10000_MS } from '../../domain/time.js';
 import { changeOwnPassword, checkPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, passwordLength } from '../../management/directors.js';
 import { keyDays, keyRequests } from '../../management/key-activity.js';
-import { createKey, findKey, isOverlap, KEY_NAME_MAX, keyEvents, MAX_ACTIVE_KEYS, keyNameLength, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
+import { createKey, findKey, isOverlap, KEY_NAME_MAX, keyEvents, MAX_ACTIVE_KEYS, keyNameLength, listKeys, revokeKey, rollKey, setAllowlist, type FirstStep, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
 import type { CabinetContext } from '../context.js';
 import { CabinetError, notFound, sendPage } from '../errors.js';
 import { formField, formTicked } from '../form.js';
@@ -23,7 +23,7 @@ import { signedView } from '../view.js';
 import { signedIn } from '../guard.js';
 import type { Messages } from '../i18n/index.js';
 import { randomToken, TOKEN_FORMAT } from '../security.js';
-import { claimFormNonce, COOKIE_OPTIONS, renewSession, SESSION_COOKIE } from '../session.js';
+import { claimFormNonce, COOKIE_OPTIONS, SESSION_COOKIE, startSessionIn } from '../session.js';
 import { admitPasswordAttempt } from '../throttle.js';
 import { keyPage, type KeyPageModel } from '../views/key.js';
 import { keyPath } from '../views/parts.js';
@@ -54,6 +54,13 @@ function passwordError(t: Messages['password'], next: string): string | null {
 
 const incomplete = () => new CabinetError(400, { page: 'incomplete' });
 const alreadySubmitted = () => new CabinetError(409, { page: 'alreadySent' });
+
+/** Claims a create or roll form's one-time token in the change's own transaction: refused (409) when it was used before. */
+const claimOnce =
+  (sessionId: string, nonce: string): FirstStep =>
+  async (trx) => {
+    if (!(await claimFormNonce(trx, sessionId, nonce))) throw alreadySubmitted();
+  };
 
 /** The scopes ticked in the create form (one checkbox `scope_<name>` each; none ticked: all). */
 function tickedScopes(body: unknown): KeyScope[] {
@@ -176,9 +183,7 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     const again = { scopes: typed.scopes, expires: typed.expires, allow: typed.allow };
     if (nameError !== null || name === null) return showKeys(reply, view, 400, { name: name ?? '', nameError: nameError ?? undefined, ...again });
     if (typed.options === null) return showKeys(reply, view, 400, { name, ...again, ...(typed.error === undefined ? {} : { optionsError: typed.error }) });
-    if (!(await claimFormNonce(db, viewer.sessionId, nonce))) throw alreadySubmitted();
-
-    const outcome = await createKey(db, viewer.school.id, name, typed.options, viewer.director.email, keyPolicy);
+    const outcome = await createKey(db, viewer.school.id, name, typed.options, viewer.director.email, keyPolicy, claimOnce(viewer.sessionId, nonce));
     // The form was checked above: what is left is the plan or the key limit, which the page shows.
     if (!outcome.ok) return showKeys(reply, view, 409, { name, ...again, notice: { kind: 'error', text: view.locale.t.keys.notCreated } });
     request.log.info({ event: 'cabinet_key_created', keyId: outcome.value.id }, 'key created');
@@ -226,20 +231,17 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     const admission = await admitPasswordAttempt(limiter, request, reply, view.viewer.director.email, 'cabinet_password_change');
     if (!admission.admitted) return sendPage(reply, admission.status, passwordPage(view, { kind: 'error', text: admission.status === 429 ? t.throttled : t.unavailable }));
     const { attempt } = admission;
-    const outcome = await changeOwnPassword(db, {
-      email: view.viewer.director.email,
-      current: formField(request.body, 'current') ?? '',
-      next,
-      keepSessionId: view.viewer.sessionId,
-    });
+    // This browser goes on signed in, under a new session: a copy of the old cookie is worthless.
+    const outcome = await changeOwnPassword(db, { email: view.viewer.director.email, current: formField(request.body, 'current') ?? '', next }, (trx) =>
+      startSessionIn(trx, view.viewer, policy),
+    );
     // The new password passed the same rules above: only the current one can be wrong.
     if (!outcome.ok) {
       request.log.warn({ ...attempt, outcome: 'failed' }, 'password change: current password wrong');
       return refused(t.wrongCurrent);
     }
     request.log.info({ event: 'cabinet_password_changed', directorId: view.viewer.director.id }, 'password changed');
-    // This browser goes on signed in, under a new session: a copy of the old cookie is worthless.
-    const renewed = await renewSession(db, view.viewer, policy);
+    const renewed = outcome.value;
     reply.setCookie(SESSION_COOKIE, renewed.token, { ...COOKIE_OPTIONS, maxAge: Math.floor(policy.maxMs / 1000) });
     return sendPage(reply, 200, passwordPage({ ...view, viewer: renewed.session }, { kind: 'success', text: t.changed }));
   });
@@ -271,8 +273,7 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     const overlap = formField(request.body, 'overlap') ?? '';
     const nonce = formField(request.body, 'nonce');
     if (!isOverlap(overlap) || nonce === null || !TOKEN_FORMAT.test(nonce)) throw incomplete();
-    if (!(await claimFormNonce(db, view.viewer.sessionId, nonce))) throw alreadySubmitted();
-    const outcome = await rollKey(db, key.id, overlap, view.viewer.director.email, keyPolicy, view.viewer.school.id);
+    const outcome = await rollKey(db, key.id, overlap, view.viewer.director.email, keyPolicy, view.viewer.school.id, claimOnce(view.viewer.sessionId, nonce));
     if (!outcome.ok) return showKey(reply, view, 409, key.id, { notice: { kind: 'error', text: await whyNotRolled(view, key.id) } });
     request.log.info({ event: 'cabinet_key_rolled', keyId: key.id, newKeyId: outcome.value.created.id }, 'key rolled');
     return sendPage(reply, 200, newKeyPage(view, outcome.value.created));
