@@ -8,7 +8,7 @@
 import { hash } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Config } from '../config/index.js';
-import { isLockWait } from '../db/index.js';
+import { isLockWait, withoutLockWait } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { formatTimestamp } from '../domain/time.js';
 import { randomToken, TOKEN_FORMAT } from './security.js';
@@ -77,13 +77,13 @@ async function insertSession(db: Kysely<Database>, directorId: string, policy: S
 }
 
 /**
- * A session's upkeep, written when it can be: while another process holds SQLite's write
- * lock past the store's timeout (an import merging), an expired session's row stays until
- * a later request removes it, and an idle period is extended by a later request.
+ * A session's upkeep, written when it can be at once: while another process holds SQLite's
+ * write lock (an import merging), an expired session's row stays until a later request
+ * removes it, and an idle period is extended by a later request; the page does not wait.
  */
-async function unlessLocked(write: Promise<unknown>): Promise<void> {
+async function unlessLocked(db: Kysely<Database>, write: (db: Kysely<Database>) => Promise<unknown>): Promise<void> {
   try {
-    await write;
+    await write(withoutLockWait(db));
   } catch (error) {
     if (!isLockWait(error)) throw error;
   }
@@ -108,12 +108,12 @@ export async function findSession(db: Kysely<Database>, token: string | undefine
   const now = Date.now();
   const nowText = formatTimestamp(now);
   if (nowText >= row.idle_expires_at || nowText >= row.expires_at) {
-    await unlessLocked(endSession(db, id));
+    await unlessLocked(db, (upkeep) => endSession(upkeep, id));
     return { state: 'expired' };
   }
   const idleExpiresAt = formatTimestamp(Math.min(now + policy.idleMs, Date.parse(row.expires_at)));
   if (Date.parse(idleExpiresAt) - Date.parse(row.idle_expires_at) >= Math.min(60_000, policy.idleMs / 10)) {
-    await unlessLocked(db.updateTable('cabinet_sessions').set({ idle_expires_at: idleExpiresAt }).where('id', '=', id).execute());
+    await unlessLocked(db, (upkeep) => upkeep.updateTable('cabinet_sessions').set({ idle_expires_at: idleExpiresAt }).where('id', '=', id).execute());
   }
   return {
     state: 'active',

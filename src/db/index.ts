@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteAdapter, SqliteDialect, type SqliteDriver, type Compilable, type DatabaseConnection, type Driver, type TransactionSettings, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteAdapter, SqliteDialect, type SqliteDriver, type Compilable, type DatabaseConnection, type Driver, type TransactionSettings, type Expression, type KyselyPlugin, type Migration, type QueryId, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
 import { ensureDirectory, type Config } from '../config/index.js';
@@ -258,6 +258,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
  * a statement begun outside a transaction (a write, or the `begin immediate` of one) is
  * tried again after a pause, up to `timeoutMs`, then fails with SQLITE_BUSY. SQLite's own
  * busy wait would do the same but block the thread, and with it every request of a server.
+ * A statement run through `withoutLockWait` is tried once.
  */
 class WritingSqliteDialect extends SqliteDialect {
   private readonly inTransaction: () => boolean;
@@ -272,7 +273,8 @@ class WritingSqliteDialect extends SqliteDialect {
       database,
       onCreateConnection: (connection) => {
         const execute = connection.executeQuery.bind(connection);
-        connection.executeQuery = <R>(query: CompiledQuery) => (inTransaction() ? execute<R>(query) : whenNotBusy(() => execute<R>(query), timeoutMs, onLockWait));
+        connection.executeQuery = <R>(query: CompiledQuery) =>
+          inTransaction() || unwaited.has(query.queryId) ? execute<R>(query) : whenNotBusy(() => execute<R>(query), timeoutMs, onLockWait);
         return Promise.resolve();
       },
     });
@@ -296,6 +298,26 @@ class WritingSqliteDialect extends SqliteDialect {
     };
     return driver;
   }
+}
+
+/** The statements `withoutLockWait` marks, by their query's id (Kysely's way to follow one query through a plugin). */
+const unwaited = new WeakSet<QueryId>();
+const NO_LOCK_WAIT: KyselyPlugin = {
+  transformQuery: ({ node, queryId }) => {
+    unwaited.add(queryId);
+    return node;
+  },
+  transformResult: ({ result }) => Promise.resolve(result),
+};
+
+/**
+ * The store for a write better left undone than waited for (a cabinet session's upkeep): on
+ * SQLite, a statement outside a transaction that finds another process's write lock fails
+ * at once with SQLITE_BUSY, instead of waiting up to the store's timeout while the writing
+ * connection's other queries queue behind it. On PostgreSQL nothing changes.
+ */
+export function withoutLockWait(db: Kysely<Database>): Kysely<Database> {
+  return db.withPlugin(NO_LOCK_WAIT);
 }
 
 /** Pauses between tries of a statement that found the database busy, as SQLite's own busy handler's; then the last, repeated. */

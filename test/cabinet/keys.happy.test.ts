@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { hashKey } from '../../src/access/keys.js';
 import { sqlitePath } from '../../src/db/index.js';
+import { formatTimestamp } from '../../src/domain/time.js';
 import { createKey, MAX_ACTIVE_KEYS, revokeKey } from '../../src/management/keys.js';
 import { setPlan } from '../../src/management/schools.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -164,15 +165,22 @@ describe('Settings -> API', () => {
       assert.ok(key.ok);
       const href = `/settings/api/keys/${key.value.id}/revoke`;
       const fields = formFields((await b.get(href)).text, href);
+      // The session's idle period is due to be extended: the next page view writes it when it can.
+      const director = store.db.selectFrom('directors').select('id').where('school_id', '=', schoolId);
+      const idleEnd = () => store.db.selectFrom('cabinet_sessions').select('idle_expires_at').where('director_id', 'in', director).executeTakeFirstOrThrow();
+      const due = formatTimestamp(Date.now() + 120_000);
+      await store.db.updateTable('cabinet_sessions').set({ idle_expires_at: due }).where('director_id', 'in', director).execute();
       // As an import's merge does, from another connection: the file's write lock, held.
       const importer = new SQLite(sqlitePath({ dataDir: store.dataDir }));
       importer.exec('begin immediate');
       try {
-        // Reading needs no lock: the key list and the key's page open at once.
+        // Reading needs no lock: the key list and the key's page open at once, the session's
+        // upkeep left for later.
         const started = performance.now();
         assert.equal((await b.get('/settings/api')).status, 200);
         assert.equal((await b.get(`/settings/api/keys/${key.value.id}`)).status, 200);
         assert.ok(performance.now() - started < 2000, 'a page waited for the lock');
+        assert.equal((await idleEnd()).idle_expires_at, due);
         const busy = await b.post(href, fields);
         assert.equal(busy.status, 503);
         assert.equal(busy.headers['retry-after'], '60');
@@ -184,6 +192,8 @@ describe('Settings -> API', () => {
         importer.close();
       }
       assert.equal((await api.request(STUDENTS, { key: key.value.key })).status, 200, 'the key stayed active');
+      assert.equal((await b.get('/settings/api')).status, 200);
+      assert.ok((await idleEnd()).idle_expires_at > due, 'the idle period is extended once the lock is free');
       const done = await b.post(href, fields);
       assert.equal(done.status, 303);
       assert.equal((await api.request(STUDENTS, { key: key.value.key })).status, 401);
