@@ -41,6 +41,9 @@ const sessionId = (token: string): string => hash('sha256', token, 'hex');
 
 /** Starts a session and returns the token for the cookie (the only place it exists). */
 export async function startSession(db: Kysely<Database>, directorId: string, policy: SessionPolicy): Promise<string> {
+  // Ended sessions are cleared here, a sign-in being rare enough to pay for it.
+  const now = formatTimestamp(Date.now());
+  await db.deleteFrom('cabinet_sessions').where((eb) => eb.or([eb('idle_expires_at', '<=', now), eb('expires_at', '<=', now)])).execute();
   return (await insertSession(db, directorId, policy)).token;
 }
 
@@ -60,8 +63,6 @@ async function insertSession(db: Kysely<Database>, directorId: string, policy: S
   const csrf = randomToken();
   const now = Date.now();
   const created = formatTimestamp(now);
-  // Ended sessions are cleared here, a sign-in being rare enough to pay for it.
-  await db.deleteFrom('cabinet_sessions').where((eb) => eb.or([eb('idle_expires_at', '<=', created), eb('expires_at', '<=', created)])).execute();
   await db
     .insertInto('cabinet_sessions')
     .values({

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteAdapter, SqliteDialect, type SqliteDriver, type Compilable, type DatabaseConnection, type Driver, type TransactionSettings, type Expression, type KyselyPlugin, type Migration, type QueryId, type RawBuilder, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteAdapter, SqliteDialect, type SqliteDriver, type Compilable, type DatabaseConnection, type Driver, type TransactionSettings, type Expression, type KyselyPlugin, type Migration, type QueryId, type RawBuilder, type SqliteDatabase, type SqliteStatement, type Transaction } from 'kysely';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
 import { ensureDirectory, type Config } from '../config/index.js';
@@ -300,6 +300,12 @@ class WritingSqliteDialect extends SqliteDialect {
   }
 }
 
+/**
+ * A caller's part of a change, run in the change's own transaction so that both commit
+ * together: what it throws undoes the whole change.
+ */
+export type Step<T = void> = (trx: Transaction<Database>) => Promise<T>;
+
 /** The statements `withoutLockWait` marks, by their query's id (Kysely's way to follow one query through a plugin). */
 const unwaited = new WeakSet<QueryId>();
 const NO_LOCK_WAIT: KyselyPlugin = {
@@ -317,8 +323,11 @@ const NO_LOCK_WAIT: KyselyPlugin = {
  * connection's other queries queue behind it. On PostgreSQL nothing changes.
  */
 export function withoutLockWait(db: Kysely<Database>): Kysely<Database> {
-  return db.withPlugin(NO_LOCK_WAIT);
+  let unwaiting = unwaitingOf.get(db);
+  if (unwaiting === undefined) unwaitingOf.set(db, (unwaiting = db.withPlugin(NO_LOCK_WAIT)));
+  return unwaiting;
 }
+const unwaitingOf = new WeakMap<Kysely<Database>, Kysely<Database>>();
 
 /** Pauses between tries of a statement that found the database busy, as SQLite's own busy handler's; then the last, repeated. */
 const BUSY_PAUSES_MS = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];

@@ -8,7 +8,8 @@
  * stored with each hash, so they can be raised later without breaking old hashes.
  */
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
+import type { Step } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { nowTimestamp } from '../domain/time.js';
 import { findSchool, type Outcome } from './schools.js';
@@ -204,7 +205,7 @@ export async function setDirectorPassword(db: Kysely<Database>, email: string, p
 export async function changeOwnPassword<T>(
   db: Kysely<Database>,
   input: { email: string; current: string; next: string },
-  then: (trx: Transaction<Database>) => Promise<T>,
+  then: Step<T>,
   params: ScryptParams = DEFAULT_SCRYPT,
 ): Promise<Outcome<T>> {
   const director = await verifyDirector(db, input.email, input.current);

@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { generateKey, holdsKey } from '../access/keys.js';
-import { announceKeyChanges, onPostgres } from '../db/index.js';
+import { announceKeyChanges, onPostgres, type Step } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { parseAllowlist } from '../domain/addresses.js';
 import { API_PLANS, type Plan } from '../domain/enums.js';
@@ -38,12 +38,8 @@ export type RevokeReason = 'revoked' | 'rolled' | 'expired' | 'unused';
 export const OVERLAPS = { now: 0, '1h': 3_600_000, '24h': DAY_MS, '7d': 7 * DAY_MS } as const;
 export type Overlap = keyof typeof OVERLAPS;
 
-/**
- * A write of the caller's made first in a change's own transaction (the cabinet claims its
- * form's one-time token there), so that the two commit together: an error it throws undoes both.
- */
-export type FirstStep = (trx: Transaction<Database>) => Promise<void>;
-const noStep: FirstStep = async () => {};
+/** A key change's first step when its caller gives none (the cabinet claims its form's one-time token there). */
+const noStep: Step = async () => {};
 
 export function isOverlap(text: string): text is Overlap {
   return Object.hasOwn(OVERLAPS, text);
@@ -272,6 +268,7 @@ function optionsDetail(created: CreatedKey): Record<string, unknown> {
   return { scopes: created.scopes, expires_at: created.expires_at, allow: created.allow, ...(created.rolled_from === null ? {} : { rolled_from: created.rolled_from }) };
 }
 
+/** Creates a key (its value shown once) if the school has a free place; `first` runs first in its transaction. */
 export async function createKey(
   db: Kysely<Database>,
   schoolId: string,
@@ -279,7 +276,7 @@ export async function createKey(
   options: KeyOptions = {},
   actor: Actor = OPERATOR,
   policy: KeyPolicy = { unusedDays: 0 },
-  first: FirstStep = noStep,
+  first: Step = noStep,
 ): Promise<Outcome<CreatedKey>> {
   const name = checkName(rawName);
   if (!name.ok) return name;
@@ -359,7 +356,8 @@ const ended = (reason: string | null): string => ENDED[(reason ?? 'revoked') as 
 /**
  * Rolls a key: a new key with the old one's name, scopes and allowlist (shown once), and
  * the old one revoked after `overlap`. The new key needs a free place among the 10 active
- * keys. With `schoolId`, only that school's key (the cabinet's case).
+ * keys. With `schoolId`, only that school's key (the cabinet's case); `first` runs first in
+ * its transaction.
  */
 export async function rollKey(
   db: Kysely<Database>,
@@ -368,7 +366,7 @@ export async function rollKey(
   actor: Actor = OPERATOR,
   policy: KeyPolicy = { unusedDays: 0 },
   schoolId?: string,
-  first: FirstStep = noStep,
+  first: Step = noStep,
 ): Promise<Outcome<RolledKey>> {
   const nowMs = Date.now();
   const now = formatTimestamp(nowMs);

@@ -175,7 +175,7 @@ describe('Settings -> API', () => {
       importer.exec('begin immediate');
       try {
         // Reading needs no lock: the key list and the key's page open at once, the session's
-        // upkeep left for later.
+        // upkeep left for later (waited for, each view would take the store's 3 s timeout).
         const started = performance.now();
         assert.equal((await b.get('/settings/api')).status, 200);
         assert.equal((await b.get(`/settings/api/keys/${key.value.id}`)).status, 200);

@@ -7,6 +7,7 @@ import type { FastifyPluginCallback, FastifyReply } from 'fastify';
 import type { Kysely } from 'kysely';
 import { holdsKey } from '../../access/keys.js';
 import { planLimit } from '../../access/plans.js';
+import type { Step } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { MAX_ALLOW_ENTRIES, parseAllowlist } from '../../domain/addresses.js';
 import { ID } from '../../domain/ids.js';
@@ -15,7 +16,7 @@ import { isOneLine } from '../../domain/text.js';
 import { formatTimestamp, nextDay, parseDate, startOfLocalDay, YEAR_10000_MS } from '../../domain/time.js';
 import { changeOwnPassword, checkPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, passwordLength } from '../../management/directors.js';
 import { keyDays, keyRequests } from '../../management/key-activity.js';
-import { createKey, findKey, isOverlap, KEY_NAME_MAX, keyEvents, MAX_ACTIVE_KEYS, keyNameLength, listKeys, revokeKey, rollKey, setAllowlist, type FirstStep, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
+import { createKey, findKey, isOverlap, KEY_NAME_MAX, keyEvents, MAX_ACTIVE_KEYS, keyNameLength, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
 import type { CabinetContext } from '../context.js';
 import { CabinetError, notFound, sendPage } from '../errors.js';
 import { formField, formTicked } from '../form.js';
@@ -57,7 +58,7 @@ const alreadySubmitted = () => new CabinetError(409, { page: 'alreadySent' });
 
 /** Claims a create or roll form's one-time token in the change's own transaction: refused (409) when it was used before. */
 const claimOnce =
-  (sessionId: string, nonce: string): FirstStep =>
+  (sessionId: string, nonce: string): Step =>
   async (trx) => {
     if (!(await claimFormNonce(trx, sessionId, nonce))) throw alreadySubmitted();
   };
