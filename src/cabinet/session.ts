@@ -10,7 +10,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Config } from '../config/index.js';
 import { isLockWait, withoutLockWait } from '../db/index.js';
 import type { Database } from '../db/schema.js';
-import { formatTimestamp } from '../domain/time.js';
+import { formatTimestamp, nowTimestamp } from '../domain/time.js';
 import { randomToken, TOKEN_FORMAT } from './security.js';
 
 export const SESSION_COOKIE = '__Host-sd_session';
@@ -41,8 +41,10 @@ const sessionId = (token: string): string => hash('sha256', token, 'hex');
 
 /** Starts a session and returns the token for the cookie (the only place it exists). */
 export async function startSession(db: Kysely<Database>, directorId: string, policy: SessionPolicy): Promise<string> {
-  // Ended sessions are cleared here, a sign-in being rare enough to pay for it.
-  const now = formatTimestamp(Date.now());
+  // Ended sessions are cleared here, a sign-in being rare enough to pay for it (not in a
+  // password change: its transaction holds the director's rows, and clearing others' there
+  // could deadlock with a sign-in's clearing on PostgreSQL).
+  const now = nowTimestamp();
   await db.deleteFrom('cabinet_sessions').where((eb) => eb.or([eb('idle_expires_at', '<=', now), eb('expires_at', '<=', now)])).execute();
   return (await insertSession(db, directorId, policy)).token;
 }

@@ -41,6 +41,12 @@ export { openBulkConnection, type BulkConnection, type RowLoader } from './bulk.
 
 export type Dialect = 'sqlite' | 'postgres';
 
+/**
+ * A caller's part of a change, run in the change's own transaction so that both commit
+ * together: what it throws undoes the whole change.
+ */
+export type Step<T = void> = (trx: Transaction<Database>) => Promise<T>;
+
 export interface Store {
   /** Migrations, imports, management and the cabinet: everything that writes. */
   readonly db: Kysely<Database>;
@@ -300,12 +306,6 @@ class WritingSqliteDialect extends SqliteDialect {
   }
 }
 
-/**
- * A caller's part of a change, run in the change's own transaction so that both commit
- * together: what it throws undoes the whole change.
- */
-export type Step<T = void> = (trx: Transaction<Database>) => Promise<T>;
-
 /** The statements `withoutLockWait` marks, by their query's id (Kysely's way to follow one query through a plugin). */
 const unwaited = new WeakSet<QueryId>();
 const NO_LOCK_WAIT: KyselyPlugin = {
@@ -315,6 +315,8 @@ const NO_LOCK_WAIT: KyselyPlugin = {
   },
   transformResult: ({ result }) => Promise.resolve(result),
 };
+/** Each store's Kysely instance with NO_LOCK_WAIT, made once. */
+const unwaitingOf = new WeakMap<Kysely<Database>, Kysely<Database>>();
 
 /**
  * The store for a write better left undone than waited for (a cabinet session's upkeep): on
@@ -327,7 +329,6 @@ export function withoutLockWait(db: Kysely<Database>): Kysely<Database> {
   if (unwaiting === undefined) unwaitingOf.set(db, (unwaiting = db.withPlugin(NO_LOCK_WAIT)));
   return unwaiting;
 }
-const unwaitingOf = new WeakMap<Kysely<Database>, Kysely<Database>>();
 
 /** Pauses between tries of a statement that found the database busy, as SQLite's own busy handler's; then the last, repeated. */
 const BUSY_PAUSES_MS = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];

@@ -38,7 +38,7 @@ export type RevokeReason = 'revoked' | 'rolled' | 'expired' | 'unused';
 export const OVERLAPS = { now: 0, '1h': 3_600_000, '24h': DAY_MS, '7d': 7 * DAY_MS } as const;
 export type Overlap = keyof typeof OVERLAPS;
 
-/** A key change's first step when its caller gives none (the cabinet claims its form's one-time token there). */
+/** A key change's first step when its caller gives none (the CLI; the cabinet's step claims its form's one-time token). */
 const noStep: Step = async () => {};
 
 export function isOverlap(text: string): text is Overlap {

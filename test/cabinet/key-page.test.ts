@@ -369,6 +369,20 @@ describe('the director changes their own password', () => {
     assert.notEqual((await here.get('/settings/api')).status, 200, 'signed out');
   });
 
+  it("clears other directors' ended sessions at a sign-in, not within a password change's transaction", async () => {
+    const other = await seedDirector(store.db, 'VIP');
+    assert.equal((await t.browser().login(other.email, other.password)).status, 303);
+    const otherSessions = store.db.selectFrom('cabinet_sessions').select('id').where('director_id', 'in', store.db.selectFrom('directors').select('id').where('school_id', '=', other.schoolId));
+    const d = await seedDirector(store.db, 'VIP');
+    const b = t.browser();
+    assert.equal((await b.login(d.email, d.password)).status, 303);
+    await store.db.updateTable('cabinet_sessions').set({ expires_at: formatTimestamp(Date.now() - 1000) }).where('id', 'in', otherSessions).execute();
+    assert.equal((await b.submit('/settings/password', '/settings/password', { current: d.password, next: 'a brand new password 3' })).status, 200);
+    assert.equal((await otherSessions.execute()).length, 1, 'left to the next sign-in');
+    assert.equal((await t.browser().login(d.email, 'a brand new password 3')).status, 303);
+    assert.equal((await otherSessions.execute()).length, 0);
+  });
+
   it('changes the password and the sessions together, or neither when the store fails halfway', async () => {
     const d = await seedDirector(store.db, 'VIP');
     const b = t.browser();
