@@ -4,6 +4,7 @@
  * (docs/operations.md, "Request path and stored answers", gives the reasons):
  * - an entry is keyed by school, data version, time zone, currency, the target byte
  *   for byte and the key's scopes when it has not all of them, so an import that commits makes every older entry unreachable on every instance;
+ * - a school's entries of its earlier data leave as soon as a key's row brings its new data;
  * - memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB); answers are kept as sent while they
  *   fit, then the oldest compressible one is gzipped (a hot one is kept as sent again:
  *   `unzipped`); when none is left, the larger of two entries picked at random is removed;
@@ -25,6 +26,8 @@ interface Entry extends StoredResponse {
   target: string;
   /** Where the entry is in `order`, for removal in constant time. */
   slot: number;
+  /** Whether it waits in `toCompress` (kept as sent, not yet tried); a removed entry never does. */
+  queued: boolean;
   bytes: number;
   /** Times the gzipped body was unzipped to be sent since `unzipsSince` (ms, performance.now()). */
   unzips: number;
@@ -93,16 +96,17 @@ export class ResponseCache {
   private readonly byPrefix = new Map<string, Map<string, Entry>>();
   /** Per Tenant object (one for all the requests of a key: src/access/decide.ts), its part of the key. */
   private readonly prefixes = new WeakMap<Tenant, string>();
+  /** Per school id, the data (version and stamp) its entries are kept for, and their parts of the key. */
+  private readonly schools = new Map<string, { data: string; prefixes: string[] }>();
   private readonly order: Entry[] = [];
   private bytes = 0;
   /**
    * The entries that may yet be gzipped, in the order they were stored, from
-   * `toCompressHead` on. Entries are removed only when it is empty, so none of them is
-   * one that was removed.
+   * `toCompressHead` on; those removed since they were queued are passed over.
    */
   private toCompress: Entry[] = [];
   private toCompressHead = 0;
-  /** Their bodies, in bytes. */
+  /** The bodies of those still `queued`, in bytes. */
   private compressibleBytes = 0;
   private hits = 0;
   private misses = 0;
@@ -129,12 +133,34 @@ export class ResponseCache {
   private prefixOf(tenant: Tenant): string {
     let prefix = this.prefixes.get(tenant);
     if (prefix === undefined) {
-      const base = `${tenant.id}\n${tenant.dataVersion}.${tenant.dataStamp}\n${tenant.timezone}\n${tenant.currency}`;
+      const data = `${tenant.dataVersion}.${tenant.dataStamp}`;
+      const base = `${tenant.id}\n${data}\n${tenant.timezone}\n${tenant.currency}`;
       // A key limited to some scopes gets answers of its own (the changes feed differs by scope).
       prefix = tenant.scopes === ALL_SCOPES ? base : `${base}\n${tenant.scopes}`;
       this.prefixes.set(tenant, prefix);
+      this.met(tenant.id, data, prefix);
     }
     return prefix;
+  }
+
+  /**
+   * A key's row met for the first time: when it brings the school's data other than the
+   * data its entries are kept for (an import committed, or a store restored), those entries
+   * can never be sent again and leave now, not when making room reaches them. The row read
+   * last is taken as the school's data: a row read before an import and met after a newer
+   * one (requests in flight across the commit) only costs the newer answers.
+   */
+  private met(schoolId: string, data: string, prefix: string): void {
+    const school = this.schools.get(schoolId);
+    if (school === undefined) {
+      this.schools.set(schoolId, { data, prefixes: [prefix] });
+    } else if (school.data !== data) {
+      for (const old of school.prefixes) for (const entry of this.byPrefix.get(old)?.values() ?? []) this.remove(entry);
+      school.data = data;
+      school.prefixes = [prefix];
+    } else if (!school.prefixes.includes(prefix)) {
+      school.prefixes.push(prefix);
+    }
   }
 
   private find(tenant: Tenant, target: string): Entry | undefined {
@@ -182,7 +208,7 @@ export class ResponseCache {
     while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
     const compressible = body.length >= this.compressFrom;
     const entry: Entry = {
-      prefix, target, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip,
+      prefix, target, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, queued: compressible, bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip,
     };
     this.order.push(entry);
     // Looked up again: making room may have removed the school's last entry, and its map.
@@ -202,7 +228,7 @@ export class ResponseCache {
    * removes the larger of two entries picked at random (see above).
    */
   private makeRoom(): void {
-    if (this.toCompressHead < this.toCompress.length) {
+    if (this.nextToCompress() !== undefined) {
       this.compressOldest();
       return;
     }
@@ -211,9 +237,13 @@ export class ResponseCache {
     this.remove(a.bytes >= b.bytes ? a : b);
   }
 
-  /** Gzips the entry stored longest ago of those not yet tried (there is one). */
-  private compressOldest(): void {
-    const entry = this.toCompress[this.toCompressHead]!;
+  /** The entry stored longest ago of those not yet tried, the removed ones passed over. */
+  private nextToCompress(): Entry | undefined {
+    while (this.toCompressHead < this.toCompress.length && !this.toCompress[this.toCompressHead]!.queued) this.passToCompressHead();
+    return this.toCompress[this.toCompressHead];
+  }
+
+  private passToCompressHead(): void {
     this.toCompressHead += 1;
     if (this.toCompressHead === this.toCompress.length) {
       this.toCompress = [];
@@ -222,6 +252,13 @@ export class ResponseCache {
       this.toCompress = this.toCompress.slice(this.toCompressHead);
       this.toCompressHead = 0;
     }
+  }
+
+  /** Gzips the entry stored longest ago of those not yet tried (there is one while `compressibleBytes` is above 0). */
+  private compressOldest(): void {
+    const entry = this.nextToCompress()!;
+    this.passToCompressHead();
+    entry.queued = false;
     this.compressibleBytes -= entry.body.length;
     const gzipped = gzip(entry.body);
     if (gzipped.length > entry.body.length * WORTH_COMPRESSING) return;
@@ -255,9 +292,10 @@ export class ResponseCache {
     entry.unzips = 0;
     entry.bytes += grown;
     this.bytes += grown;
+    entry.queued = true;
     this.toCompress.push(entry);
     this.compressibleBytes += plain.length;
-    while ((this.bytes > this.maxBytes || this.compressibleBytes > this.plainBytes) && this.toCompress[this.toCompressHead] !== entry) this.compressOldest();
+    while ((this.bytes > this.maxBytes || this.compressibleBytes > this.plainBytes) && this.nextToCompress() !== entry) this.compressOldest();
     // gzip freed less than counted on: room is made as for a new answer.
     while (this.bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
   }
@@ -285,5 +323,9 @@ export class ResponseCache {
     school.delete(entry.target);
     if (school.size === 0) this.byPrefix.delete(entry.prefix);
     this.bytes -= entry.bytes;
+    if (entry.queued) {
+      entry.queued = false;
+      this.compressibleBytes -= entry.body.length;
+    }
   }
 }

@@ -131,6 +131,36 @@ describe('stored responses', () => {
     assert.match(other.full_name, / B$/);
   });
 
+  it('lets the answers stored for a school\'s earlier data go once a request brings its new data, and keeps other schools\'', async () => {
+    const metrics = new ApiMetrics();
+    const three = await startTestApp({ store, metrics, config: { rateLimitVip: 100_000 } });
+    const storedBytes = async () => Number(/^school_data_stored_answer_bytes (\d+)$/m.exec(await metrics.exposition())?.[1]);
+    const hits = async () => Number(/^school_data_stored_answer_lookups_total\{result="hit"\} (\d+)$/m.exec(await metrics.exposition())?.[1] ?? 0);
+    try {
+      const other = '/api/public/v1/students/s1';
+      assert.equal((await three.request(other, { key: w.b.key })).status, 200);
+      const otherOnly = await storedBytes();
+      for (const path of PATHS) assert.equal((await three.request(path, { key: w.a.key })).status, 200, path);
+      const all = await storedBytes();
+      assert.ok(all > 2 * otherOnly, `${all} bytes for five answers, ${otherOnly} for one`);
+
+      const result = await importData(store.db, w.a.id, {
+        students: [{ id: 's1', full_name: 'Ещё одно имя', phone: '+79990000001', email: 's1@example.ru', category: 'B', status: 'learning_practice', group_id: 'g1', branch_id: 'br1', created_at: '2026-01-10T09:00:00Z' }],
+      });
+      assert.ok(result.ok, JSON.stringify(result));
+      // The first request after the import brings the new data version: the four older answers leave, its own is stored.
+      const card = await three.request(PATHS[1]!, { key: w.a.key });
+      assert.equal((card.json() as { full_name: string }).full_name, 'Ещё одно имя');
+      const now = await storedBytes();
+      assert.ok(now < all - otherOnly, `${now} bytes after the import, ${all} before`);
+      const before = await hits();
+      assert.equal((await three.request(other, { key: w.b.key })).status, 200);
+      assert.equal(await hits(), before + 1, 'the other school\'s answer is still stored');
+    } finally {
+      await three.close();
+    }
+  });
+
   it('gives every client the same answer stored as made, whatever compression it takes', async () => {
     const decoded = (res: TestResponse): string => {
       const encoding = res.headers['content-encoding'];
@@ -430,6 +460,50 @@ describe('ResponseCache', () => {
     const body = none.get(tenant('s'), '/p0')!.body;
     for (let n = 0; n < 20; n++) encoded(none.get(tenant('s'), '/p0')!, undefined);
     assert.equal(none.get(tenant('s'), '/p0')!.body, body, 'not unzipped and gzipped again');
+  });
+
+  it('lets a school\'s answers of other data go when a key brings its new data, whatever their scopes, and keeps other schools\'', () => {
+    const cache = new ResponseCache(1 << 20, { compressFrom: 1024 });
+    const limited = (version: number) => ({ ...tenant('s', version), scopes: scopeSetOf(['students']) });
+    cache.set(tenant('s', 1), '/a', json(0), 'application/json', 'v');
+    cache.set(tenant('s', 1), '/small', body(10), 'application/json', 'v');
+    cache.set(limited(1), '/a', body(10), 'application/json', 'v');
+    cache.set(tenant('t', 1), '/a', body(10), 'application/json', 'v');
+    const onlyT = new ResponseCache(1 << 20, { compressFrom: 1024 });
+    onlyT.set(tenant('t', 1), '/a', body(10), 'application/json', 'v');
+    assert.equal(cache.size.entries, 4);
+
+    // A look-up with the new version is enough: what the old ones cost is given back at once.
+    assert.equal(cache.get(tenant('s', 2), '/a'), undefined);
+    assert.deepEqual(cache.size, onlyT.size);
+    assert.equal(cache.get(limited(1), '/a'), undefined);
+    assert.ok(cache.get(tenant('t', 1), '/a'));
+
+    // A store restored: the same version with another stamp is other data too.
+    cache.set(tenant('s', 2), '/a', body(10), 'application/json', 'v2');
+    cache.set(limited(2), '/a', body(10), 'application/json', 'v2');
+    assert.equal(cache.get({ ...tenant('s', 2), dataStamp: 'BBBBBBBB' }, '/a'), undefined);
+    assert.deepEqual(cache.size, onlyT.size);
+  });
+
+  it('does not gzip or count an answer that left while it waited to be gzipped', () => {
+    const size = json(0).length;
+    const limit = 10 * (size + 700);
+    const cache = new ResponseCache(limit, { compressFrom: 1024, random: seededRandom(3) });
+    for (let i = 0; i < 8; i++) cache.set(tenant('s', 1), `/p${i}`, json(i), 'application/json', 'v');
+    const left = Array.from({ length: 8 }, (_, i) => cache.get(tenant('s', 1), `/p${i}`)!);
+    assert.ok(left.every((e) => !e.gzipped));
+    // The new data's pages fill the store: gzipping makes their room, and it starts with them, not with those that left.
+    for (let i = 0; i < 40; i++) cache.set(tenant('s', 2), `/p${i}`, json(100 + i), 'application/json', 'v');
+    assert.ok(left.every((e) => !e.gzipped), 'an answer that left was gzipped');
+    const kept = Array.from({ length: 40 }, (_, i) => cache.get(tenant('s', 2), `/p${i}`)!);
+    assert.equal(cache.size.entries, 40);
+    assert.ok(kept.filter((e) => e.gzipped).length > 20);
+    const t = tenant('s', 2);
+    const counted = kept.reduce((sum, e, i) => sum + e.body.length + `${t.id}\n${t.dataVersion}.${t.dataStamp}\n${t.timezone}\n${t.currency}\n/p${i}`.length * 2 + 600, 0);
+    assert.equal(cache.size.bytes, counted);
+    assert.ok(cache.size.bytes <= limit);
+    for (let i = 0; i < 40; i++) assert.deepEqual(plainBody(kept[i]!), json(100 + i));
   });
 
   it('does not store a body over its size limit: a long page of the changes feed, read once', () => {
