@@ -4,7 +4,7 @@
  * delta with upserts and deletions every few seconds, through the real CLI), then a
  * graceful stop. It passes when the server never died (no abort), answered only 200s,
  * every import succeeded, and SIGTERM ended it with exit code 0. Prints the figures that
- * docs/performance.md quotes, for the Node.js line it runs on.
+ * docs/performance.md quotes (the stored answers' share among them), for the Node.js line it runs on.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,6 +13,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureDataset, locateDataset } from './dataset/load.js';
 import { datasetShape } from './dataset/shape.js';
+import { loadTls } from '../src/tls.js';
+import { serverCounts } from './probe.js';
 import { MIXED_SCENARIO } from './scenarios.js';
 import { freePort, PeakRss, ROOT, SERVER_NODE_OPTIONS, startApiServer } from './servers.js';
 import { checkWrk, runWrk } from './wrk.js';
@@ -79,9 +81,14 @@ async function main(): Promise<number> {
     }
   })();
   say(`mixed workload for ${minutes} min at 50 connections, a delta import every ${importEverySeconds} s into ${school}`);
+  const ca = (await loadTls({ tlsCert: null, tlsKey: null, dataDir: loc.dataDir })).cert;
+  const countsBefore = await serverCounts(server.metricsUrl, ca);
   const result = await runWrk({ origin: server.origin, requestsFile, seconds: minutes * 60, connections: 50, threads: 2 });
+  const countsAfter = await serverCounts(server.metricsUrl, ca);
   loading = false;
   await importing;
+  const hits = countsAfter.stored.hits - countsBefore.stored.hits;
+  const lookups = hits + countsAfter.stored.misses - countsBefore.stored.misses;
   const alive = (() => {
     try {
       process.kill(pid, 0);
@@ -103,6 +110,8 @@ async function main(): Promise<number> {
     imports,
     failedImports,
     peakRssMiB: peak === null ? null : Math.round(peak / 2 ** 20),
+    // The share of the requests past the access check answered from stored answers.
+    storedShare: lookups === 0 ? null : Number((hits / lookups).toFixed(3)),
     aliveAtEnd: alive,
     aborted,
     exitCode,
