@@ -1,7 +1,8 @@
 /**
  * SIGTERM under load on one real `serve` process with the embedded stores (SQLite and
  * the in-memory limiter): requests in flight finish, new connections are refused, no
- * kept-alive connection of the API or the cabinet is closed under a request (the drain),
+ * kept-alive connection of the API or the cabinet is closed under a request (the drain: an
+ * idle one is answered once more, saying `Connection: close`),
  * every answered request is on the key's counter (and nothing but requests made), and
  * the exit code is 0. (Three instances on PostgreSQL and Redis:
  * test/access/instances.test.ts.) On PostgreSQL, a process that has only read exits at
@@ -10,6 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import https from 'node:https';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
@@ -117,6 +119,71 @@ describe('SIGTERM under load, one process on SQLite', { skip: embedded ? false :
     const row = await store.db.selectFrom('api_keys').select('request_count').where('id', '=', key.value.id).executeTakeFirstOrThrow();
     const counted = Number(row.request_count);
     assert.ok(counted >= answered && counted <= answered + unanswered, `the counter holds every answered request: ${counted} counted, ${answered} answered, ${unanswered} unanswered`);
+  });
+});
+
+describe('SIGTERM with kept-alive connections idle, one process on SQLite', { skip: embedded ? false : 'the embedded stores only' }, () => {
+  let store: TestStore;
+  let server: ServeProcess;
+  let port: number;
+  let cabinetPort: number;
+  let ca: string;
+
+  before(async () => {
+    store = await createTestStore();
+    port = await freePort();
+    cabinetPort = await freePort();
+    ca = (await loadTls({ dataDir: store.dataDir, tlsCert: null, tlsKey: null })).cert;
+    const env: NodeJS.ProcessEnv = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, PORT: String(port), SCHOOL_DATA_CABINET_PORT: String(cabinetPort), SCHOOL_DATA_LOG_LEVEL: 'info' };
+    delete env.DATABASE_URL;
+    delete env.REDIS_URL;
+    server = await startServe(env);
+  });
+  after(async () => {
+    if (server.child.exitCode === null) server.child.kill('SIGKILL');
+    await store.close();
+  });
+
+  /** One GET on the agent's one connection: the status, its Connection header, and the local port of the connection it went on. */
+  const get = (agent: https.Agent, url: string, key?: string) =>
+    new Promise<{ status: number; connection: string | undefined; localPort: number | undefined }>((resolve, reject) => {
+      const req = https.get(url, { agent, ca, headers: key ? { authorization: `Bearer ${key}` } : {} }, (res) => {
+        const localPort = res.socket.localPort;
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, localPort }));
+      });
+      req.on('error', reject);
+    });
+
+  it('answers a request sent on an idle kept-alive connection during the drain, saying Connection: close, on the API and the cabinet', async () => {
+    const school = await createSchool(store.db, { name: 'Idle', plan: 'VIP', id: `idle_${randomBytes(5).toString('hex')}` });
+    assert.ok(school.ok);
+    const key = await createKey(store.db, school.value.id, 'idle');
+    assert.ok(key.ok);
+    const api = `https://127.0.0.1:${port}/api/public/v1/vehicles`;
+    const login = `https://127.0.0.1:${cabinetPort}/login`;
+    const agents = [new https.Agent({ keepAlive: true, maxSockets: 1 }), new https.Agent({ keepAlive: true, maxSockets: 1 })];
+    try {
+      const first = [await get(agents[0]!, api, key.value.key), await get(agents[1]!, login)];
+      for (const answer of first) {
+        assert.equal(answer.status, 200);
+        assert.notEqual(answer.connection, 'close');
+      }
+      server.child.kill('SIGTERM');
+      // The stop has begun: the listeners are closed, the two connections still open and idle.
+      while (!server.output().includes('shutting down')) await new Promise((r) => setTimeout(r, 5));
+      assert.equal(await connectable(port), false, 'the port refuses new connections');
+      // http's own close would have closed them at once, and these requests would fail with their connection.
+      const second = [await get(agents[0]!, api, key.value.key), await get(agents[1]!, login)];
+      for (const [i, answer] of second.entries()) {
+        assert.equal(answer.status, 200);
+        assert.equal(answer.localPort, first[i]!.localPort, 'the same kept-alive connection');
+        assert.equal(answer.connection, 'close', 'the client is told to go elsewhere');
+      }
+      assert.equal(await server.exited, 0, server.output());
+    } finally {
+      for (const agent of agents) agent.destroy();
+    }
   });
 });
 
