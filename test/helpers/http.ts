@@ -8,6 +8,8 @@ export interface TestResponse {
   body: Buffer;
   text: string;
   json: () => unknown;
+  /** The client's port of the connection it came on: which kept-alive connection served it. */
+  localPort?: number;
 }
 
 /** Headers that differ between any two answers, or are about the connection. */
@@ -36,12 +38,13 @@ export function httpsClient(origin: string, ca: string) {
       const method = opts.method ?? 'GET';
       const send = (): Promise<TestResponse> => new Promise((resolve, reject) => {
         const req = https.request(`${origin}${path}`, { method, headers, agent }, (res) => {
+          const localPort = res.socket.localPort;
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
             const body = Buffer.concat(chunks);
             const text = body.toString('utf8');
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text, json: () => JSON.parse(text) as unknown });
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text, json: () => JSON.parse(text) as unknown, localPort });
           });
           res.on('error', reject);
         });
