@@ -2,13 +2,13 @@
  * Stored answers: the body of a 200 answer, kept in this process's memory and sent again
  * for the same request target of the same school while its data is unchanged. Rules
  * (docs/operations.md, "Request path and stored answers", gives the reasons):
- * - an entry is keyed by school, data version, time zone, currency, the target byte
- *   for byte and the key's scopes when it has not all of them, so an import that commits makes every older entry unreachable on every instance;
+ * - an entry is keyed by school, data version, time zone, currency, the target byte for
+ *   byte and the key's scopes when it has not all of them: an import makes older ones unreachable;
  * - a school's entries of its earlier data leave as soon as a key's row brings its new data;
- * - memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB); answers are kept as sent while they
- *   fit, then the oldest compressible one is gzipped (a hot one is kept as sent again:
- *   `unzipped`); when none is left, the larger of two entries picked at random is removed;
- * - once full, a new answer is stored with probability ADMIT_WHEN_FULL.
+ * - memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB); room is made by removing a cold entry
+ *   (unread for COLD_MS), else by gzipping the oldest compressible one (a hot one is kept as
+ *   sent again: `unzipped`), else by removing the larger of two entries picked at random;
+ * - once full (cold entries aside), a new answer is stored with probability ADMIT_WHEN_FULL.
  */
 import { ALL_SCOPES } from '../domain/scopes.js';
 import type { Tenant } from '../domain/tenant.js';
@@ -28,8 +28,10 @@ interface Entry extends StoredResponse {
   slot: number;
   /** Whether it waits in `toCompress` (kept as sent, not yet tried); a removed entry never does. */
   queued: boolean;
+  /** When it was stored or read last (ms, the store's clock). */
+  readAt: number;
   bytes: number;
-  /** Times the gzipped body was unzipped to be sent since `unzipsSince` (ms, performance.now()). */
+  /** Times the gzipped body was unzipped to be sent since `unzipsSince` (ms, the store's clock). */
   unzips: number;
   unzipsSince: number;
 }
@@ -62,6 +64,16 @@ const EXPECTED_SAVING = 1 / 2;
  */
 const HOT_UNZIPS = 8;
 const HOT_WINDOW_MS = 1000;
+/** Unzipped this many times within HOT_WINDOW_MS, an answer is kept as sent again where cold answers make its room. */
+const WARM_UNZIPS = 2;
+/** Entries picked at random, at most, to find a cold one when room is needed. */
+const COLD_PICKS = 16;
+/**
+ * An answer no one has read for this long is cold: room is made with it before an answer
+ * still read is gzipped (once-read pages of a nightly copy, a closed dashboard's answers).
+ * An answer polled less often costs a query a poll only when the store is full.
+ */
+const COLD_MS = 30_000;
 
 export interface ResponseCacheOptions {
   /** Bodies from this size on are gzipped when room is needed (the app passes COMPRESS_FROM_BYTES); none when not given. */
@@ -73,6 +85,8 @@ export interface ResponseCacheOptions {
   plainBytes?: number;
   /** Picks the entries that make room, and the answers admitted when full (tests seed it). */
   random?: () => number;
+  /** The clock of reads and of COLD_MS, in ms (tests move it); performance.now() by default. */
+  now?: () => number;
 }
 
 /**
@@ -110,12 +124,15 @@ export class ResponseCache {
   private compressibleBytes = 0;
   private hits = 0;
   private misses = 0;
+  /** Until when (the store's clock) no cold entry is sought: none was found last time (`removeCold`). */
+  private noColdUntil = 0;
   /** Each entry's `unzipped` hook (one function for all). */
   private readonly onUnzip = (kept: KeptBody, plain: Buffer) => this.unzipped(kept as Entry, plain);
 
   private readonly compressFrom: number;
   private readonly plainBytes: number;
   private readonly random: () => number;
+  private readonly now: () => number;
 
   private readonly maxBytes: number;
 
@@ -127,6 +144,7 @@ export class ResponseCache {
     this.compressFrom = options.compressFrom ?? Infinity;
     this.plainBytes = Math.max(0, options.plainBytes ?? Infinity);
     this.random = options.random ?? Math.random;
+    this.now = options.now ?? (() => performance.now());
   }
 
   /** The school's part of an entry's key: what else tells its answers apart (the target is the rest). */
@@ -167,13 +185,20 @@ export class ResponseCache {
     return this.byPrefix.get(this.prefixOf(tenant))?.get(target);
   }
 
+  /** The entry found for a request, marked as read now. */
+  private read(tenant: Tenant, target: string): Entry | undefined {
+    const found = this.find(tenant, target);
+    if (found !== undefined) found.readAt = this.now();
+    return found;
+  }
+
   get enabled(): boolean {
     return this.maxBytes > 0;
   }
 
   get(tenant: Tenant, target: string): StoredResponse | undefined {
     if (this.maxBytes === 0) return undefined;
-    const found = this.find(tenant, target);
+    const found = this.read(tenant, target);
     if (found === undefined) this.misses += 1;
     else this.hits += 1;
     return found;
@@ -192,7 +217,7 @@ export class ResponseCache {
   /** The stored answer when there is one, counted as a hit; a miss is not counted (the route's own lookup, get, counts it). */
   hit(tenant: Tenant, target: string): StoredResponse | undefined {
     if (this.maxBytes === 0) return undefined;
-    const found = this.find(tenant, target);
+    const found = this.read(tenant, target);
     if (found !== undefined) this.hits += 1;
     return found;
   }
@@ -204,11 +229,12 @@ export class ResponseCache {
     let school = this.byPrefix.get(prefix);
     if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || school?.has(target)) return;
     const room = this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING;
-    if (bytes > room && this.random() >= ADMIT_WHEN_FULL) return;
+    // Cold entries make room as if the store were not full.
+    if (bytes > room && this.random() >= ADMIT_WHEN_FULL && !this.roomFromCold(bytes, this.now())) return;
     while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
     const compressible = body.length >= this.compressFrom;
     const entry: Entry = {
-      prefix, target, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, queued: compressible, bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip,
+      prefix, target, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, queued: compressible, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip,
     };
     this.order.push(entry);
     // Looked up again: making room may have removed the school's last entry, and its map.
@@ -224,10 +250,12 @@ export class ResponseCache {
   }
 
   /**
-   * Gzips the entry stored longest ago of those not yet tried, or when there is none,
-   * removes the larger of two entries picked at random (see above).
+   * Removes a cold entry, or when none is found, gzips the entry stored longest ago of
+   * those not yet tried, or when there is none, removes the larger of two entries picked at
+   * random (see above).
    */
   private makeRoom(): void {
+    if (this.removeCold(this.now())) return;
     if (this.nextToCompress() !== undefined) {
       this.compressOldest();
       return;
@@ -235,6 +263,25 @@ export class ResponseCache {
     const a = this.order[Math.floor(this.random() * this.order.length)]!;
     const b = this.order[Math.floor(this.random() * this.order.length)]!;
     this.remove(a.bytes >= b.bytes ? a : b);
+  }
+
+  /**
+   * Removes the first cold entry of up to COLD_PICKS picked at random. Having found none,
+   * it looks again only after HOT_WINDOW_MS: a store where every answer is read does not
+   * pay for the picks each time it makes room.
+   */
+  private removeCold(now: number): boolean {
+    if (now < this.noColdUntil) return false;
+    const coldSince = now - COLD_MS;
+    for (let pick = 0; pick < COLD_PICKS; pick++) {
+      const entry = this.order[Math.floor(this.random() * this.order.length)]!;
+      if (entry.readAt < coldSince) {
+        this.remove(entry);
+        return true;
+      }
+    }
+    this.noColdUntil = now + HOT_WINDOW_MS;
+    return false;
   }
 
   /** The entry stored longest ago of those not yet tried, the removed ones passed over. */
@@ -270,23 +317,24 @@ export class ResponseCache {
   }
 
   /**
-   * Counts an unzip of `entry` for a client that takes no compression; the HOT_UNZIPS-th
-   * within HOT_WINDOW_MS keeps it as sent again (its plain body, just made), at the back of
-   * the answers to gzip, when gzipping the older ones makes its room.
+   * Counts an unzip of `entry` for a client that takes no compression, and keeps it as sent
+   * again (its plain body, just made), at the back of the answers to gzip: at the
+   * WARM_UNZIPS-th within HOT_WINDOW_MS when removing cold answers makes its room, at the
+   * HOT_UNZIPS-th when gzipping the older ones does.
    */
   private unzipped(entry: Entry, plain: Buffer): void {
-    const now = performance.now();
+    const now = this.now();
     if (now - entry.unzipsSince > HOT_WINDOW_MS) {
       entry.unzipsSince = now;
       entry.unzips = 0;
     }
     entry.unzips += 1;
     // Not when it was removed since the hit, nor when no answer may be kept as sent.
-    if (entry.unzips < HOT_UNZIPS || this.byPrefix.get(entry.prefix)?.get(entry.target) !== entry || plain.length > this.plainBytes) return;
-    // Only when gzipping others makes its room: nothing is removed for it, and it is not
-    // gzipped again at once (which would gzip every answer kept as sent, for nothing).
+    if (entry.unzips < WARM_UNZIPS || this.byPrefix.get(entry.prefix)?.get(entry.target) !== entry || plain.length > this.plainBytes) return;
     const grown = plain.length - entry.body.length;
-    if (grown > this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING) return;
+    // Else only when gzipping others makes its room: nothing that is read is removed for it,
+    // and it is not gzipped again at once (which would gzip every answer kept as sent, for nothing).
+    if (!this.roomFromCold(grown, now) && (entry.unzips < HOT_UNZIPS || grown > this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING)) return;
     entry.body = ownMemory(plain);
     entry.gzipped = false;
     entry.unzips = 0;
@@ -298,6 +346,12 @@ export class ResponseCache {
     while ((this.bytes > this.maxBytes || this.compressibleBytes > this.plainBytes) && this.nextToCompress() !== entry) this.compressOldest();
     // gzip freed less than counted on: room is made as for a new answer.
     while (this.bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
+  }
+
+  /** Whether `bytes` fit, after removing cold entries for them. */
+  private roomFromCold(bytes: number, now: number): boolean {
+    while (this.maxBytes - this.bytes < bytes && this.order.length > 0 && this.removeCold(now));
+    return this.maxBytes - this.bytes >= bytes;
   }
 
   /** Entries and bytes held now (for tests and the metrics). */

@@ -13,7 +13,7 @@ import { importData } from '../../src/importer/index.js';
 import { revokeKey } from '../../src/management/keys.js';
 import { ApiMetrics } from '../../src/ops/metrics.js';
 import { COMPRESS_FROM_BYTES, encoded, plainBody } from '../../src/edge/encoding.js';
-import { MAX_BODY_BYTES, ResponseCache } from '../../src/resources/cache.js';
+import { MAX_BODY_BYTES, ResponseCache, type StoredResponse } from '../../src/resources/cache.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { stableHeaders, type TestResponse } from '../helpers/http.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -340,6 +340,23 @@ describe('ResponseCache', () => {
     assert.ok(stored < misses / 4, `${stored} of ${misses} misses replaced a stored answer`);
   });
 
+  it('once full of answers no one has read for 30 s, stores every new answer in their room', () => {
+    let t = 0;
+    const cache = new ResponseCache(100 * 1200, { random: seededRandom(11), now: () => t });
+    for (let i = 0; i < 300; i++) cache.set(tenant('s'), `/old${i}`, body(1000), 'application/json', 'v');
+    const full = cache.size.entries;
+    // Read 20 s ago: one new answer in eight is stored.
+    t = 20_000;
+    for (let i = 0; i < 80; i++) cache.set(tenant('s'), `/mid${i}`, body(1000), 'application/json', 'v');
+    const mid = Array.from({ length: 80 }, (_, i) => cache.has(tenant('s'), `/mid${i}`)).filter(Boolean).length;
+    assert.ok(mid < 80 / 4, `${mid} of 80 stored`);
+    // Unread for 30 s: every one.
+    t = 60_000;
+    for (let i = 0; i < 40; i++) cache.set(tenant('s'), `/new${i}`, body(1000), 'application/json', 'v');
+    assert.ok(Array.from({ length: 40 }, (_, i) => cache.has(tenant('s'), `/new${i}`)).every(Boolean));
+    assert.equal(cache.size.entries, full);
+  });
+
   it('makes room with large entries rather than small ones', () => {
     // Seeded, so the run is the same every time; the margin holds for any seed (checked
     // over 200): the larger-of-two choice keeps at least 6 small entries per large one.
@@ -504,6 +521,70 @@ describe('ResponseCache', () => {
     assert.equal(cache.size.bytes, counted);
     assert.ok(cache.size.bytes <= limit);
     for (let i = 0; i < 40; i++) assert.deepEqual(plainBody(kept[i]!), json(100 + i));
+  });
+
+  it('makes room with answers no one has read for 30 s before it gzips answers that are read', () => {
+    const size = json(0).length;
+    const limit = 10 * (size + 700);
+    let t = 0;
+    // Room for ten pages as sent; forty of them fill it, most gzipped, all read once.
+    const cache = new ResponseCache(limit, { compressFrom: 1024, random: seededRandom(3), now: () => t });
+    const read = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => cache.get(tenant('s'), `/${prefix}${i}`));
+    for (let i = 0; i < 40; i++) cache.set(tenant('s'), `/old${i}`, json(i), 'application/json', 'v');
+    assert.ok(read('old', 40).every(Boolean));
+
+    // Read 20 s ago, they are gzipped, not removed, for ten new pages.
+    t = 20_000;
+    for (let i = 0; i < 10; i++) cache.set(tenant('s'), `/mid${i}`, json(100 + i), 'application/json', 'v');
+    assert.ok(read('old', 40).every((e) => e?.gzipped));
+    const kept = read('mid', 10).filter((e): e is StoredResponse => e !== undefined && !e.gzipped);
+    assert.ok(kept.length >= 3, `${kept.length} new pages kept as sent`);
+
+    // Unread for 30 s, they make the room for three more, where gzipping would take pages being read.
+    t = 60_000;
+    for (let i = 0; i < 3; i++) {
+      read('mid', 10);
+      cache.set(tenant('s'), `/new${i}`, json(200 + i), 'application/json', 'v');
+      t += 100;
+    }
+    assert.ok(read('mid', 10).every((e, i) => e !== undefined && plainBody(e).equals(json(100 + i))), 'a page being read was removed');
+    assert.ok(kept.every((e) => !e.gzipped), 'a page being read was gzipped while unread ones kept their room');
+    assert.ok(read('new', 3).every((e) => e !== undefined && !e.gzipped));
+    assert.ok(read('old', 40).filter(Boolean).length < 40, 'no unread answer left');
+    assert.ok(cache.size.bytes <= limit);
+  });
+
+  it('keeps a gzipped answer unzipped twice within a second as sent again when unread answers make its room, and gzips nothing for it', () => {
+    const size = json(0).length;
+    let t = 0;
+    const cache = new ResponseCache(10 * (size + 700), { compressFrom: 1024, random: seededRandom(5), now: () => t });
+    for (let i = 0; i < 40; i++) cache.set(tenant('s'), `/p${i}`, json(i), 'application/json', 'v');
+    const kept = (i: number) => cache.get(tenant('s'), `/p${i}`)!;
+    const page = kept(0);
+    assert.equal(page.gzipped, true);
+    const plainBefore = Array.from({ length: 40 }, (_, i) => kept(i)).filter((e) => !e.gzipped);
+
+    // Every answer read a moment ago: two unzips are not enough.
+    t = 1000;
+    for (let n = 0; n < 2; n++) assert.deepEqual(encoded(kept(0), undefined), json(0));
+    assert.equal(page.gzipped, true);
+
+    // The others unread for 30 s: the second unzip within a second keeps it as sent, their room.
+    t = 40_000;
+    assert.deepEqual(encoded(kept(0), undefined), json(0));
+    assert.equal(page.gzipped, true, 'kept as sent at its first unzip');
+    t += 500;
+    assert.deepEqual(encoded(kept(0), undefined), json(0));
+    assert.equal(page.gzipped, false);
+    assert.deepEqual(page.body, json(0));
+    assert.ok(cache.size.entries < 40, 'no unread answer removed');
+    assert.ok(cache.size.bytes <= 10 * (size + 700));
+    // Nothing was gzipped for it: what was kept as sent still is, or left.
+    assert.ok(plainBefore.every((e) => !e.gzipped));
+    for (let i = 0; i < 40; i++) {
+      const e = cache.get(tenant('s'), `/p${i}`);
+      if (e) assert.deepEqual(plainBody(e), json(i));
+    }
   });
 
   it('does not store a body over its size limit: a long page of the changes feed, read once', () => {
