@@ -8,7 +8,7 @@
  * - memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB); room is made by removing a cold entry
  *   (unread for COLD_MS), else by gzipping the oldest compressible one (a hot one is kept as
  *   sent again: `unzipped`), else by removing the larger of two entries picked at random;
- * - once full (cold entries aside), a new answer is stored with probability ADMIT_WHEN_FULL.
+ * - once full, a new answer is stored with probability ADMIT_WHEN_FULL.
  */
 import { ALL_SCOPES } from '../domain/scopes.js';
 import type { Tenant } from '../domain/tenant.js';
@@ -64,7 +64,7 @@ const EXPECTED_SAVING = 1 / 2;
  */
 const HOT_UNZIPS = 8;
 const HOT_WINDOW_MS = 1000;
-/** Unzipped this many times within HOT_WINDOW_MS, an answer is kept as sent again where cold answers make its room. */
+/** Unzipped this many times within HOT_WINDOW_MS, an answer is kept as sent again where free room or cold answers leaving make its room. */
 const WARM_UNZIPS = 2;
 /** Entries picked at random, at most, to find a cold one when room is needed. */
 const COLD_PICKS = 16;
@@ -229,8 +229,9 @@ export class ResponseCache {
     let school = this.byPrefix.get(prefix);
     if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || school?.has(target)) return;
     const room = this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING;
-    // Cold entries make room as if the store were not full.
-    if (bytes > room && this.random() >= ADMIT_WHEN_FULL && !this.roomFromCold(bytes, this.now())) return;
+    // Cold entries are not counted as room: a loop larger than the memory, slower than
+    // COLD_MS, would then replace an answer on every miss.
+    if (bytes > room && this.random() >= ADMIT_WHEN_FULL) return;
     while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
     const compressible = body.length >= this.compressFrom;
     const entry: Entry = {
@@ -324,6 +325,8 @@ export class ResponseCache {
    */
   private unzipped(entry: Entry, plain: Buffer): void {
     const now = this.now();
+    // Read now, whoever holds it: never taken for a cold one while room is made for it.
+    entry.readAt = now;
     if (now - entry.unzipsSince > HOT_WINDOW_MS) {
       entry.unzipsSince = now;
       entry.unzips = 0;
