@@ -320,12 +320,12 @@ export class ResponseCache {
   /**
    * Counts an unzip of `entry` for a client that takes no compression, and keeps it as sent
    * again (its plain body, just made), at the back of the answers to gzip: at the
-   * WARM_UNZIPS-th within HOT_WINDOW_MS when removing cold answers makes its room, at the
-   * HOT_UNZIPS-th when gzipping the older ones does.
+   * WARM_UNZIPS-th within HOT_WINDOW_MS when free memory or cold answers leaving make its
+   * room, at the HOT_UNZIPS-th when gzipping the older ones does.
    */
   private unzipped(entry: Entry, plain: Buffer): void {
     const now = this.now();
-    // Read now, whoever holds it: never taken for a cold one while room is made for it.
+    // Marked read: the entry being unzipped is never taken for a cold one while room is made for it.
     entry.readAt = now;
     if (now - entry.unzipsSince > HOT_WINDOW_MS) {
       entry.unzipsSince = now;
