@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import { onPostgres } from '../db/index.js';
+import { isLockWait, onPostgres, withoutLockWaitIn } from '../db/index.js';
 import type { Database, KeyRequestsTable } from '../db/schema.js';
 import { formatTimestamp } from '../domain/time.js';
 import { DependencyState } from '../ops/dependency.js';
@@ -189,25 +189,37 @@ export class UsageRecorder {
 
   private async write(): Promise<void> {
     try {
-      // Counts first: a request seen in a key's log is on its counter too. Each step says
-      // whether it used the store: a flush with nothing to write says nothing of the store,
-      // and is not taken as the store working again.
-      let used = await this.writeLocal();
-      if (this.shared) used = (await this.moveSharedOrNote(this.shared)) || used;
-      // The request log at most every REQUEST_LOG_FLUSH_MS: its rows are written and pruned
-      // per key, and under load that is 100 rows a key each time, however often it runs.
-      if (Date.now() - this.requestsWrittenAt >= REQUEST_LOG_FLUSH_MS || this.closing) {
-        this.requestsWrittenAt = Date.now();
-        used = (await this.writeRequests()) || used;
-      }
-      used = (await this.prune()) || used;
-      if (used) this.flushes.answered();
+      // While another process holds SQLite's write lock (an import), a flush does not wait
+      // for it (the cabinet's pages would queue behind it): what it holds waits for the next
+      // flush. The last flushes, at close, wait as any write does.
+      await (this.closing ? this.writeAll() : withoutLockWaitIn(() => this.writeAll()));
       this.lastFlushFailed = false;
     } catch (err) {
       this.lastFlushFailed = true;
+      if (!this.closing && isLockWait(err)) {
+        this.log.debug({ err }, 'usage flush put off: the data store is busy with another writer');
+        return;
+      }
       // Retried at the next flush; the store's outage itself is logged by the request path's state.
       this.flushes.failedBeside(err, 'usage flush');
     }
+  }
+
+  /** What is pending, in order; throws as soon as a step fails (what it held is kept for the next flush). */
+  private async writeAll(): Promise<void> {
+    // Counts first: a request seen in a key's log is on its counter too. Each step says
+    // whether it used the store: a flush with nothing to write says nothing of the store,
+    // and is not taken as the store working again.
+    let used = await this.writeLocal();
+    if (this.shared) used = (await this.moveSharedOrNote(this.shared)) || used;
+    // The request log at most every REQUEST_LOG_FLUSH_MS: its rows are written and pruned
+    // per key, and under load that is 100 rows a key each time, however often it runs.
+    if (Date.now() - this.requestsWrittenAt >= REQUEST_LOG_FLUSH_MS || this.closing) {
+      this.requestsWrittenAt = Date.now();
+      used = (await this.writeRequests()) || used;
+    }
+    used = (await this.prune()) || used;
+    if (used) this.flushes.answered();
   }
 
   /** The counts of this process's memory, in one transaction; kept for the next flush if it fails. Whether there were any. */

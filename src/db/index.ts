@@ -2,6 +2,7 @@
  * The data store: one Kysely instance over SQLite (embedded default) or PostgreSQL,
  * chosen by configuration. Every query in the project is written once against it.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
@@ -280,7 +281,7 @@ class WritingSqliteDialect extends SqliteDialect {
       onCreateConnection: (connection) => {
         const execute = connection.executeQuery.bind(connection);
         connection.executeQuery = <R>(query: CompiledQuery) =>
-          inTransaction() || unwaited.has(query.queryId) ? execute<R>(query) : whenNotBusy(() => execute<R>(query), timeoutMs, onLockWait);
+          inTransaction() || unwaited.has(query.queryId) || unwaitedWork.getStore() === true ? execute<R>(query) : whenNotBusy(() => execute<R>(query), timeoutMs, onLockWait);
         return Promise.resolve();
       },
     });
@@ -328,6 +329,20 @@ export function withoutLockWait(db: Kysely<Database>): Kysely<Database> {
   let unwaiting = unwaitingOf.get(db);
   if (unwaiting === undefined) unwaitingOf.set(db, (unwaiting = db.withPlugin(NO_LOCK_WAIT)));
   return unwaiting;
+}
+
+/** Set while `unwaitedWork` runs `work`: its statements, and its transactions' begin, are tried once. */
+const unwaitedWork = new AsyncLocalStorage<boolean>();
+
+/**
+ * Runs `work` (background writes that a later turn retries: the usage flush) as
+ * `withoutLockWait` runs one statement: on SQLite, its statements and the `begin immediate`
+ * of its transactions fail at once with SQLITE_BUSY while another process holds the write
+ * lock, so the writing connection is not held for the store's timeout while the cabinet's
+ * pages queue behind it. On PostgreSQL nothing changes.
+ */
+export function withoutLockWaitIn<T>(work: () => Promise<T>): Promise<T> {
+  return unwaitedWork.run(true, work);
 }
 
 /** Pauses between tries of a statement that found the database busy, as SQLite's own busy handler's; then the last, repeated. */

@@ -1,12 +1,15 @@
 /**
  * The usage counts between requests and the store, on the real store (SQLite, or PostgreSQL
  * when DATABASE_URL is set): one flush adds every key's requests to its counter and to its
- * requests of the day, and moves its last use forward, never back.
+ * requests of the day, and moves its last use forward, never back; while an import holds
+ * SQLite's write lock, a flush is put off at once rather than holding the connection.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import SQLite from 'better-sqlite3';
 import pino from 'pino';
 import { UsageRecorder } from '../../src/access/usage.js';
+import { sqlitePath } from '../../src/db/index.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
@@ -67,5 +70,29 @@ describe('usage counts on their way to the store', () => {
     const after = await usageOf(w.b.keyId);
     assert.equal(after.lastUsedAt, later);
     assert.equal(after.count, before.count + 1);
+  });
+
+  it('puts a flush off at once while another process holds SQLite\'s write lock, the connection free for others, and writes it after', { skip: process.env.DATABASE_URL ? 'SQLite only: PostgreSQL has no file lock' : false }, async () => {
+    const before = await usageOf(w.a.keyId);
+    const recorder = new UsageRecorder(store.db, pino({ level: 'silent' }), 60_000);
+    // As an import's merge does, from another connection: the file's write lock, held.
+    const importer = new SQLite(sqlitePath({ dataDir: store.dataDir }));
+    importer.exec('begin immediate');
+    try {
+      recorder.record(w.a.keyId);
+      const started = performance.now();
+      // A page's read on the same connection, begun while the flush runs: not queued behind a wait.
+      const [, read] = await Promise.all([recorder.flush(), store.db.selectFrom('schools').select('id').execute()]);
+      assert.ok(read.length > 0);
+      // Waiting for the lock would take the store's 3 s timeout.
+      assert.ok(performance.now() - started < 1500, `the flush waited ${Math.round(performance.now() - started)} ms`);
+      assert.deepEqual(await usageOf(w.a.keyId), before, 'nothing written while the lock is held');
+    } finally {
+      importer.exec('commit');
+      importer.close();
+    }
+    await recorder.flush();
+    assert.equal((await usageOf(w.a.keyId)).count, before.count + 1, 'the count written once the lock is free');
+    await recorder.close();
   });
 });
