@@ -32,6 +32,8 @@ export const BATCH_LEASE_MS = 5000;
 const APPLIED_KEPT_MS = 7 * 86_400_000;
 /** How long after a close began a new try to write the usage may still begin. */
 const CLOSE_RETRIES_MS = 8000;
+/** A flush put off this long by another writer's lock (a stuck import, an open shell) is told as failing. */
+const PUT_OFF_TOLD_MS = 60_000;
 /** Old days, old batch ids: pruned at most this often. */
 const PRUNE_EVERY_MS = 3_600_000;
 /** The request log is written at most this often (docs/performance.md, "Key activity"). */
@@ -132,6 +134,8 @@ export class UsageRecorder {
   private prunedAt = 0;
   private requestsWrittenAt = 0;
   private closing = false;
+  /** When flushes began to be put off by another writer's lock (performance.now()), or null. */
+  private putOffSince: number | null = null;
   /** Whether the last flush failed (what close() waits on: the store's state is not known after a flush with nothing to write). */
   private lastFlushFailed = false;
 
@@ -188,17 +192,22 @@ export class UsageRecorder {
   }
 
   private async write(): Promise<void> {
+    // While another process holds SQLite's write lock (an import), a flush does not wait
+    // for it (the cabinet's pages would queue behind it): what it holds is kept for a later
+    // flush. The flushes of a close wait as any write does.
+    const closing = this.closing;
     try {
-      // While another process holds SQLite's write lock (an import), a flush does not wait
-      // for it (the cabinet's pages would queue behind it): what it holds waits for the next
-      // flush. The last flushes, at close, wait as any write does.
-      await (this.closing ? this.writeAll() : withoutLockWaitIn(() => this.writeAll()));
+      await (closing ? this.writeAll() : withoutLockWaitIn(() => this.writeAll()));
       this.lastFlushFailed = false;
+      this.putOffSince = null;
     } catch (err) {
       this.lastFlushFailed = true;
-      if (!this.closing && isLockWait(err)) {
-        this.log.debug({ err }, 'usage flush put off: the data store is busy with another writer');
-        return;
+      if (!closing && isLockWait(err)) {
+        this.putOffSince ??= performance.now();
+        if (performance.now() - this.putOffSince < PUT_OFF_TOLD_MS) {
+          this.log.debug({ err }, 'usage flush put off: the data store is busy with another writer');
+          return;
+        }
       }
       // Retried at the next flush; the store's outage itself is logged by the request path's state.
       this.flushes.failedBeside(err, 'usage flush');
@@ -309,9 +318,9 @@ export class UsageRecorder {
   private async prune(): Promise<boolean> {
     const now = Date.now();
     if (now - this.prunedAt < PRUNE_EVERY_MS) return false;
-    this.prunedAt = now;
     await this.db.deleteFrom('key_days').where('day', '<', utcDay(now - KEY_DAYS_KEPT * 86_400_000)).execute();
     await this.db.deleteFrom('usage_batches').where('applied_at', '<', formatTimestamp(now - APPLIED_KEPT_MS)).execute();
+    this.prunedAt = now;
     return true;
   }
 

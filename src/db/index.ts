@@ -265,7 +265,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
  * a statement begun outside a transaction (a write, or the `begin immediate` of one) is
  * tried again after a pause, up to `timeoutMs`, then fails with SQLITE_BUSY. SQLite's own
  * busy wait would do the same but block the thread, and with it every request of a server.
- * A statement run through `withoutLockWait` is tried once.
+ * A statement run through `withoutLockWait`, or begun within `withoutLockWaitIn`, is tried once.
  */
 class WritingSqliteDialect extends SqliteDialect {
   private readonly inTransaction: () => boolean;
