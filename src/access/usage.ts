@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import { isLockWait, onPostgres, withoutLockWaitIn } from '../db/index.js';
+import { isLockWait, onPostgres, withoutLockWait } from '../db/index.js';
 import type { Database, KeyRequestsTable } from '../db/schema.js';
 import { formatTimestamp } from '../domain/time.js';
 import { DependencyState } from '../ops/dependency.js';
@@ -197,7 +197,7 @@ export class UsageRecorder {
     // flush. The flushes of a close wait as any write does.
     const closing = this.closing;
     try {
-      await (closing ? this.writeAll() : withoutLockWaitIn(() => this.writeAll()));
+      await (closing ? this.writeAll() : withoutLockWait(() => this.writeAll()));
       this.lastFlushFailed = false;
       this.putOffSince = null;
     } catch (err) {

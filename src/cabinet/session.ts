@@ -84,9 +84,9 @@ async function insertSession(db: Kysely<Database>, directorId: string, policy: S
  * write lock (an import merging), an expired session's row stays until a later request
  * removes it, and an idle period is extended by a later request; the page does not wait.
  */
-async function unlessLocked(db: Kysely<Database>, write: (db: Kysely<Database>) => Promise<unknown>): Promise<void> {
+async function unlessLocked(write: () => Promise<unknown>): Promise<void> {
   try {
-    await write(withoutLockWait(db));
+    await withoutLockWait(write);
   } catch (error) {
     if (!isLockWait(error)) throw error;
   }
@@ -111,12 +111,12 @@ export async function findSession(db: Kysely<Database>, token: string | undefine
   const now = Date.now();
   const nowText = formatTimestamp(now);
   if (nowText >= row.idle_expires_at || nowText >= row.expires_at) {
-    await unlessLocked(db, (upkeep) => endSession(upkeep, id));
+    await unlessLocked(() => endSession(db, id));
     return { state: 'expired' };
   }
   const idleExpiresAt = formatTimestamp(Math.min(now + policy.idleMs, Date.parse(row.expires_at)));
   if (Date.parse(idleExpiresAt) - Date.parse(row.idle_expires_at) >= Math.min(60_000, policy.idleMs / 10)) {
-    await unlessLocked(db, (upkeep) => upkeep.updateTable('cabinet_sessions').set({ idle_expires_at: idleExpiresAt }).where('id', '=', id).execute());
+    await unlessLocked(() => db.updateTable('cabinet_sessions').set({ idle_expires_at: idleExpiresAt }).where('id', '=', id).execute());
   }
   return {
     state: 'active',

@@ -6,7 +6,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteAdapter, SqliteDialect, type SqliteDriver, type Compilable, type DatabaseConnection, type Driver, type TransactionSettings, type Expression, type KyselyPlugin, type Migration, type QueryId, type RawBuilder, type SqliteDatabase, type SqliteStatement, type Transaction } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, SqliteAdapter, SqliteDialect, type SqliteDriver, type Compilable, type DatabaseConnection, type Driver, type TransactionSettings, type Expression, type Migration, type RawBuilder, type SqliteDatabase, type SqliteStatement, type Transaction } from 'kysely';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
 import { ensureDirectory, type Config } from '../config/index.js';
@@ -265,7 +265,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
  * a statement begun outside a transaction (a write, or the `begin immediate` of one) is
  * tried again after a pause, up to `timeoutMs`, then fails with SQLITE_BUSY. SQLite's own
  * busy wait would do the same but block the thread, and with it every request of a server.
- * A statement run through `withoutLockWait`, or begun within `withoutLockWaitIn`, is tried once.
+ * A statement begun within `withoutLockWait` is tried once.
  */
 class WritingSqliteDialect extends SqliteDialect {
   private readonly inTransaction: () => boolean;
@@ -281,7 +281,7 @@ class WritingSqliteDialect extends SqliteDialect {
       onCreateConnection: (connection) => {
         const execute = connection.executeQuery.bind(connection);
         connection.executeQuery = <R>(query: CompiledQuery) =>
-          inTransaction() || unwaited.has(query.queryId) || unwaitedWork.getStore() === true ? execute<R>(query) : whenNotBusy(() => execute<R>(query), timeoutMs, onLockWait);
+          inTransaction() || unwaitedWork.getStore() === true ? execute<R>(query) : whenNotBusy(() => execute<R>(query), timeoutMs, onLockWait);
         return Promise.resolve();
       },
     });
@@ -307,41 +307,18 @@ class WritingSqliteDialect extends SqliteDialect {
   }
 }
 
-/** The statements `withoutLockWait` marks, by their query's id (Kysely's way to follow one query through a plugin). */
-const unwaited = new WeakSet<QueryId>();
-const NO_LOCK_WAIT: KyselyPlugin = {
-  transformQuery: ({ node, queryId }) => {
-    unwaited.add(queryId);
-    return node;
-  },
-  transformResult: ({ result }) => Promise.resolve(result),
-};
-/** Each store's Kysely instance with NO_LOCK_WAIT, made once. */
-const unwaitingOf = new WeakMap<Kysely<Database>, Kysely<Database>>();
-
-/**
- * The store for a write better left undone than waited for (a cabinet session's upkeep): on
- * SQLite, a statement outside a transaction that finds another process's write lock fails
- * at once with SQLITE_BUSY, instead of waiting up to the store's timeout while the writing
- * connection's other queries queue behind it. On PostgreSQL nothing changes.
- */
-export function withoutLockWait(db: Kysely<Database>): Kysely<Database> {
-  let unwaiting = unwaitingOf.get(db);
-  if (unwaiting === undefined) unwaitingOf.set(db, (unwaiting = db.withPlugin(NO_LOCK_WAIT)));
-  return unwaiting;
-}
-
-/** Set while `unwaitedWork` runs `work`: its statements, and its transactions' begin, are tried once. */
+/** Set while `withoutLockWait` runs its work: the statements it begins are tried once. */
 const unwaitedWork = new AsyncLocalStorage<boolean>();
 
 /**
- * Runs `work` (background writes that a later turn retries: the usage flush) as
- * `withoutLockWait` runs one statement: on SQLite, its statements and the `begin immediate`
- * of its transactions fail at once with SQLITE_BUSY while another process holds the write
- * lock, so the writing connection is not held for the store's timeout while the cabinet's
- * pages queue behind it. On PostgreSQL nothing changes.
+ * Runs `work`, writes better put off than waited for (a cabinet session's upkeep, the usage
+ * flush, each retried by a later request or flush): on SQLite, its statements and the
+ * `begin immediate` of its transactions fail at once with SQLITE_BUSY while another process
+ * holds the write lock, instead of waiting up to the store's timeout while the writing
+ * connection's other queries (the cabinet's pages) queue behind them. On PostgreSQL nothing
+ * changes.
  */
-export function withoutLockWaitIn<T>(work: () => Promise<T>): Promise<T> {
+export function withoutLockWait<T>(work: () => Promise<T>): Promise<T> {
   return unwaitedWork.run(true, work);
 }
 
