@@ -227,7 +227,9 @@ export class UsageRecorder {
       this.requestsWrittenAt = Date.now();
       used = (await this.writeRequests()) || used;
     }
-    used = (await this.prune()) || used;
+    // The hourly prune is housekeeping, not usage: a close does not wait on it (a store
+    // silent at a stop would hold the close for its retries).
+    if (!this.closing) used = (await this.prune()) || used;
     if (used) this.flushes.answered();
   }
 
