@@ -22,27 +22,59 @@ export interface GcSlice {
   promotedBytes: number;
 }
 
-const LINE = /\s(\d+) ms: pause=([\d.]+) .*?\bgc=(\w+)\b/;
-const field = (line: string, name: string): number => Number(new RegExp(`\\b${name}=([\\d.]+)`).exec(line)?.[1] ?? 0);
+/** A collection's line: name=value pairs up to Node.js 24 (V8 13), one JSON object from Node.js 26 (V8 14). */
+const LINE = /\s(\d+) ms: (?:GC: (\{.*\})|(pause=.*))$/;
+
+/** One collection: its time, kind (`s` young, else full), pause, survival %, bytes allocated and promoted. */
+interface Collection {
+  atMs: number;
+  gc: string;
+  pause: number;
+  survived: number;
+  allocated: number;
+  promoted: number;
+}
+
+function readCollection(line: string): Collection | null {
+  const m = LINE.exec(line);
+  if (!m) return null;
+  const atMs = Number(m[1]);
+  if (m[2] !== undefined) {
+    let o: Record<string, unknown>;
+    try {
+      o = JSON.parse(m[2]) as Record<string, unknown>;
+    } catch {
+      return null;
+    }
+    const num = (name: string) => Number(o[name] ?? 0);
+    if (typeof o.gc !== 'string') return null;
+    return { atMs, gc: o.gc, pause: num('pause'), survived: num('new_space_survive_rate'), allocated: num('allocated'), promoted: num('promoted') };
+  }
+  const pairs = m[3]!;
+  const field = (name: string): number => Number(new RegExp(`\\b${name}=([\\d.]+)`).exec(pairs)?.[1] ?? 0);
+  const gc = /\bgc=(\w+)\b/.exec(pairs)?.[1];
+  if (gc === undefined) return null;
+  return { atMs, gc, pause: field('pause'), survived: field('new_space_survive_rate_'), allocated: field('allocated'), promoted: field('promoted') };
+}
 
 /** The collections of a trace, by slices of `seconds`; slices without a young collection are left out. */
 export function gcSlices(text: string, seconds: number): GcSlice[] {
   const slices = new Map<number, GcSlice & { survivedSum: number }>();
   for (const line of text.split('\n')) {
-    const m = LINE.exec(line);
-    if (!m) continue;
-    const index = Math.floor(Number(m[1]) / 1000 / seconds);
+    const c = readCollection(line);
+    if (c === null) continue;
+    const index = Math.floor(c.atMs / 1000 / seconds);
     let slice = slices.get(index);
     if (slice === undefined) {
       slice = { from: index * seconds, scavenges: 0, survivedPercent: 0, survivedSum: 0, fullCollections: 0, pauseMs: 0, allocatedBytes: 0, promotedBytes: 0 };
       slices.set(index, slice);
     }
-    slice.pauseMs += Number(m[2]);
-    if (m[3] === 's') {
+    slice.pauseMs += c.pause;
+    if (c.gc === 's') {
       slice.scavenges += 1;
-      slice.survivedSum += field(line, 'new_space_survive_rate_');
-      slice.allocatedBytes += field(line, 'allocated');
-      slice.promotedBytes += field(line, 'promoted');
+      slice.survivedSum += c.survived;
+      slice.allocatedBytes += c.allocated;
+      slice.promotedBytes += c.promoted;
     } else {
       slice.fullCollections += 1;
     }
