@@ -550,6 +550,32 @@ describe('ResponseCache', () => {
     assert.ok(cache.size.bytes <= limit);
   });
 
+  it('having found no cold answer, looks for one again only a second later, gzipping meanwhile', () => {
+    const size = json(0).length;
+    const limit = 10 * (size + 700);
+    let t = 0;
+    const cache = new ResponseCache(limit, { compressFrom: 1024, random: seededRandom(7), now: () => t });
+    // Ten pages as sent fill it: five read at 0, five read again at 29.5 s.
+    for (let i = 0; i < 5; i++) cache.set(tenant('s'), `/old${i}`, json(i), 'application/json', 'v');
+    for (let i = 0; i < 5; i++) cache.set(tenant('s'), `/warm${i}`, json(10 + i), 'application/json', 'v');
+    t = 29_500;
+    for (let i = 0; i < 5; i++) assert.ok(cache.get(tenant('s'), `/warm${i}`));
+    const present = (prefix: string) => Array.from({ length: 5 }, (_, i) => cache.has(tenant('s'), `/${prefix}${i}`)).filter(Boolean).length;
+
+    // No answer is cold yet: the room is made by gzipping, and the search pauses until 30.5 s.
+    cache.set(tenant('s'), '/new0', json(100), 'application/json', 'v');
+    // At 30.2 s the first five are cold, but the search is paused: they are gzipped, none removed.
+    t = 30_200;
+    for (let i = 1; i < 4; i++) cache.set(tenant('s'), `/new${i}`, json(100 + i), 'application/json', 'v');
+    assert.equal(present('old'), 5, 'a cold answer was removed while the search was paused');
+    // After the pause, cold answers make the room.
+    t = 30_600;
+    for (let i = 4; i < 8; i++) cache.set(tenant('s'), `/new${i}`, json(100 + i), 'application/json', 'v');
+    assert.ok(present('old') < 5, 'no cold answer removed after the pause');
+    assert.equal(present('warm'), 5, 'a page being read was removed');
+    assert.ok(cache.size.bytes <= limit);
+  });
+
   it('keeps a gzipped answer unzipped twice within a second as sent again when unread answers make its room, and gzips nothing for it', () => {
     const size = json(0).length;
     let t = 0;
