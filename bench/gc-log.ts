@@ -23,7 +23,7 @@ export interface GcSlice {
 }
 
 /** A collection's line: name=value pairs up to Node.js 24 (V8 13), one JSON object from Node.js 26 (V8 14). */
-const LINE = /\s(\d+) ms: (?:GC: (\{.*\})|(pause=.*))$/;
+const LINE = /\s(\d+) ms: (?:GC: (\{.*\})|(pause=.*?))\s*$/;
 
 /** One collection: its time, kind (`s` young, else full), pause, survival %, bytes allocated and promoted. */
 interface Collection {
@@ -60,7 +60,7 @@ function readCollection(line: string): Collection | null {
 /** The collections of a trace, by slices of `seconds`; slices without a young collection are left out. */
 export function gcSlices(text: string, seconds: number): GcSlice[] {
   const slices = new Map<number, GcSlice & { survivedSum: number }>();
-  for (const line of text.split('\n')) {
+  for (const line of text.split(/\r?\n/)) {
     const c = readCollection(line);
     if (c === null) continue;
     const index = Math.floor(c.atMs / 1000 / seconds);

@@ -158,6 +158,8 @@ export async function buildApp(deps: AppDeps) {
 
   app.addHook('onClose', async () => {
     accessLog.reportUnlogged();
+    // No periodic flush begins while the key watch closes (up to a second with a silent store).
+    usage.stopFlushing();
     await keyWatch?.close();
     await usage.close();
     await limiter.close();

@@ -197,7 +197,7 @@ export class UsageRecorder {
     // flush. The flushes of a close wait as any write does.
     const closing = this.closing;
     try {
-      await (closing ? this.writeAll() : withoutLockWait(() => this.writeAll()));
+      await (closing ? this.writeAll(closing) : withoutLockWait(() => this.writeAll(closing)));
       this.lastFlushFailed = false;
       this.putOffSince = null;
     } catch (err) {
@@ -215,7 +215,7 @@ export class UsageRecorder {
   }
 
   /** What is pending, in order; throws as soon as a step fails (what it held is kept for the next flush). */
-  private async writeAll(): Promise<void> {
+  private async writeAll(closing: boolean): Promise<void> {
     // Counts first: a request seen in a key's log is on its counter too. Each step says
     // whether it used the store: a flush with nothing to write says nothing of the store,
     // and is not taken as the store working again.
@@ -223,13 +223,13 @@ export class UsageRecorder {
     if (this.shared) used = (await this.moveSharedOrNote(this.shared)) || used;
     // The request log at most every REQUEST_LOG_FLUSH_MS: its rows are written and pruned
     // per key, and under load that is 100 rows a key each time, however often it runs.
-    if (Date.now() - this.requestsWrittenAt >= REQUEST_LOG_FLUSH_MS || this.closing) {
+    if (Date.now() - this.requestsWrittenAt >= REQUEST_LOG_FLUSH_MS || closing) {
       this.requestsWrittenAt = Date.now();
       used = (await this.writeRequests()) || used;
     }
     // The hourly prune is housekeeping, not usage: a close does not wait on it (a store
     // silent at a stop would hold the close for its retries).
-    if (!this.closing) used = (await this.prune()) || used;
+    if (!closing) used = (await this.prune()) || used;
     if (used) this.flushes.answered();
   }
 
@@ -327,14 +327,22 @@ export class UsageRecorder {
   }
 
   /**
+   * Begins no periodic flush from now on; what the flushes of `close` do instead. Called as
+   * the stop begins, before the steps that come ahead of `close`, so none begins meanwhile.
+   */
+  stopFlushing(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.closing = true;
+  }
+
+  /**
    * Stops the timer and writes everything still pending, retrying briefly: up to five tries,
    * none begun CLOSE_RETRIES_MS after the close began, so a stop while a store is silent ends
    * within a service manager's usual grace period.
    */
   async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    this.closing = true;
+    this.stopFlushing();
     const started = performance.now();
     // Requests whose record in Redis is not known yet are known, or counted here, first.
     await this.shared?.close();

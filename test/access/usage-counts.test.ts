@@ -1,8 +1,10 @@
 /**
  * The usage counts between requests and the store, on the real store (SQLite, or PostgreSQL
  * when DATABASE_URL is set): one flush adds every key's requests to its counter and to its
- * requests of the day, and moves its last use forward, never back; while an import holds
- * SQLite's write lock, a flush is put off at once rather than holding the connection.
+ * requests of the day, and moves its last use forward, never back; once a stop begins no
+ * periodic flush does, and the close writes what is pending without the hourly prune; while
+ * an import holds SQLite's write lock, a flush is put off at once rather than holding the
+ * connection.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -70,6 +72,32 @@ describe('usage counts on their way to the store', () => {
     const after = await usageOf(w.b.keyId);
     assert.equal(after.lastUsedAt, later);
     assert.equal(after.count, before.count + 1);
+  });
+
+  it('begins no periodic flush once the stop has begun; the close writes what is pending, and leaves the hourly prune to the flushes', async () => {
+    const old = { key_id: w.lone.keyId, day: '2000-01-01', requests: 1 };
+    await store.db.insertInto('key_days').values(old).execute();
+    const oldDays = () => store.db.selectFrom('key_days').select('day').where('key_id', '=', w.lone.keyId).where('day', '=', old.day).execute();
+    const before = await usageOf(w.a.keyId);
+
+    const recorder = new UsageRecorder(store.db, pino({ level: 'silent' }), 20);
+    recorder.record(w.a.keyId);
+    recorder.record(w.a.keyId);
+    recorder.stopFlushing();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal((await usageOf(w.a.keyId)).count, before.count, 'a periodic flush ran after the stop began');
+    await recorder.close();
+    assert.equal((await usageOf(w.a.keyId)).count, before.count + 2);
+    assert.equal((await oldDays()).length, 1, 'the close pruned');
+
+    // A periodic flush prunes the days past those kept.
+    const next = new UsageRecorder(store.db, pino({ level: 'silent' }), 60_000);
+    try {
+      await next.flush();
+      assert.equal((await oldDays()).length, 0);
+    } finally {
+      await next.close();
+    }
   });
 
   it('puts a flush off at once while another process holds SQLite\'s write lock, the connection free for others, and writes it after', { skip: process.env.DATABASE_URL ? 'SQLite only: PostgreSQL has no file lock' : false }, async () => {

@@ -32,6 +32,24 @@ describe('bench: the GC trace summary', () => {
     assert.ok(all!.pauseMs > 0);
   });
 
+  // One young and one full collection in each form, the fields the summary reads; the other line's form is never printed by the Node running the test.
+  const PAIRS = [
+    '[1:0x1:0]      120 ms: pause=2.5 mutator=10.0 gc=s reduce_memory=0 allocated=4000000 promoted=100000 new_space_survive_rate_=12.5 other=1',
+    '[1:0x1:0]     1500 ms: pause=7.5 mutator=30.0 gc=mc reduce_memory=0 allocated=0 promoted=0',
+  ];
+  const JSON_LINES = [
+    '[1:0x1:0]      120 ms: GC: {"pause":2.5,"gc":"s","allocated":4000000,"promoted":100000,"new_space_survive_rate":12.5,"nested":{"a":1}}',
+    '[1:0x1:0]     1500 ms: GC: {"pause":7.5,"gc":"mc","allocated":0,"promoted":0}',
+  ];
+  const EXPECTED = [{ from: 0, scavenges: 1, survivedPercent: 12.5, fullCollections: 1, pauseMs: 10, allocatedBytes: 4_000_000, promotedBytes: 100_000 }];
+
+  it('reads both forms of the line (Node.js 22 and 24; 26), with LF or CRLF endings and trailing spaces', () => {
+    for (const lines of [PAIRS, JSON_LINES]) {
+      assert.deepEqual(gcSlices(lines.join('\n'), 10), EXPECTED);
+      assert.deepEqual(gcSlices(lines.map((l) => `${l}  `).join('\r\n') + '\r\n', 10), EXPECTED);
+    }
+  });
+
   it('leaves out lines that are not collections', () => {
     assert.deepEqual(gcSlices('hello\n{"level":30}\n', 1), []);
   });

@@ -243,7 +243,8 @@ describe('stopping while PostgreSQL does not answer (a partition)', { skip: embe
   };
 
   it('a server exits within seconds, its connections to the silent database dropped', async () => {
-    const server = await startServe({ ...env, PORT: String(await freePort()) });
+    // No periodic flush before the stop: what the close itself does is what is tested.
+    const server = await startServe({ ...env, PORT: String(await freePort()), SCHOOL_DATA_USAGE_FLUSH_MS: '5000' });
     // Its pool and its key watch hold connections by now; then the database goes silent.
     await new Promise((r) => setTimeout(r, 500));
     await proxy.setMode('blackhole');
@@ -251,8 +252,8 @@ describe('stopping while PostgreSQL does not answer (a partition)', { skip: embe
       server.child.kill('SIGTERM');
       // pg waits for the server to close its side of each connection, which it never does.
       assert.equal(await exitWithin(server, 10_000), 0, server.output());
-      // Nothing was counted: the close has nothing to write, so it does not wait on the store.
-      assert.doesNotMatch(server.output(), /could not be written/);
+      // Nothing was counted: the close has nothing to write (the hourly prune is not its work), so it does not wait on the store.
+      assert.doesNotMatch(server.output(), /usage flush failing|could not be written/);
     } finally {
       await proxy.setMode('forward');
     }
