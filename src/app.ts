@@ -96,12 +96,16 @@ export async function buildApp(deps: AppDeps) {
     // the limit (414), caught by the router before any hook runs. Query strings are read as
     // the front reads them (parseQuery).
     routerOptions: { maxParamLength: config.maxUrlBytes, querystringParser: parseQuery },
-    // Errors the router raises before any hook (an undecodable path, an over-long
-    // parameter) are answered like every other error. An undecodable path under the
-    // prefix is an unknown path: its 404 comes after the edge's and the access checks.
+    // Errors the router raises before any hook (an undecodable path or a target that is no
+    // path, an over-long parameter) are answered like every other error. A bad URL gets the
+    // edge's checks first (a target that is no path is 400 there); under the prefix it is an
+    // unknown path, whose 404 comes after the access checks.
     frameworkErrors: (error, request, reply) => {
-      if (error.code === 'FST_ERR_BAD_URL' && underPrefix(request.url)) {
-        checkEdge(request, reply, () => checkAccess(request, reply, (failure) => onError((failure as FastifyError | undefined) ?? error, request, reply)));
+      if (error.code === 'FST_ERR_BAD_URL') {
+        checkEdge(request, reply, () => {
+          if (!underPrefix(request.url)) onError(error, request, reply);
+          else checkAccess(request, reply, (failure) => onError((failure as FastifyError | undefined) ?? error, request, reply));
+        });
         return;
       }
       noteArrival(request, unmatched);

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
-import Fastify, { LogController, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { RateLimiter } from '../access/ratelimit/index.js';
@@ -42,6 +42,12 @@ export interface CabinetDeps {
 /** A request in the cabinet's log lines: Fastify's fields, with anything shaped like a key masked in the URL. */
 const requestFields = (req: FastifyRequest) => ({ method: req.method, url: redactKeys(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort });
 
+/** The headers of every answer: the security headers, and the request id its error page shows. */
+function pageHeaders(request: FastifyRequest, reply: FastifyReply): void {
+  reply.headers(CABINET_HEADERS);
+  reply.header('X-Request-Id', request.id);
+}
+
 /** The largest form the cabinet has (sign-in: email + password + token) fits many times over. */
 const FORM_LIMIT = 8 * 1024;
 
@@ -57,13 +63,18 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: FORM_LIMIT,
     return503OnClosing: false,
+    // Errors the router raises before any hook (an undecodable path, a target that is no
+    // path): the same headers and error page as every other answer.
+    frameworkErrors: (error, request, reply) => {
+      pageHeaders(request, reply);
+      cabinetErrorHandler(error, request, reply);
+    },
   });
   limitServer(app.server, config);
 
   app.decorateRequest('cabinet', null);
   app.addHook('onRequest', (request, reply, done) => {
-    reply.headers(CABINET_HEADERS);
-    reply.header('X-Request-Id', request.id);
+    pageHeaders(request, reply);
     done();
   });
   app.setErrorHandler(cabinetErrorHandler);

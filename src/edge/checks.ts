@@ -3,16 +3,19 @@
  * notes its arrival (answer.ts) and refuses what the HTTP layer must refuse before any
  * key is looked at: a target over SCHOOL_DATA_MAX_URL_BYTES (414), an HTTP/1.1 request
  * without Host or any request with more than one (400, RFC 9112: which would name the
- * server?) and a target with a '#' (400: a fragment is never sent).
+ * server?), a target with a '#' (400: a fragment is never sent) and a target that is neither
+ * a path, an absolute URL nor '*' (400: Node's parser lets `*api/...` through).
  */
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ResponseRecorder } from '../ops/metrics.js';
 import { Problem } from '../problems/index.js';
 import { noteArrival, problemAnswer, type SendAnswer } from './answer.js';
+import { wellFormedTarget } from './paths.js';
 
 const NO_HOST = new Problem('invalid_parameter', 'An HTTP/1.1 request needs a Host header.');
 const HOSTS = new Problem('invalid_parameter', 'A request may have one Host header, not more.');
+const TARGET_FORM = new Problem('invalid_parameter', 'The request target must be a path that begins with "/" (or an absolute URL, https://host/...).');
 const FRAGMENT = new Problem('invalid_parameter', 'The request target contains "#": a URL\'s fragment is not sent to the server. Leave it out, or write "#" inside a value as %23.');
 
 export function edgeChecks(options: { maxUrlBytes: number; unmatched: ResponseRecorder; send: SendAnswer }) {
@@ -20,7 +23,7 @@ export function edgeChecks(options: { maxUrlBytes: number; unmatched: ResponseRe
   const refusal = edgeRefusal(maxUrlBytes);
   return function checkRequest(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
     noteArrival(request, unmatched);
-    const problem = refusal(request.raw);
+    const problem = refusal(request.raw) ?? (wellFormedTarget(request.raw.url ?? '') ? null : TARGET_FORM);
     if (problem === null) done();
     else send(reply, problemAnswer(problem, request.id));
   };

@@ -12,6 +12,17 @@ export function underPrefix(target: string): boolean {
   return target.startsWith(API_PREFIX) || (target[0] !== '/' && targetPath(target).startsWith(API_PREFIX));
 }
 
+/** An absolute-form target's scheme and authority (`https://host`), before its path. */
+const ABSOLUTE_ORIGIN = /^[a-z][a-z0-9+.-]*:\/\/[^/]*/i;
+
+/**
+ * Whether a request target has a form a GET or HEAD may have (RFC 9112, section 3.2): a path
+ * (`/a/b?q`), an absolute URL (`https://host/a/b?q`) or the asterisk alone.
+ */
+export function wellFormedTarget(target: string): boolean {
+  return target[0] === '/' || target === '*' || ABSOLUTE_ORIGIN.test(target);
+}
+
 /**
  * The path of a request target in origin form (`/a/b?q`) or absolute form
  * (`https://host/a/b?q`), without its query: where the request is addressed.
@@ -19,6 +30,6 @@ export function underPrefix(target: string): boolean {
 export function targetPath(target: string): string {
   const path = pathOf(target);
   if (path.startsWith('/')) return path;
-  const origin = /^[a-z][a-z0-9+.-]*:\/\/[^/]*/i.exec(path);
+  const origin = ABSOLUTE_ORIGIN.exec(path);
   return origin ? path.slice(origin[0].length) || '/' : path;
 }

@@ -199,6 +199,22 @@ describe('errors and their precedence', () => {
     assert.deepEqual(await send('GET', 'https://localhost/elsewhere', null), [404, 'not_found']);
   });
 
+  it('a target that is neither a path nor an absolute URL is 400, whatever the key', async () => {
+    const send = async (target: string, key: string | null) => {
+      const auth = key === null ? '' : `Authorization: Bearer ${key}\r\n`;
+      const outcome = await rawExchange(t.origin, t.ca, `GET ${target} HTTP/1.1\r\nHost: localhost\r\n${auth}Connection: close\r\n\r\n`);
+      assert.ok(outcome.kind === 'response', target);
+      return [outcome.response.status, (JSON.parse(outcome.response.body) as Problem).code];
+    };
+    // Node's parser lets a target that begins with '*' through; the router would take it for its path.
+    for (const target of ['*api/public/v1/students', '*api/public/v1/students?limit=1', '*/api/public/v1/students']) {
+      assert.deepEqual(await send(target, w.a.key), [400, 'invalid_parameter'], target);
+      assert.deepEqual(await send(target, null), [400, 'invalid_parameter'], target);
+    }
+    // The asterisk alone is a target's form (for OPTIONS): nothing is there.
+    assert.deepEqual(await send('*', w.a.key), [404, 'not_found']);
+  });
+
   it('paths outside /api/public/v1/ are 404 without looking at the key', async () => {
     for (const path of ['/', '/api/public/v2/students', '/api/public/v1', '/API/public/v1/students', '/students']) {
       await problem(path, { key: null }, 404, 'not_found');

@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { createKey, type CreatedKey } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { formFields, seedDirector, startTestCabinet, type CabinetBrowser, type Page, type TestCabinet } from '../helpers/cabinet.js';
+import { rawExchange } from '../helpers/fuzz.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 const STUDENTS = '/api/public/v1/students';
@@ -182,7 +183,20 @@ describe('cabinet security', () => {
       ['403', await a.post('/settings/api/keys', {})],
       ['415', await a.post('/settings/api/keys', {}, { contentType: 'application/json', body: '{}' })],
     ];
-    for (const [what, res] of responses) {
+    // What the router refuses before any hook runs: an undecodable path, a target that is no path.
+    const refusedByRouter: [string, { status: number; headers: Record<string, string | string[] | undefined>; body: string }][] = [];
+    for (const target of ['/%zz', '*login', '*settings/api']) {
+      const outcome = await rawExchange(t.origin, t.ca, `GET ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
+      assert.ok(outcome.kind === 'response', target);
+      refusedByRouter.push([target, outcome.response]);
+    }
+    for (const [what, res] of refusedByRouter) {
+      assert.equal(res.status, 400, what);
+      assert.equal(res.headers['content-type'], 'text/html; charset=utf-8', what);
+      assert.match(res.body, /<!doctype html>/, what);
+      assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/, what);
+    }
+    for (const [what, res] of [...responses, ...refusedByRouter]) {
       const h = res.headers;
       assert.equal(h['content-security-policy'], "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'", what);
       assert.equal(h['x-frame-options'], 'DENY', what);
