@@ -14,6 +14,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { RateLimiter } from '../access/ratelimit/index.js';
 import { limitServer, serverOptions, type ListenerLimits } from '../edge/listener.js';
+import { clientErrorHandler } from '../edge/raw.js';
 import { opsPlugin } from '../ops/health.js';
 import { ApiMetrics } from '../ops/metrics.js';
 import { redactKeys } from '../ops/request-log.js';
@@ -69,6 +70,9 @@ export async function buildCabinetApp(deps: CabinetDeps) {
       pageHeaders(request, reply);
       cabinetErrorHandler(error, request, reply);
     },
+    // What never became a request (bytes that are not HTTP, headers over the limit, a client
+    // too slow): answered on the socket as the API answers it, with the cabinet's headers.
+    clientErrorHandler: clientErrorHandler({ ...CABINET_HEADERS }, () => {}),
   });
   limitServer(app.server, config);
 

@@ -61,6 +61,12 @@ function sendError(request: FastifyRequest, reply: FastifyReply, status: number,
 
 export function cabinetErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof CabinetError) return sendError(request, reply, error.status, error.text);
+  // The client closed the connection before its body arrived (a dropped upload, a timeout):
+  // its error is the connection's, not the store's, and nobody is left to read an answer.
+  if (request.raw.readableAborted) {
+    request.log.info({ reason: error.message }, 'client closed the connection before its request arrived');
+    return sendError(request, reply, 400, { page: 'badRequest' });
+  }
   if (isStoreUnavailable(error)) {
     // On SQLite, another process held the write lock past the store's timeout: an import merging.
     if (isLockWait(error)) {

@@ -184,11 +184,26 @@ describe('cabinet security', () => {
       ['415', await a.post('/settings/api/keys', {}, { contentType: 'application/json', body: '{}' })],
     ];
     // What the router refuses before any hook runs: an undecodable path, a target that is no path.
-    const refusedByRouter: [string, { status: number; headers: Record<string, string | string[] | undefined>; body: string }][] = [];
+    type Answered = { status: number; headers: Record<string, string | string[] | undefined>; body: string };
+    const refusedByRouter: [string, Answered][] = [];
     for (const target of ['/%zz', '*login', '*settings/api']) {
       const outcome = await rawExchange(t.origin, t.ca, `GET ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
       assert.ok(outcome.kind === 'response', target);
       refusedByRouter.push([target, outcome.response]);
+    }
+    // What Node's parser refuses is answered on the socket, with the same headers.
+    const refusedByParser: [string, string][] = [
+      ['a control byte in the target', 'GET /lo\x01gin HTTP/1.1\r\nHost: localhost\r\n\r\n'],
+      ['not HTTP', 'HELLO\r\n\r\n'],
+      ['headers over the limit', `GET /login HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`],
+    ];
+    const parserAnswers: [string, Answered][] = [];
+    for (const [what, bytes] of refusedByParser) {
+      const outcome = await rawExchange(t.origin, t.ca, bytes);
+      assert.ok(outcome.kind === 'response', what);
+      assert.ok(outcome.response.status === 400 || outcome.response.status === 431, `${what}: ${outcome.response.status}`);
+      assert.match(String(outcome.response.headers['x-request-id']), /^[0-9a-f-]{36}$/, what);
+      parserAnswers.push([what, outcome.response]);
     }
     for (const [what, res] of refusedByRouter) {
       assert.equal(res.status, 400, what);
@@ -196,7 +211,7 @@ describe('cabinet security', () => {
       assert.match(res.body, /<!doctype html>/, what);
       assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/, what);
     }
-    for (const [what, res] of [...responses, ...refusedByRouter]) {
+    for (const [what, res] of [...responses, ...refusedByRouter, ...parserAnswers]) {
       const h = res.headers;
       assert.equal(h['content-security-policy'], "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'", what);
       assert.equal(h['x-frame-options'], 'DENY', what);

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
+import tls from 'node:tls';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { LOGIN_ATTEMPTS_PER_ACCOUNT, LOGIN_ATTEMPTS_PER_ADDRESS } from '../../src/cabinet/throttle.js';
 import { formFields, seedDirector, startTestCabinet, type CabinetBrowser, type Page, type SeededDirector, type TestCabinet } from '../helpers/cabinet.js';
@@ -69,6 +70,24 @@ describe('cabinet sign-in', () => {
     const rows = await t.store.db.selectFrom('cabinet_sessions').select('id').where('director_id', '=', d.directorId).execute();
     assert.ok(rows.every((r) => r.id !== token), 'the token itself is stored');
     assert.ok(rows.some((r) => r.id === createHash('sha256').update(token).digest('hex')));
+  });
+
+  it('takes a form body the client stops sending for a dropped connection, not for a store outage', async () => {
+    const url = new URL(t.origin);
+    const errorsBefore = t.logs.filter((l) => l.includes('"level":50')).length;
+    const seen = t.logs.length;
+    await new Promise<void>((resolve, reject) => {
+      const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: t.ca, servername: 'localhost' }, () => {
+        socket.write(`POST /login HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 50\r\n\r\ncsrf=x`);
+        setTimeout(() => socket.destroy(), 300);
+      });
+      socket.on('close', () => resolve());
+      socket.on('error', reject);
+    });
+    // The server notices the closed connection, and logs it once, at info.
+    for (let i = 0; i < 50 && !t.logs.slice(seen).some((l) => l.includes('client closed the connection')); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(t.logs.slice(seen).some((l) => l.includes('"level":30') && l.includes('client closed the connection before its request arrived')), t.logs.slice(seen).join(''));
+    assert.equal(t.logs.filter((l) => l.includes('"level":50')).length, errorsBefore, t.logs.slice(seen).join(''));
   });
 
   it('gives a wrong password and an unknown email the same answer, and logs no password', async () => {
