@@ -70,9 +70,10 @@ export async function buildCabinetApp(deps: CabinetDeps) {
       pageHeaders(request, reply);
       cabinetErrorHandler(error, request, reply);
     },
-    // What never became a request (bytes that are not HTTP, headers over the limit, a client
-    // too slow): answered on the socket as the API answers it, with the cabinet's headers.
-    clientErrorHandler: clientErrorHandler({ ...CABINET_HEADERS }, () => {}),
+    // What never became a request (bytes that are not HTTP, an unknown method, headers over
+    // the limit, a client too slow): answered on the socket as the API answers it, with the
+    // cabinet's headers and without the API's rules.
+    clientErrorHandler: clientErrorHandler({ ...CABINET_HEADERS }, () => {}, false),
   });
   limitServer(app.server, config);
 

@@ -61,10 +61,12 @@ function sendError(request: FastifyRequest, reply: FastifyReply, status: number,
 
 export function cabinetErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof CabinetError) return sendError(request, reply, error.status, error.text);
-  // The client closed the connection before its body arrived (a dropped upload, a timeout):
-  // its error is the connection's, not the store's, and nobody is left to read an answer.
-  if (request.raw.readableAborted) {
-    request.log.info({ reason: error.message }, 'client closed the connection before its request arrived');
+  // The request's own body failed to arrive (the client dropped it, or was too slow): the
+  // error is the connection's, not the store's, and nobody is left to read an answer. Only
+  // the request stream's own error: a request whose client left while the store failed
+  // is the store's failure.
+  if (request.raw.errored === error) {
+    request.log.info({ reason: error.message }, 'connection closed before the request body arrived');
     return sendError(request, reply, 400, { page: 'badRequest' });
   }
   if (isStoreUnavailable(error)) {

@@ -195,6 +195,8 @@ describe('cabinet security', () => {
     const refusedByParser: [string, string][] = [
       ['a control byte in the target', 'GET /lo\x01gin HTTP/1.1\r\nHost: localhost\r\n\r\n'],
       ['not HTTP', 'HELLO\r\n\r\n'],
+      // Not the API's 405: this listener serves no API.
+      ['an unknown method', 'FOO /api/public/v1/students HTTP/1.1\r\nHost: localhost\r\n\r\n'],
       ['headers over the limit', `GET /login HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`],
     ];
     const parserAnswers: [string, Answered][] = [];
@@ -203,6 +205,7 @@ describe('cabinet security', () => {
       assert.ok(outcome.kind === 'response', what);
       assert.ok(outcome.response.status === 400 || outcome.response.status === 431, `${what}: ${outcome.response.status}`);
       assert.match(String(outcome.response.headers['x-request-id']), /^[0-9a-f-]{36}$/, what);
+      assert.equal(outcome.response.headers.allow, undefined, what);
       parserAnswers.push([what, outcome.response]);
     }
     for (const [what, res] of refusedByRouter) {
