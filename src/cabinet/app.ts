@@ -64,6 +64,9 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: FORM_LIMIT,
     return503OnClosing: false,
+    // A path parameter as long as the headers allow: an over-long key id is a malformed id,
+    // answered by its route like any other (the sign-in gate, then 404), not a router error.
+    routerOptions: { maxParamLength: config.maxHeaderBytes },
     // Errors the router raises before any hook (an undecodable path, a target that is no
     // path): the same headers and error page as every other answer.
     frameworkErrors: (error, request, reply) => {

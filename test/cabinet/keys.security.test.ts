@@ -151,7 +151,7 @@ describe('cabinet security', () => {
     assert.equal(await revokedAt(keyB.id), null);
     assert.equal((await api.request(STUDENTS, { key: keyB.key })).status, 200);
     assert.ok(!(await a.get('/settings/api')).text.includes(keyB.id), "another school's key listed");
-    for (const id of ['%00', 'a%2Fb', 'x'.repeat(90), '%F0%9F%98%80', '..']) {
+    for (const id of ['%00', 'a%2Fb', 'x'.repeat(90), 'x'.repeat(101), 'x'.repeat(2000), '%F0%9F%98%80', '..']) {
       assert.equal((await a.get(`/settings/api/keys/${id}/revoke`)).status, 404, id);
       assert.equal((await a.post(`/settings/api/keys/${id}/revoke`, { csrf: token })).status, 404, id);
     }
@@ -159,7 +159,7 @@ describe('cabinet security', () => {
 
   it('sends signed-out visitors to sign-in, and changes nothing for them', async () => {
     const stranger = t.browser();
-    for (const path of ['/', '/settings', '/settings/api', `/settings/api/keys/${keyA.id}/revoke`]) {
+    for (const path of ['/', '/settings', '/settings/api', `/settings/api/keys/${keyA.id}/revoke`, `/settings/api/keys/${'x'.repeat(2000)}`]) {
       const res = await stranger.get(path);
       assert.equal(res.status, 303, path);
       assert.match(res.location ?? '', /^\/login|^\/settings\/api$/);
