@@ -66,7 +66,8 @@ export class Problem extends Error {
   }
 
   static invalid(params: InvalidParam[]): Problem {
-    const detail = params.map((p) => `${p.name} ${p.reason}`).join('; ');
+    // A parameter without a name (`?=1`) is told by its reason alone.
+    const detail = params.map((p) => (p.name === '' ? p.reason : `${p.name} ${p.reason}`)).join('; ');
     return new Problem('invalid_parameter', detail, { invalidParams: params });
   }
 

@@ -247,6 +247,8 @@ describe('errors and their precedence', () => {
       ['status=', 'status'],
       // After a thousand empty pairs, still read (Node's parser stops at 1,000 by default).
       [`${'&'.repeat(1000)}limit=0`, 'limit'],
+      ['=1', ''],
+      ['=', ''],
     ];
     for (const [query, name] of cases) {
       const body = await problem(`/api/public/v1/students?${query}`, { key: w.a.key }, 400, 'invalid_parameter');
@@ -256,7 +258,9 @@ describe('errors and their precedence', () => {
         query,
       );
       assert.ok(body.detail.includes(name), body.detail);
+      assert.equal(body.detail, body.detail.trim(), query);
     }
+    assert.equal((await problem('/api/public/v1/students?=1', { key: w.a.key }, 400, 'invalid_parameter')).detail, 'a value was sent without a parameter name ("=" with nothing before it)');
     // An unknown name is echoed cut to 64 characters, never through the middle of one.
     const emoji = '😀'.repeat(70);
     const long = await problem(`/api/public/v1/students?x${encodeURIComponent(emoji)}=1`, { key: w.a.key }, 400, 'invalid_parameter');

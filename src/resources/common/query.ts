@@ -102,7 +102,9 @@ export function compileQueryDecoder(schema: TSchema): QueryDecoder {
     const invalid: InvalidParam[] = [];
     for (const name of Object.keys(raw)) {
       // Unknown names are echoed back, but never at any length, and never a key pasted as one.
-      if (!known.has(name)) {
+      if (name === '') {
+        invalid.push({ name, reason: 'a value was sent without a parameter name ("=" with nothing before it)' });
+      } else if (!known.has(name)) {
         const shown = [...redactKeys(name)];
         invalid.push({ name: shown.length > 64 ? `${shown.slice(0, 64).join('')}...` : shown.join(''), reason: 'is not a parameter of this endpoint' });
       }
