@@ -14,6 +14,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { RateLimiter } from '../access/ratelimit/index.js';
 import { limitServer, serverOptions, type ListenerLimits } from '../edge/listener.js';
+import { headerRepeated } from '../edge/checks.js';
 import { clientErrorHandler } from '../edge/raw.js';
 import { opsPlugin } from '../ops/health.js';
 import { ApiMetrics } from '../ops/metrics.js';
@@ -22,7 +23,7 @@ import type { Config } from '../config/index.js';
 import type { Database } from '../db/schema.js';
 import type { TlsMaterial } from '../tls.js';
 import { assets } from './assets.js';
-import { cabinetErrorHandler, cabinetNotFound } from './errors.js';
+import { CabinetError, cabinetErrorHandler, cabinetNotFound } from './errors.js';
 import { parseForm } from './form.js';
 import { chooseLocale } from './i18n/index.js';
 import { loginRoutes } from './routes/login.js';
@@ -58,7 +59,8 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   // The same TLS settings, timeouts and connection limits as the API's listener.
   const app = Fastify({
     loggerInstance: deps.logger.child({ listener: 'cabinet' }, { serializers: { req: requestFields } }),
-    https: serverOptions(config, tls),
+    // A missing Host is refused by the hook below, with the cabinet's headers, not by Node's bare 400.
+    https: { ...serverOptions(config, tls), requireHostHeader: false },
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
@@ -83,7 +85,10 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   app.decorateRequest('cabinet', null);
   app.addHook('onRequest', (request, reply, done) => {
     pageHeaders(request, reply);
-    done();
+    // RFC 9112: an HTTP/1.1 request has one Host, never two (the form checks compare it with Origin).
+    const raw = request.raw;
+    if ((raw.headers.host === undefined && raw.httpVersion === '1.1') || headerRepeated(raw, 'host')) done(new CabinetError(400, { page: 'badRequest' }));
+    else done();
   });
   app.setErrorHandler(cabinetErrorHandler);
   app.setNotFoundHandler(cabinetNotFound);

@@ -191,6 +191,12 @@ describe('cabinet security', () => {
       assert.ok(outcome.kind === 'response', target);
       refusedByRouter.push([target, outcome.response]);
     }
+    // An HTTP/1.1 request without Host, or with two (RFC 9112): the same page.
+    for (const [what, hosts] of [['no Host', ''], ['two Host lines', 'Host: localhost\r\nHost: evil.example\r\n']] as const) {
+      const outcome = await rawExchange(t.origin, t.ca, `GET /login HTTP/1.1\r\n${hosts}Connection: close\r\n\r\n`);
+      assert.ok(outcome.kind === 'response', what);
+      refusedByRouter.push([what, outcome.response]);
+    }
     // What Node's parser refuses is answered on the socket, with the same headers.
     const refusedByParser: [string, string][] = [
       ['a control byte in the target', 'GET /lo\x01gin HTTP/1.1\r\nHost: localhost\r\n\r\n'],
