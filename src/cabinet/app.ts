@@ -14,7 +14,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { RateLimiter } from '../access/ratelimit/index.js';
 import { limitServer, serverOptions, type ListenerLimits } from '../edge/listener.js';
-import { headerRepeated } from '../edge/checks.js';
+import { hostFault } from '../edge/checks.js';
 import { clientErrorHandler } from '../edge/raw.js';
 import { opsPlugin } from '../ops/health.js';
 import { ApiMetrics } from '../ops/metrics.js';
@@ -85,9 +85,8 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   app.decorateRequest('cabinet', null);
   app.addHook('onRequest', (request, reply, done) => {
     pageHeaders(request, reply);
-    // RFC 9112: an HTTP/1.1 request has one Host, never two (the form checks compare it with Origin).
-    const raw = request.raw;
-    if ((raw.headers.host === undefined && raw.httpVersion === '1.1') || headerRepeated(raw, 'host')) done(new CabinetError(400, { page: 'badRequest' }));
+    // As on the API's listener (the form checks compare Host with Origin).
+    if (hostFault(request.raw) !== null) done(new CabinetError(400, { page: 'badRequest' }));
     else done();
   });
   app.setErrorHandler(cabinetErrorHandler);

@@ -34,12 +34,23 @@ export function edgeRefusal(maxUrlBytes: number): (req: IncomingMessage) => Prob
   const uriTooLong = new Problem('uri_too_long', `The request URI is over ${maxUrlBytes} bytes.`);
   return (req) => {
     const url = req.url ?? '';
+    const host = hostFault(req);
     return url.length > maxUrlBytes ? uriTooLong
-      : req.headers.host === undefined && req.httpVersion === '1.1' ? NO_HOST
-      : headerRepeated(req, 'host') ? HOSTS
+      : host === 'missing' ? NO_HOST
+      : host === 'repeated' ? HOSTS
       : url.includes('#') ? FRAGMENT
       : null;
   };
+}
+
+/**
+ * What RFC 9112 refuses in a request's Host: missing from an HTTP/1.1 request, or given
+ * on more than one line (which would name the server?); null when neither. Both listeners
+ * answer it 400.
+ */
+export function hostFault(req: IncomingMessage): 'missing' | 'repeated' | null {
+  if (req.headers.host === undefined) return req.httpVersion === '1.1' ? 'missing' : null;
+  return headerRepeated(req, 'host') ? 'repeated' : null;
 }
 
 /**
