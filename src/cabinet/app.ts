@@ -78,7 +78,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     // What never became a request (bytes that are not HTTP, an unknown method, headers over
     // the limit, a client too slow): answered on the socket as the API answers it, with the
     // cabinet's headers and without the API's rules.
-    clientErrorHandler: clientErrorHandler({ ...CABINET_HEADERS }, () => {}, false),
+    clientErrorHandler: clientErrorHandler(CABINET_HEADERS, () => {}, { apiRules: false }),
   });
   limitServer(app.server, config);
 

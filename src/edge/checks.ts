@@ -23,6 +23,7 @@ export function edgeChecks(options: { maxUrlBytes: number; unmatched: ResponseRe
   const refusal = edgeRefusal(maxUrlBytes);
   return function checkRequest(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
     noteArrival(request, unmatched);
+    // The target's form is checked here, not in edgeRefusal: CONNECT's target (host:port) is no path.
     const problem = refusal(request.raw) ?? (wellFormedTarget(request.raw.url ?? '') ? null : TARGET_FORM);
     if (problem === null) done();
     else send(reply, problemAnswer(problem, request.id));

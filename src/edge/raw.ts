@@ -91,18 +91,19 @@ export interface RawAnswer {
  * send its request. The answer is problem+json like every other error; `observe` is told
  * of each refusal, with the answer when one was written (for its access line). A
  * connection whose TLS handshake failed or timed out is only closed. Never logged with
- * the raw bytes: they may carry the Authorization header. `api`: the API's own rules apply
- * (its held answers are written first; an unknown method is 405 under its prefix, else 404);
- * without them (the cabinet), an unknown method is a request that is not HTTP.
+ * the raw bytes: they may carry the Authorization header. `apiRules` (the default): the
+ * API's own rules apply (its held answers are written first; an unknown method is 405 under
+ * its prefix, else 404); without them (the cabinet), an unknown method is a request that is
+ * not HTTP.
  */
-export function clientErrorHandler(headers: Record<string, string>, observe: (kind: ClientErrorKind, answer: RawAnswer | null) => void, api = true) {
+export function clientErrorHandler(headers: Record<string, string>, observe: (kind: ClientErrorKind, answer: RawAnswer | null) => void, { apiRules = true } = {}) {
   const answer = (kind: ClientErrorKind, socket: Duplex, status: number, problem: Problem, head = false) => {
     const requestId = writeRawProblem(socket, status, problem, headers, head);
     observe(kind, requestId === null ? null : { requestId, status, socket });
   };
   return function onClientError(error: Error & { code?: string }, socket: Duplex): void {
     // The answers to the requests read before the bad bytes go first (turn-end.ts).
-    if (api) flushHeldAnswers();
+    if (apiRules) flushHeldAnswers();
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
     if (error.code?.startsWith('ERR_TLS_') || error.code?.startsWith('ERR_SSL_')) {
       // No TLS session (a handshake that failed or never finished): nothing can be written.
@@ -114,7 +115,7 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
     } else if (error.code === 'HPE_HEADER_OVERFLOW') {
       answer('header_overflow', socket, 431, HEADER_TOO_LARGE, wasHead(error));
     } else {
-      const unknownMethod = api ? unknownMethodProblem(error) : null;
+      const unknownMethod = apiRules ? unknownMethodProblem(error) : null;
       if (unknownMethod !== null) answer('malformed', socket, unknownMethod.status, unknownMethod);
       else answer('malformed', socket, 400, NOT_HTTP, wasHead(error));
     }
