@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import FindMyWay from 'find-my-way';
 import type { Tenant } from '../domain/tenant.js';
 import { problemAnswer, type Answer, type Exchange, type WriteAnswer } from '../edge/answer.js';
-import { hostFault } from '../edge/checks.js';
+import { headFault } from '../edge/checks.js';
 import { API_PREFIX, pathOf } from '../edge/paths.js';
 import type { ErrorAnswer } from '../edge/errors.js';
 import { beforeQuery, currentTurn } from '../edge/turn-end.js';
@@ -196,7 +196,7 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
   return function front(req, res) {
     const url = req.url ?? '';
     const method = req.method;
-    if ((method !== 'GET' && method !== 'HEAD') || !url.startsWith(API_PREFIX) || url.length > maxUrlBytes || url.includes('#') || hostFault(req) !== null) {
+    if ((method !== 'GET' && method !== 'HEAD') || !url.startsWith(API_PREFIX) || url.length > maxUrlBytes || url.includes('#') || headFault(req) !== null) {
       app(req, res);
       return;
     }

@@ -13,9 +13,9 @@ import Fastify, { LogController, type FastifyReply, type FastifyRequest } from '
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { RateLimiter } from '../access/ratelimit/index.js';
-import { limitServer, serverOptions, type ListenerLimits } from '../edge/listener.js';
-import { hostFault } from '../edge/checks.js';
-import { clientErrorHandler } from '../edge/raw.js';
+import { limitServer, serverOptions, serveUnknownExpectations, type ListenerLimits } from '../edge/listener.js';
+import { headFault, headRefusal } from '../edge/checks.js';
+import { clientErrorHandler, connectHandler } from '../edge/raw.js';
 import { opsPlugin } from '../ops/health.js';
 import { ApiMetrics } from '../ops/metrics.js';
 import { redactKeys } from '../ops/request-log.js';
@@ -81,12 +81,15 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     clientErrorHandler: clientErrorHandler(CABINET_HEADERS, () => {}, { apiRules: false }),
   });
   limitServer(app.server, config);
+  serveUnknownExpectations(app.server);
+  // CONNECT, which Node hands to no request handler: the HTTP layer's refusals, else 404, on the socket.
+  app.server.on('connect', connectHandler(CABINET_HEADERS, headRefusal, () => {}, { apiRules: false }));
 
   app.decorateRequest('cabinet', null);
   app.addHook('onRequest', (request, reply, done) => {
     pageHeaders(request, reply);
     // As on the API's listener (the form checks compare Host with Origin).
-    if (hostFault(request.raw) !== null) done(new CabinetError(400, { page: 'badRequest' }));
+    if (headFault(request.raw) !== null) done(new CabinetError(400, { page: 'badRequest' }));
     else done();
   });
   app.setErrorHandler(cabinetErrorHandler);

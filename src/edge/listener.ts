@@ -1,8 +1,8 @@
 /**
  * The HTTPS listeners of the service: TLS settings, the server's limits (docs/operations.md,
- * "Server limits"), and the API's server, which serves a request with an unknown
- * expectation where Node would refuse it (417); CONNECT is answered by the app (src/app.ts).
- * Shared by the API and the director's cabinet.
+ * "Server limits"), the serving of a request with an unknown expectation where Node would
+ * refuse it (417), and the API's server; CONNECT is answered by each app (src/app.ts,
+ * src/cabinet/app.ts). Shared by the API and the director's cabinet.
  */
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -71,8 +71,12 @@ export function apiServerFactory(config: ListenerLimits, tls: TlsMaterial) {
     // A client that closes its side after its request has the connection ended by Node in
     // the turn that read it: the answers held to the turn's end go first (turn-end.ts).
     server.on('secureConnection', (socket: Duplex) => socket.prependListener('end', flushHeldAnswers));
-    // An unknown expectation is ignored (RFC 9110 allows it) and the request served.
-    server.on('checkExpectation', (req, res) => server.emit('request', req, res));
+    serveUnknownExpectations(server);
     return server;
   };
+}
+
+/** An unknown expectation is ignored (RFC 9110 allows it) and the request served, where Node would answer a bare 417. */
+export function serveUnknownExpectations(server: https.Server): void {
+  server.on('checkExpectation', (req, res) => server.emit('request', req, res));
 }

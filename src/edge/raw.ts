@@ -12,7 +12,7 @@ import { NOT_FOUND } from './errors.js';
 import { underPrefix } from './paths.js';
 import { flushHeldAnswers } from './turn-end.js';
 
-const REQUEST_TIMEOUT = new Problem('request_timeout', 'The request line and headers did not arrive within the time allowed; the connection is closed.');
+const REQUEST_TIMEOUT = new Problem('request_timeout', 'The request (its line, headers and any body) did not arrive whole within the time allowed; the connection is closed.');
 const HEADER_TOO_LARGE = new Problem('header_too_large', 'The request line and headers are over the size limit.');
 const NOT_HTTP = new Problem('invalid_parameter', 'The request is not valid HTTP/1.1 and could not be read.');
 
@@ -127,16 +127,21 @@ const CONNECT_NOT_ALLOWED = methodNotAllowed('CONNECT');
 /**
  * Answers CONNECT, which only a proxy supports and Node hands to no request handler: as
  * the app answers any other method, the HTTP layer's refusals first (`refusal`: no Host or
- * two, a '#', a target too long), then 405 under the API's prefix and 404 elsewhere (a
- * proxy's `host:port` target included), written onto the socket. `observe` gets the
+ * two, a '#', a target too long), then 404 (a proxy's `host:port` target included), or
+ * with the API's rules 405 under its prefix, written onto the socket. `observe` gets the
  * answer and the request (its line was read) for its access line.
  */
-export function connectHandler(headers: Record<string, string>, refusal: (req: IncomingMessage) => Problem | null, observe: (answer: RawAnswer, req: IncomingMessage, startedAt: number) => void) {
+export function connectHandler(
+  headers: Record<string, string>,
+  refusal: (req: IncomingMessage) => Problem | null,
+  observe: (answer: RawAnswer, req: IncomingMessage, startedAt: number) => void,
+  { apiRules = true } = {},
+) {
   return function onConnect(req: IncomingMessage, socket: Duplex): void {
     const startedAt = performance.now();
     // The answers to the requests read before it go first (turn-end.ts).
-    flushHeldAnswers();
-    const problem = refusal(req) ?? (underPrefix(req.url ?? '') ? CONNECT_NOT_ALLOWED : NOT_FOUND);
+    if (apiRules) flushHeldAnswers();
+    const problem = refusal(req) ?? (apiRules && underPrefix(req.url ?? '') ? CONNECT_NOT_ALLOWED : NOT_FOUND);
     const requestId = writeRawProblem(socket, problem.status, problem, headers);
     if (requestId !== null) observe({ requestId, status: problem.status, socket }, req, startedAt);
   };

@@ -313,6 +313,33 @@ describe('errors and their precedence', () => {
     assert.equal(one.response.status, 200, 'HTTP/1.0 needs no Host');
   });
 
+  it('400 for a Host that names no host; a name, an address, a port or an empty Host are served', async () => {
+    const auth = `Authorization: Bearer ${w.a.key}\r\n`;
+    const answers: Record<string, number> = {};
+    for (const host of ['a b', 'a/b', 'user@a', 'a%zz', 'a?b', '[::1', 'a:80x', 'localhost', 'localhost:8443', '127.0.0.1:8443', '[::1]:8443', 'xn--80a.example', 'a%41', '']) {
+      const outcome = await rawExchange(t.origin, t.ca, `GET /api/public/v1/students?limit=1 HTTP/1.1\r\nHost: ${host}\r\n${auth}Connection: close\r\n\r\n`);
+      assert.ok(outcome.kind === 'response', host);
+      answers[host] = outcome.response.status;
+      if (outcome.response.status === 400) assert.match((JSON.parse(outcome.response.body) as Problem).detail, /Host header must be a host name or address/, host);
+    }
+    assert.deepEqual(answers, {
+      'a b': 400, 'a/b': 400, 'user@a': 400, 'a%zz': 400, 'a?b': 400, '[::1': 400, 'a:80x': 400,
+      localhost: 200, 'localhost:8443': 200, '127.0.0.1:8443': 200, '[::1]:8443': 200, 'xn--80a.example': 200, 'a%41': 200, '': 200,
+    });
+  });
+
+  it('400 for a request line of another HTTP version than 1.1 or 1.0, which Node\'s parser lets through', async () => {
+    for (const version of ['2.0', '0.9']) {
+      for (const method of ['GET', 'CONNECT']) {
+        const outcome = await rawExchange(t.origin, t.ca, `${method} /api/public/v1/students?limit=1 HTTP/${version}\r\nHost: localhost\r\nAuthorization: Bearer ${w.a.key}\r\n\r\n`);
+        assert.ok(outcome.kind === 'response', version);
+        assert.equal(outcome.response.status, 400, `${method} ${version}`);
+        assert.match((JSON.parse(outcome.response.body) as Problem).detail, /must name HTTP\/1\.1/);
+        assert.equal(outcome.response.headers.connection, 'close', version);
+      }
+    }
+  });
+
   it('400 before 404: bad parameters on a missing object, or on an id that cannot be one', async () => {
     for (const id of ['nobody', 'bad%20id', 'x'.repeat(65), '%D0%B6', '%00']) {
       await problem(`/api/public/v1/students/${id}?x=1`, { key: w.a.key }, 400, 'invalid_parameter');

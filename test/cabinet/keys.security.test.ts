@@ -192,10 +192,28 @@ describe('cabinet security', () => {
       refusedByRouter.push([target, outcome.response]);
     }
     // An HTTP/1.1 request without Host, or with two (RFC 9112): the same page.
-    for (const [what, hosts] of [['no Host', ''], ['two Host lines', 'Host: localhost\r\nHost: evil.example\r\n']] as const) {
+    for (const [what, hosts] of [['no Host', ''], ['two Host lines', 'Host: localhost\r\nHost: evil.example\r\n'], ['a Host naming no host', 'Host: a b\r\n']] as const) {
       const outcome = await rawExchange(t.origin, t.ca, `GET /login HTTP/1.1\r\n${hosts}Connection: close\r\n\r\n`);
       assert.ok(outcome.kind === 'response', what);
       refusedByRouter.push([what, outcome.response]);
+    }
+    // Another HTTP version than 1.x, which Node's parser lets through: the same page.
+    const version = await rawExchange(t.origin, t.ca, 'GET /login HTTP/2.0\r\nHost: localhost\r\n\r\n');
+    assert.ok(version.kind === 'response');
+    refusedByRouter.push(['HTTP/2.0', version.response]);
+    // An unknown expectation is ignored, as on the API (Node would answer a bare 417).
+    const expectation = await rawExchange(t.origin, t.ca, 'GET /login HTTP/1.1\r\nHost: localhost\r\nExpect: teapot\r\nConnection: close\r\n\r\n');
+    assert.ok(expectation.kind === 'response');
+    assert.equal(expectation.response.status, 200, 'an unknown Expect');
+    // CONNECT, which Node hands to no handler (it would close the connection): 404, or 400
+    // without Host, answered on the socket with the same headers.
+    const answeredRaw: [string, Answered][] = [['an unknown Expect', expectation.response]];
+    for (const [what, bytes, status] of [['CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 404], ['CONNECT without Host', 'CONNECT example.com:443 HTTP/1.1\r\n\r\n', 400]] as const) {
+      const outcome = await rawExchange(t.origin, t.ca, bytes);
+      assert.ok(outcome.kind === 'response', what);
+      assert.equal(outcome.response.status, status, what);
+      assert.match(String(outcome.response.headers['x-request-id']), /^[0-9a-f-]{36}$/, what);
+      answeredRaw.push([what, outcome.response]);
     }
     // What Node's parser refuses is answered on the socket, with the same headers.
     const refusedByParser: [string, string][] = [
@@ -220,7 +238,7 @@ describe('cabinet security', () => {
       assert.match(res.body, /<!doctype html>/, what);
       assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/, what);
     }
-    for (const [what, res] of [...responses, ...refusedByRouter, ...parserAnswers]) {
+    for (const [what, res] of [...responses, ...refusedByRouter, ...parserAnswers, ...answeredRaw]) {
       const h = res.headers;
       assert.equal(h['content-security-policy'], "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'", what);
       assert.equal(h['x-frame-options'], 'DENY', what);
