@@ -82,14 +82,17 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   });
   limitServer(app.server, config);
   serveUnknownExpectations(app.server);
-  // CONNECT, which Node hands to no request handler: the HTTP layer's refusals, else 404, on the socket.
+  // CONNECT, which Node hands to no request handler: a fault of its line or Host (400), else
+  // 404, on the socket; not logged, as the parser's refusals are not on this listener.
   app.server.on('connect', connectHandler(CABINET_HEADERS, headRefusal, () => {}, { apiRules: false }));
 
   app.decorateRequest('cabinet', null);
   app.addHook('onRequest', (request, reply, done) => {
     pageHeaders(request, reply);
     // As on the API's listener (the form checks compare Host with Origin).
-    if (headFault(request.raw) !== null) done(new CabinetError(400, { page: 'badRequest' }));
+    const fault = headFault(request.raw);
+    if (fault === 'other-version') reply.header('Connection', 'close');
+    if (fault !== null) done(new CabinetError(400, { page: 'badRequest' }));
     else done();
   });
   app.setErrorHandler(cabinetErrorHandler);

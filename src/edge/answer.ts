@@ -33,6 +33,8 @@ export interface Answer {
    * ETag per representation and a matching If-None-Match is answered 304.
    */
   validator?: string;
+  /** The connection is closed after it (as it is for every answer while the server closes). */
+  close?: boolean;
 }
 
 /** Cache-Control of problems (and of answers without a validator): never stored anywhere. */
@@ -259,7 +261,7 @@ export function answerWriter(deps: WriterDeps): Writer {
       if (encoding !== undefined) headers.push('Content-Encoding', encoding);
       headers.push('Content-Length', String(plainHead ? body.plainLength : typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.length));
     }
-    if (closing()) headers.push('Connection', 'close');
+    if (answer.close === true || closing()) headers.push('Connection', 'close');
     if (isRead(method) && request.arrivedInTurn === currentTurn()) holdUntilTurnEnd(() => write(request, res, status, headers, bytes));
     else write(request, res, status, headers, bytes);
   }

@@ -4,7 +4,7 @@
  * its request. They are problem+json like every other error, and close the connection.
  */
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ClientErrorKind } from '../ops/metrics.js';
 import { methodNotAllowed, Problem, PROBLEM_CONTENT_TYPE } from '../problems/index.js';
@@ -125,11 +125,24 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
 const CONNECT_NOT_ALLOWED = methodNotAllowed('CONNECT');
 
 /**
+ * Runs `then` once no answer to a request read before on the socket is still to be written:
+ * Node hands the socket over at CONNECT while requests pipelined before it may still be
+ * answered, each in its turn (the response holding the socket is Node's `_httpMessage`).
+ */
+function afterEarlierAnswers(socket: Duplex, then: () => void): void {
+  const current = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (current == null || socket.destroyed) then();
+  // Emitted once the answer is written (or its connection gone), after Node gave the socket to the next.
+  else current.once('close', () => afterEarlierAnswers(socket, then));
+}
+
+/**
  * Answers CONNECT, which only a proxy supports and Node hands to no request handler: as
- * the app answers any other method, the HTTP layer's refusals first (`refusal`: no Host or
- * two, a '#', a target too long), then 404 (a proxy's `host:port` target included), or
- * with the API's rules 405 under its prefix, written onto the socket. `observe` gets the
- * answer and the request (its line was read) for its access line.
+ * the app answers any other method, the HTTP layer's refusals first (`refusal`: the API's
+ * edgeRefusal, or a fault of the line or Host alone), then 404 (a proxy's `host:port` target
+ * included), or with the API's rules 405 under its prefix, written onto the socket after
+ * the answers to the requests before it. `observe` gets the answer and the request (its
+ * line was read) for its access line.
  */
 export function connectHandler(
   headers: Record<string, string>,
@@ -142,7 +155,9 @@ export function connectHandler(
     // The answers to the requests read before it go first (turn-end.ts).
     if (apiRules) flushHeldAnswers();
     const problem = refusal(req) ?? (apiRules && underPrefix(req.url ?? '') ? CONNECT_NOT_ALLOWED : NOT_FOUND);
-    const requestId = writeRawProblem(socket, problem.status, problem, headers);
-    if (requestId !== null) observe({ requestId, status: problem.status, socket }, req, startedAt);
+    afterEarlierAnswers(socket, () => {
+      const requestId = writeRawProblem(socket, problem.status, problem, headers);
+      if (requestId !== null) observe({ requestId, status: problem.status, socket }, req, startedAt);
+    });
   };
 }

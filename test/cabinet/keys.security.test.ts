@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { createKey, type CreatedKey } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -191,7 +192,7 @@ describe('cabinet security', () => {
       assert.ok(outcome.kind === 'response', target);
       refusedByRouter.push([target, outcome.response]);
     }
-    // An HTTP/1.1 request without Host, or with two (RFC 9112): the same page.
+    // An HTTP/1.1 request without Host, with two or with one that names no host (RFC 9112): the same page.
     for (const [what, hosts] of [['no Host', ''], ['two Host lines', 'Host: localhost\r\nHost: evil.example\r\n'], ['a Host naming no host', 'Host: a b\r\n']] as const) {
       const outcome = await rawExchange(t.origin, t.ca, `GET /login HTTP/1.1\r\n${hosts}Connection: close\r\n\r\n`);
       assert.ok(outcome.kind === 'response', what);
@@ -258,6 +259,23 @@ describe('cabinet security', () => {
       assert.ok(!/(src|href)="(https?:)?\/\//.test(res.text), `${what}: another origin`);
       assert.ok(!/\sstyle=/.test(res.text), `${what}: inline style`);
     }
+  });
+
+  it('answers pipelined requests in order, a CONNECT after the pages before it; another HTTP version closes the connection', async () => {
+    const url = new URL(t.origin);
+    /** The statuses of every answer to `bytes`, read until the server closes. */
+    const statusesOf = (bytes: string) =>
+      new Promise<number[]>((resolve, reject) => {
+        const chunks: Buffer[] = [];
+        const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: t.ca, servername: 'localhost' }, () => socket.write(bytes));
+        socket.setTimeout(5000, () => socket.destroy(new Error('no end within 5 s')));
+        socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+        socket.on('error', reject);
+        socket.on('close', () => resolve([...Buffer.concat(chunks).toString('latin1').matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]))));
+      });
+    const login = 'GET /login HTTP/1.1\r\nHost: localhost\r\n\r\n';
+    assert.deepEqual(await statusesOf(`${login}${login}CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`), [200, 200, 404]);
+    assert.deepEqual(await statusesOf(`GET /login HTTP/2.0\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n${login}`), [400]);
   });
 
   it('never answers 500 to odd requests', async () => {

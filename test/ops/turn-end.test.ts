@@ -167,6 +167,14 @@ describe('pipelined requests on one connection', () => {
     }
   });
 
+  it('answers the requests pipelined before a CONNECT before the CONNECT\'s own answer', async () => {
+    const url = new URL(t.origin);
+    const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${w.a.key}\r\n\r\n`;
+    const connect = 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n';
+    // A queried answer (its page asked for the first time) and a stored one, then the CONNECT.
+    assert.deepEqual(await statusesOf(`${get('/api/public/v1/students?limit=3&offset=1')}${get('/api/public/v1/vehicles')}${connect}`, false), [200, 200, 404]);
+  });
+
   it('answers a request that is not a read in the turn that read it: Node closes a PRI request\'s connection after it', async () => {
     // Without a version, as HTTP/2's preface begins; once that turn's parsing is done,
     // Node destroys the socket.
