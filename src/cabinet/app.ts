@@ -8,6 +8,7 @@
  * and /metrics share the listener without them.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import cookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -82,6 +83,11 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   });
   limitServer(app.server, config);
   serveUnknownExpectations(app.server);
+  // What follows a request line of another version cannot be read as HTTP/1.1 either: every
+  // answer to one closes the connection (the router's refusals come before any hook).
+  app.server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (headFault(req) === 'other-version') res.setHeader('Connection', 'close');
+  });
   // CONNECT, which Node hands to no request handler: a fault of its line or Host (400), else
   // 404, on the socket; not logged, as the parser's refusals are not on this listener.
   app.server.on('connect', connectHandler(CABINET_HEADERS, headRefusal, () => {}, { apiRules: false }));
@@ -90,9 +96,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   app.addHook('onRequest', (request, reply, done) => {
     pageHeaders(request, reply);
     // As on the API's listener (the form checks compare Host with Origin).
-    const fault = headFault(request.raw);
-    if (fault === 'other-version') reply.header('Connection', 'close');
-    if (fault !== null) done(new CabinetError(400, { page: 'badRequest' }));
+    if (headFault(request.raw) !== null) done(new CabinetError(400, { page: 'badRequest' }));
     else done();
   });
   app.setErrorHandler(cabinetErrorHandler);

@@ -78,6 +78,20 @@ function unknownMethodProblem(error: Error & { code?: string }): Problem | null 
   return underPrefix(line[2]!) ? methodNotAllowed(method.length <= METHOD_NAMED ? method : 'This method') : NOT_FOUND;
 }
 
+/**
+ * Runs `then` once no answer to a request read whole before on the socket is still to be
+ * written: Node hands the socket over at CONNECT, and reports bytes it cannot parse, while
+ * the requests pipelined before may still be answered, each in its turn (the response
+ * holding the socket is Node's `_httpMessage`). The answer to a request cut off midway (its
+ * body is what failed) is not waited for: it may be waiting for that body.
+ */
+function afterEarlierAnswers(socket: Duplex, then: () => void): void {
+  const current = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (current == null || socket.destroyed || !current.req.complete) then();
+  // Emitted once the answer is written (or its connection gone), after Node gave the socket to the next.
+  else current.once('close', () => afterEarlierAnswers(socket, then));
+}
+
 /** An answer written for a request the parser refused: its id and status, and the socket it went to. */
 export interface RawAnswer {
   requestId: string;
@@ -98,8 +112,12 @@ export interface RawAnswer {
  */
 export function clientErrorHandler(headers: Record<string, string>, observe: (kind: ClientErrorKind, answer: RawAnswer | null) => void, { apiRules = true } = {}) {
   const answer = (kind: ClientErrorKind, socket: Duplex, status: number, problem: Problem, head = false) => {
-    const requestId = writeRawProblem(socket, status, problem, headers, head);
-    observe(kind, requestId === null ? null : { requestId, status, socket });
+    // Nothing more is read: the parser has failed, and the answers before go first.
+    socket.pause();
+    afterEarlierAnswers(socket, () => {
+      const requestId = writeRawProblem(socket, status, problem, headers, head);
+      observe(kind, requestId === null ? null : { requestId, status, socket });
+    });
   };
   return function onClientError(error: Error & { code?: string }, socket: Duplex): void {
     // The answers to the requests read before the bad bytes go first (turn-end.ts).
@@ -125,18 +143,6 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
 const CONNECT_NOT_ALLOWED = methodNotAllowed('CONNECT');
 
 /**
- * Runs `then` once no answer to a request read before on the socket is still to be written:
- * Node hands the socket over at CONNECT while requests pipelined before it may still be
- * answered, each in its turn (the response holding the socket is Node's `_httpMessage`).
- */
-function afterEarlierAnswers(socket: Duplex, then: () => void): void {
-  const current = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
-  if (current == null || socket.destroyed) then();
-  // Emitted once the answer is written (or its connection gone), after Node gave the socket to the next.
-  else current.once('close', () => afterEarlierAnswers(socket, then));
-}
-
-/**
  * Answers CONNECT, which only a proxy supports and Node hands to no request handler: as
  * the app answers any other method, the HTTP layer's refusals first (`refusal`: the API's
  * edgeRefusal, or a fault of the line or Host alone), then 404 (a proxy's `host:port` target
@@ -155,6 +161,8 @@ export function connectHandler(
     // The answers to the requests read before it go first (turn-end.ts).
     if (apiRules) flushHeldAnswers();
     const problem = refusal(req) ?? (apiRules && underPrefix(req.url ?? '') ? CONNECT_NOT_ALLOWED : NOT_FOUND);
+    // Node took its idle timeout's listener away with the socket: a client that reads nothing is still let go.
+    socket.once('timeout', () => socket.destroy());
     afterEarlierAnswers(socket, () => {
       const requestId = writeRawProblem(socket, problem.status, problem, headers);
       if (requestId !== null) observe({ requestId, status: problem.status, socket }, req, startedAt);

@@ -261,7 +261,7 @@ describe('cabinet security', () => {
     }
   });
 
-  it('answers pipelined requests in order, a CONNECT after the pages before it; another HTTP version closes the connection', async () => {
+  it('answers pipelined requests in order, a CONNECT or bytes that are not HTTP after the pages before them; another HTTP version closes the connection', async () => {
     const url = new URL(t.origin);
     /** The statuses of every answer to `bytes`, read until the server closes. */
     const statusesOf = (bytes: string) =>
@@ -275,7 +275,12 @@ describe('cabinet security', () => {
       });
     const login = 'GET /login HTTP/1.1\r\nHost: localhost\r\n\r\n';
     assert.deepEqual(await statusesOf(`${login}${login}CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`), [200, 200, 404]);
-    assert.deepEqual(await statusesOf(`GET /login HTTP/2.0\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n${login}`), [400]);
+    // Bytes the parser refuses after a page: the page's answer first.
+    assert.deepEqual(await statusesOf(`${login}${login}\u0001not http\r\n\r\n`), [200, 200, 400]);
+    // Another version, refused by the router or by the hook: no request after it is read.
+    for (const target of ['/login', '/%zz']) {
+      assert.deepEqual(await statusesOf(`GET ${target} HTTP/2.0\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n${login}`), [400], target);
+    }
   });
 
   it('never answers 500 to odd requests', async () => {

@@ -152,18 +152,14 @@ describe('pipelined requests on one connection', () => {
     const url = new URL(t.origin);
     const get = (key: string) => `GET /api/public/v1/vehicles HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\n\r\n`;
     for (const [key, status] of [[w.a.key, 200], [unknown, 401]] as const) {
-      const afterIt = await statusesOf(`${get(key)}\u0001not http\r\n\r\n`, false);
-      const halfClosed = await statusesOf(get(key), true);
-      if (process.env.DATABASE_URL) {
-        // On PostgreSQL the answer is made after the key lookup comes back, in a later turn:
-        // by then Node has answered the bad bytes with 400 or ended the connection.
-        assert.equal(afterIt.at(-1), 400);
-        continue;
-      }
-      assert.deepEqual(afterIt, [status, 400], 'a request, then bytes that are not HTTP');
+      // On PostgreSQL the answer is made after the key lookup comes back, in a later turn:
+      // the parser's refusal waits for it.
+      assert.deepEqual(await statusesOf(`${get(key)}\u0001not http\r\n\r\n`, false), [status, 400], 'a request, then bytes that are not HTTP');
       // A method the parser does not know, after a request read from the same bytes: its own line decides.
       assert.deepEqual(await statusesOf(`${get(key)}FOO /elsewhere HTTP/1.1\r\n\r\n`, false), [status, 404], 'a request, then an unknown method');
-      assert.deepEqual(halfClosed, [status], 'a request, then the end of what the client sends');
+      const halfClosed = await statusesOf(get(key), true);
+      // On PostgreSQL, Node has ended the connection by the time the answer is made.
+      if (!process.env.DATABASE_URL) assert.deepEqual(halfClosed, [status], 'a request, then the end of what the client sends');
     }
   });
 
