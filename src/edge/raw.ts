@@ -23,7 +23,8 @@ const NOT_HTTP = new Problem('invalid_parameter', 'The request is not valid HTTP
  */
 export function writeRawProblem(socket: Duplex, status: number, problem: Problem, headers: Record<string, string>, head = false): string | null {
   if (!socket.writable) {
-    socket.destroy();
+    // Ended already (an answer written before): closed once that is flushed.
+    if (!socket.writableEnded) socket.destroy();
     return null;
   }
   const requestId = randomUUID();
@@ -111,9 +112,14 @@ export interface RawAnswer {
  * not HTTP.
  */
 export function clientErrorHandler(headers: Record<string, string>, observe: (kind: ClientErrorKind, answer: RawAnswer | null) => void, { apiRules = true } = {}) {
+  // Connections whose answer is decided: while it waits for the answers before it, Node reports
+  // the same connection again (its timeouts, the failed parser given the bytes that follow,
+  // which are read and dropped so that the close is not a reset).
+  const answering = new WeakSet<Duplex>();
   const answer = (kind: ClientErrorKind, socket: Duplex, status: number, problem: Problem, head = false) => {
-    // Nothing more is read: the parser has failed, and the answers before go first.
-    socket.pause();
+    if (answering.has(socket)) return;
+    answering.add(socket);
+    // The answers to the requests read whole before go first.
     afterEarlierAnswers(socket, () => {
       const requestId = writeRawProblem(socket, status, problem, headers, head);
       observe(kind, requestId === null ? null : { requestId, status, socket });
