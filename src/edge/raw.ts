@@ -113,8 +113,7 @@ export interface RawAnswer {
  */
 export function clientErrorHandler(headers: Record<string, string>, observe: (kind: ClientErrorKind, answer: RawAnswer | null) => void, { apiRules = true } = {}) {
   // Connections whose answer is decided: while it waits for the answers before it, Node reports
-  // the same connection again (its timeouts, the failed parser given the bytes that follow,
-  // which are read and dropped so that the close is not a reset).
+  // the same connection again (its timeouts, the failed parser given the bytes that follow).
   const answering = new WeakSet<Duplex>();
   const answer = (kind: ClientErrorKind, socket: Duplex, status: number, problem: Problem, head = false) => {
     if (answering.has(socket)) return;
