@@ -6,12 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { createKey, type CreatedKey } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { formFields, seedDirector, startTestCabinet, type CabinetBrowser, type Page, type TestCabinet } from '../helpers/cabinet.js';
-import { rawExchange } from '../helpers/fuzz.js';
+import { pipelinedStatuses, rawExchange } from '../helpers/fuzz.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 const STUDENTS = '/api/public/v1/students';
@@ -262,17 +261,7 @@ describe('cabinet security', () => {
   });
 
   it('answers pipelined requests in order, a CONNECT or bytes that are not HTTP after the pages before them; another HTTP version closes the connection', async () => {
-    const url = new URL(t.origin);
-    /** The statuses of every answer to `bytes`, read until the server closes. */
-    const statusesOf = (bytes: string) =>
-      new Promise<number[]>((resolve, reject) => {
-        const chunks: Buffer[] = [];
-        const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: t.ca, servername: 'localhost' }, () => socket.write(bytes));
-        socket.setTimeout(5000, () => socket.destroy(new Error('no end within 5 s')));
-        socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-        socket.on('error', reject);
-        socket.on('close', () => resolve([...Buffer.concat(chunks).toString('latin1').matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]))));
-      });
+    const statusesOf = (bytes: string) => pipelinedStatuses(t.origin, t.ca, bytes);
     const login = 'GET /login HTTP/1.1\r\nHost: localhost\r\n\r\n';
     assert.deepEqual(await statusesOf(`${login}${login}CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`), [200, 200, 404]);
     // Bytes the parser refuses after a page: the page's answer first.

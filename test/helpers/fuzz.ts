@@ -177,6 +177,26 @@ export function rawExchange(origin: string, ca: string, bytes: Buffer | string, 
   });
 }
 
+/**
+ * Writes `bytes` (pipelined requests) on a fresh TLS connection, then closes its side with
+ * `halfClose`, reads until the server closes, and returns the status of every answer read,
+ * in order.
+ */
+export function pipelinedStatuses(origin: string, ca: string, bytes: string, { halfClose = false } = {}): Promise<number[]> {
+  const url = new URL(origin);
+  return new Promise<number[]>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca, servername: 'localhost' }, () => {
+      socket.write(bytes);
+      if (halfClose) socket.end();
+    });
+    socket.setTimeout(5000, () => socket.destroy(new Error(`no end within 5 s: ${JSON.stringify(Buffer.concat(chunks).toString('utf8').slice(0, 200))}`)));
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve([...Buffer.concat(chunks).toString('latin1').matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]))));
+  });
+}
+
 const STATUS_OF_CODE = new Map(Object.entries(problemTypes).map(([code, { status }]) => [code as ProblemCode, status]));
 
 /**

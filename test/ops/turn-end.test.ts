@@ -9,11 +9,10 @@
  * that are not HTTP after a request, a client that closed its side).
  */
 import assert from 'node:assert/strict';
-import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { beforeQuery, flushHeldAnswers, HOLD_AT_MOST_MS, holdUntilTurnEnd } from '../../src/edge/turn-end.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { rawExchange } from '../helpers/fuzz.js';
+import { pipelinedStatuses, rawExchange } from '../helpers/fuzz.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
@@ -110,26 +109,8 @@ describe('pipelined requests on one connection', () => {
   });
   after(() => t.close());
 
-  /** Writes `bytes` on a new connection (then closes its side, with halfClose) and reads until the server closes. */
-  function exchange(bytes: string, halfClose: boolean): Promise<string> {
-    const url = new URL(t.origin);
-    return new Promise<string>((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: t.ca, servername: 'localhost' }, () => {
-        socket.write(bytes);
-        if (halfClose) socket.end();
-      });
-      socket.setTimeout(5000, () => socket.destroy(new Error(`no end within 5 s: ${JSON.stringify(Buffer.concat(chunks).toString('utf8').slice(0, 200))}`)));
-      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-      socket.on('error', reject);
-      socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    });
-  }
-
-  /** The statuses of the answers `exchange` reads, in order. */
-  async function statusesOf(bytes: string, halfClose: boolean): Promise<number[]> {
-    return [...(await exchange(bytes, halfClose)).matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
-  }
+  /** The statuses of the answers to `bytes`, in order (pipelinedStatuses). */
+  const statusesOf = (bytes: string, halfClose: boolean) => pipelinedStatuses(t.origin, t.ca, bytes, { halfClose });
 
   it('are answered in the order asked, refusals, stored and queried answers mixed', async () => {
     const asked: [string, string, number][] = [
