@@ -1,7 +1,7 @@
 /**
  * The HTTPS listeners of the service: TLS settings, the server's limits (docs/operations.md,
- * "Server limits"), the serving of a request with an unknown expectation where Node would
- * refuse it (417), and the API's server; CONNECT is answered by each app (src/app.ts,
+ * "Server limits"), a client's closed side (its answers still sent), the serving of a
+ * request with an unknown expectation where Node would refuse it (417), and the API's server; CONNECT is answered by each app (src/app.ts,
  * src/cabinet/app.ts). Shared by the API and the director's cabinet.
  */
 import https from 'node:https';
@@ -9,7 +9,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Config } from '../config/index.js';
 import type { TlsMaterial } from '../tls.js';
-import { flushHeldAnswers } from './turn-end.js';
 
 /** TLS 1.2 is allowed with forward-secret AEAD suites only; TLS 1.3 suites are all strong. */
 export const TLS12_CIPHERS = [
@@ -58,6 +57,14 @@ export function limitServer(server: https.Server, config: ListenerLimits): void 
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
   server.setTimeout(config.idleTimeoutMs);
   server.maxConnections = config.maxConnections;
+  // A client may close its side once its requests are sent and still read their answers
+  // (RFC 9112 section 9.6): Node then ends the connection after the last of them, where it
+  // would end it at once. Only a connection past its handshake stays open so; before it, a
+  // client's end closes the connection as it did.
+  (server as https.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  server.on('secureConnection', (socket: Duplex) => {
+    socket.allowHalfOpen = true;
+  });
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -68,9 +75,6 @@ export function apiServerFactory(config: ListenerLimits, tls: TlsMaterial) {
     // A missing Host is answered by the app (src/edge/checks.ts) as problem+json, not by Node's bare 400.
     const server = https.createServer({ ...serverOptions(config, tls), requireHostHeader: false }, handler);
     limitServer(server, config);
-    // A client that closes its side after its request has the connection ended by Node in
-    // the turn that read it: the answers held to the turn's end go first (turn-end.ts).
-    server.on('secureConnection', (socket: Duplex) => socket.prependListener('end', flushHeldAnswers));
     serveUnknownExpectations(server);
     return server;
   };

@@ -7,7 +7,7 @@
  * - a query starting writes what waits once the first of it has waited HOLD_AT_MOST_MS
  *   (`beforeQuery`; docs/performance.md, "Answers wait through short queries");
  * - what waits is written before Node ends a connection in the turn (a parse error after a
- *   request, a client that closed its side). The queue is the process's, like its event loop.
+ *   request: src/edge/raw.ts). The queue is the process's, like its event loop.
  */
 let held: (() => void)[] = [];
 /** performance.now() when the first of `held` was held. */

@@ -272,6 +272,13 @@ describe('cabinet security', () => {
     }
   });
 
+  it('answers a client that closed its side after its request, a page read from the store too', async () => {
+    const cookie = [...a.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const page = `GET /settings/api HTTP/1.1\r\nHost: localhost\r\nCookie: ${cookie}\r\n\r\n`;
+    assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, page, { halfClose: true }), [200]);
+    assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${page}${page}`, { halfClose: true }), [200, 200]);
+  });
+
   it('never answers 500 to odd requests', async () => {
     const form = formFields((await a.get('/settings/api')).text, '/settings/api/keys');
     const body = new URLSearchParams({ ...form, name: 'x' }).toString();
