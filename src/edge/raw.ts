@@ -37,10 +37,30 @@ export function writeRawProblem(socket: Duplex, status: number, problem: Problem
     `Content-Length: ${Buffer.byteLength(body)}`,
     'Connection: close',
   ];
-  // Closed once the answer is flushed (destroying at once could drop what is still
-  // buffered, such as a 100 Continue written just before).
-  socket.end(`${lines.join('\r\n')}\r\n\r\n${head ? '' : body}`, () => socket.destroy());
+  // Ended once the answer is flushed (destroying at once could drop what is still
+  // buffered, such as a 100 Continue written just before), then read a while longer.
+  socket.end(`${lines.join('\r\n')}\r\n\r\n${head ? '' : body}`, () => linger(socket));
   return requestId;
+}
+
+/** How long a connection whose answer ended it is still read, at most, before it is closed. */
+const LINGER_MS = 2000;
+
+/**
+ * Reads and drops what the client still sends on a connection whose last answer is written,
+ * until the client closes its side or LINGER_MS pass: closed with bytes unread, a connection
+ * ends with a reset, and the client's system then drops the answers it had not read yet (a
+ * client that pipelines and reads late loses them). Node's parser, done with the connection,
+ * is no longer given those bytes.
+ */
+function linger(socket: Duplex): void {
+  if (socket.destroyed) return;
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  socket.once('close', () => clearTimeout(timer));
+  socket.removeAllListeners('data');
+  socket.on('data', () => undefined);
+  // Once the client's end is read, the connection closes by itself (its side was ended).
+  socket.resume();
 }
 
 /**

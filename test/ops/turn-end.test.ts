@@ -145,6 +145,16 @@ describe('pipelined requests on one connection', () => {
     assert.deepEqual(await statusesOf('', true), [], 'the end of what the client sends, nothing asked');
   });
 
+  it('answers every request before bytes that are not HTTP to a client that reads late and sends more after them', async () => {
+    // What the client sends after the bad bytes is still unread when the 400 is written.
+    // Closed with bytes unread, the connection would end with a reset, and the client's system
+    // would drop the answers it had not read yet.
+    const url = new URL(t.origin);
+    const get = `GET /api/public/v1/vehicles HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${w.a.key}\r\n\r\n`;
+    const statuses = await pipelinedStatuses(t.origin, t.ca, `${get.repeat(125)}\u0001not http\r\n\r\n`, { readAfterMs: 1000, more: 'x'.repeat(65536) });
+    assert.deepEqual(statuses, [...Array<number>(125).fill(200), 400]);
+  });
+
   it('answers the requests pipelined before a CONNECT before the CONNECT\'s own answer', async () => {
     const url = new URL(t.origin);
     const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${w.a.key}\r\n\r\n`;
