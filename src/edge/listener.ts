@@ -1,8 +1,9 @@
 /**
  * The HTTPS listeners of the service: TLS settings, the server's limits (docs/operations.md,
  * "Server limits"), a client's closed side (its answers still sent), the serving of a
- * request with an unknown expectation where Node would refuse it (417), and the API's server; CONNECT is answered by each app (src/app.ts,
- * src/cabinet/app.ts). Shared by the API and the director's cabinet.
+ * request with an unknown expectation where Node would refuse it (417), and the API's
+ * server; CONNECT is answered by each app (src/app.ts, src/cabinet/app.ts). Shared by the
+ * API and the director's cabinet.
  */
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';

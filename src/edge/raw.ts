@@ -107,10 +107,25 @@ function unknownMethodProblem(error: Error & { code?: string }): Problem | null 
  * body is what failed) is not waited for: it may be waiting for that body.
  */
 function afterEarlierAnswers(socket: Duplex, then: () => void): void {
-  const current = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
-  if (current == null || socket.destroyed || !current.req.complete) then();
+  const current = (socket as { _httpMessage?: (ServerResponse & { _last?: boolean }) | null })._httpMessage;
+  if (current == null || socket.destroyed || !current.req.complete) {
+    then();
+    return;
+  }
+  // Once a client has closed its side, Node makes the answer it is writing the connection's
+  // last (`_last`) and ends the connection as that answer finishes: `then` runs just before.
+  const onFinish = () => {
+    if (current._last !== true || !socket.readableEnded) return;
+    current.removeListener('close', onClose);
+    then();
+  };
   // Emitted once the answer is written (or its connection gone), after Node gave the socket to the next.
-  else current.once('close', () => afterEarlierAnswers(socket, then));
+  const onClose = () => {
+    current.removeListener('finish', onFinish);
+    afterEarlierAnswers(socket, then);
+  };
+  current.prependOnceListener('finish', onFinish);
+  current.once('close', onClose);
 }
 
 /** An answer written for a request the parser refused: its id and status, and the socket it went to. */

@@ -277,6 +277,8 @@ describe('cabinet security', () => {
     const page = `GET /settings/api HTTP/1.1\r\nHost: localhost\r\nCookie: ${cookie}\r\n\r\n`;
     assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, page, { halfClose: true }), [200]);
     assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${page}${page}`, { halfClose: true }), [200, 200]);
+    // Bytes that are not HTTP after it: their 400 after the page, before the connection ends.
+    assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${page}\u0001not http\r\n\r\n`, { halfClose: true }), [200, 400]);
   });
 
   it('never answers 500 to odd requests', async () => {

@@ -136,9 +136,12 @@ describe('pipelined requests on one connection', () => {
     for (const [key, status] of [[w.a.key, 200], [unknown, 401]] as const) {
       // On PostgreSQL the answer is made after the key lookup comes back, in a later turn:
       // the parser's refusal waits for it.
-      assert.deepEqual(await statusesOf(`${get(key)}\u0001not http\r\n\r\n`, false), [status, 400], 'a request, then bytes that are not HTTP');
-      // A method the parser does not know, after a request read from the same bytes: its own line decides.
-      assert.deepEqual(await statusesOf(`${get(key)}FOO /elsewhere HTTP/1.1\r\n\r\n`, false), [status, 404], 'a request, then an unknown method');
+      for (const halfClose of [false, true]) {
+        const context = halfClose ? ', then the end of what the client sends' : '';
+        assert.deepEqual(await statusesOf(`${get(key)}\u0001not http\r\n\r\n`, halfClose), [status, 400], `a request, then bytes that are not HTTP${context}`);
+        // A method the parser does not know, after a request read from the same bytes: its own line decides.
+        assert.deepEqual(await statusesOf(`${get(key)}FOO /elsewhere HTTP/1.1\r\n\r\n`, halfClose), [status, 404], `a request, then an unknown method${context}`);
+      }
       assert.deepEqual(await statusesOf(get(key), true), [status], 'a request, then the end of what the client sends');
     }
     // Nothing asked: the connection is closed at once (within pipelinedStatuses' 5 s).
