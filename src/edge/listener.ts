@@ -7,9 +7,10 @@
  */
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import type { Config } from '../config/index.js';
 import type { TlsMaterial } from '../tls.js';
+import { closeLingering } from './raw.js';
 
 /** TLS 1.2 is allowed with forward-secret AEAD suites only; TLS 1.3 suites are all strong. */
 export const TLS12_CIPHERS = [
@@ -63,8 +64,10 @@ export function limitServer(server: https.Server, config: ListenerLimits): void 
   // would end it at once. Only a connection past its handshake stays open so; before it, a
   // client's end closes the connection as it did.
   (server as https.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
-  server.on('secureConnection', (socket: Duplex) => {
+  server.on('secureConnection', (socket: TLSSocket) => {
     socket.allowHalfOpen = true;
+    // What the server closes is read a while longer, so the client's unread answers are not lost to a reset.
+    socket.destroySoon = () => closeLingering(socket);
   });
 }
 

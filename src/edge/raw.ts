@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ClientErrorKind } from '../ops/metrics.js';
 import { methodNotAllowed, Problem, PROBLEM_CONTENT_TYPE } from '../problems/index.js';
@@ -43,8 +44,23 @@ export function writeRawProblem(socket: Duplex, status: number, problem: Problem
   return requestId;
 }
 
-/** How long a connection whose answer ended it is still read, at most, before it is closed. */
+/** How long a connection whose last answer is written is still read, at most, before it is closed. */
 const LINGER_MS = 2000;
+/** The connections being read before they close (a raw answer's end, then Node's `destroySoon`, may both ask). */
+const lingering = new WeakSet<Duplex>();
+
+/**
+ * Ends a connection the server closes, and once its last answer is written reads a while
+ * longer (`linger`). Each connection's `destroySoon` (src/edge/listener.ts), which Node
+ * calls after an answer that closes the connection (`Connection: close`, another version,
+ * a client's `Connection: close` or HTTP/1.0, the answers while the server stops).
+ */
+export function closeLingering(socket: Duplex): void {
+  if (socket.destroyed) return;
+  if (socket.writable) socket.end();
+  if (socket.writableFinished) linger(socket);
+  else socket.once('finish', () => linger(socket));
+}
 
 /**
  * Reads and drops what the client still sends on a connection whose last answer is written,
@@ -54,7 +70,8 @@ const LINGER_MS = 2000;
  * is no longer given those bytes.
  */
 function linger(socket: Duplex): void {
-  if (socket.destroyed) return;
+  if (socket.destroyed || lingering.has(socket)) return;
+  lingering.add(socket);
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   socket.once('close', () => clearTimeout(timer));
   socket.removeAllListeners('data');
@@ -128,6 +145,20 @@ function afterEarlierAnswers(socket: Duplex, then: () => void): void {
   current.once('close', onClose);
 }
 
+/**
+ * Closes a connection whose answer is decided (a refusal written on the socket) once its
+ * timeout (the idle or keep-alive one) passes, if it has not closed by then: a client that
+ * reads nothing keeps that answer from being written, and the bytes it may go on sending,
+ * read and dropped, would keep the idle timeout from running out.
+ */
+function closeByTimeout(socket: Duplex): void {
+  const timer = setTimeout(() => socket.destroy(), (socket as Socket).timeout || FALLBACK_TIMEOUT_MS);
+  socket.once('close', () => clearTimeout(timer));
+}
+
+/** The deadline of a decided answer on a socket that has no timeout of its own (the listeners always set one). */
+const FALLBACK_TIMEOUT_MS = 30_000;
+
 /** An answer written for a request the parser refused: its id and status, and the socket it went to. */
 export interface RawAnswer {
   requestId: string;
@@ -153,6 +184,7 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
   const answer = (kind: ClientErrorKind, socket: Duplex, status: number, problem: Problem, head = false) => {
     if (answering.has(socket)) return;
     answering.add(socket);
+    closeByTimeout(socket);
     // The answers to the requests read whole before go first.
     afterEarlierAnswers(socket, () => {
       const requestId = writeRawProblem(socket, status, problem, headers, head);
@@ -202,7 +234,7 @@ export function connectHandler(
     if (apiRules) flushHeldAnswers();
     const problem = refusal(req) ?? (apiRules && underPrefix(req.url ?? '') ? CONNECT_NOT_ALLOWED : NOT_FOUND);
     // Node took its idle timeout's listener away with the socket: a client that reads nothing is still let go.
-    socket.once('timeout', () => socket.destroy());
+    closeByTimeout(socket);
     afterEarlierAnswers(socket, () => {
       const requestId = writeRawProblem(socket, problem.status, problem, headers);
       if (requestId !== null) observe({ requestId, status: problem.status, socket }, req, startedAt);

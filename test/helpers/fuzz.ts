@@ -181,7 +181,8 @@ export function rawExchange(origin: string, ca: string, bytes: Buffer | string, 
  * Writes `bytes` (pipelined requests) on a fresh TLS connection, then closes its side with
  * `halfClose`, reads until the server closes, and returns the status of every answer read,
  * in order. `readAfterMs`: reads nothing until then (a client that reads late); `more`:
- * written 100 ms after `bytes` (what a client still sends after them). A reset rejects.
+ * written 100 ms after `bytes` (what a client still sends after them), before `halfClose`.
+ * A reset rejects.
  */
 export function pipelinedStatuses(origin: string, ca: string, bytes: string, { halfClose = false, readAfterMs = 0, more = '' } = {}): Promise<number[]> {
   const url = new URL(origin);
@@ -193,10 +194,15 @@ export function pipelinedStatuses(origin: string, ca: string, bytes: string, { h
         setTimeout(() => socket.resume(), readAfterMs);
       }
       socket.write(bytes);
-      if (more !== '') setTimeout(() => socket.write(more), 100);
-      if (halfClose) socket.end();
+      const close = () => halfClose && socket.end();
+      if (more === '') close();
+      else
+        setTimeout(() => {
+          socket.write(more);
+          close();
+        }, 100);
     });
-    socket.setTimeout(5000 + readAfterMs, () => socket.destroy(new Error(`no end within 5 s: ${JSON.stringify(Buffer.concat(chunks).toString('utf8').slice(0, 200))}`)));
+    socket.setTimeout(5000 + readAfterMs, () => socket.destroy(new Error(`no end within ${5000 + readAfterMs} ms: ${JSON.stringify(Buffer.concat(chunks).toString('utf8').slice(0, 200))}`)));
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('error', reject);
     socket.on('close', () => resolve([...Buffer.concat(chunks).toString('latin1').matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]))));

@@ -15,7 +15,9 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
 import { assertErrorAnswer, rawExchange } from '../helpers/fuzz.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
-const LIMITS = { headersTimeoutMs: 1500, requestTimeoutMs: 3000, keepAliveTimeoutMs: 1000, tlsHandshakeTimeoutMs: 1000, idleTimeoutMs: 2000 };
+// The idle timeout is past the header timeout plus Node's 1 s between its checks of it, so a
+// connection that sends nothing gets its 408 before the idle timeout closes it.
+const LIMITS = { headersTimeoutMs: 1500, requestTimeoutMs: 3000, keepAliveTimeoutMs: 1000, tlsHandshakeTimeoutMs: 1000, idleTimeoutMs: 3000 };
 
 /** Resolves with how long until the server closed `socket` (and what it wrote), or null if it stays open past `boundMs`. */
 function closedWithin(socket: net.Socket, boundMs: number): Promise<{ ms: number; received: string } | null> {
@@ -77,6 +79,26 @@ describe('server limits', () => {
       assert.ok(closed, 'kept open long after the keep-alive timeout');
       assert.match(closed.received, /^HTTP\/1\.1 200 /);
       assert.match(closed.received, /Keep-Alive: timeout=1/);
+    });
+
+    it('closes a refused connection whose client reads nothing and goes on sending, at its timeout', async () => {
+      const socket = await secure();
+      socket.pause();
+      // Answers larger than the connection's buffers, never read, then bytes that are not HTTP.
+      socket.write(`${'GET /api/public/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'.repeat(100)}\u0001not http\r\n\r\n`);
+      const drip = setInterval(() => socket.writable && socket.write('x'), 200);
+      const started = Date.now();
+      const closed = await new Promise<number | null>((resolve) => {
+        const bound = setTimeout(() => resolve(null), 5 * LIMITS.idleTimeoutMs);
+        socket.on('error', () => undefined);
+        socket.once('close', () => {
+          clearTimeout(bound);
+          resolve(Date.now() - started);
+        });
+      });
+      clearInterval(drip);
+      socket.destroy();
+      assert.ok(closed !== null, 'kept open while the client went on sending');
     });
 
     it('closes a connection that never starts its TLS handshake', async () => {
