@@ -14,6 +14,7 @@ import { RedisRateLimiter } from './access/ratelimit/redis.js';
 import { UsageRecorder } from './access/usage.js';
 import { buildApp, type App } from './app.js';
 import { apiServerFactory } from './edge/listener.js';
+import { settleClosingConnections } from './edge/raw.js';
 import { buildCabinetApp, type CabinetApp } from './cabinet/app.js';
 import type { Config } from './config/index.js';
 import { openStore, type Store } from './db/index.js';
@@ -190,6 +191,7 @@ export async function closeOnSignal(server: RunningServer, logger: Logger, signa
   logger.info({ signal }, 'shutting down');
   try {
     await Promise.all([drain(server.app.server, DRAIN_MS, false), drain(server.cabinet.server, DRAIN_MS, true)]);
+    await settleClosingConnections();
     await server.close();
     return 0;
   } catch (err) {

@@ -62,13 +62,18 @@ export function limitServer(server: https.Server, config: ListenerLimits): void 
   // A client may close its side once its requests are sent and still read their answers
   // (RFC 9112 section 9.6): Node then ends the connection after the last of them, where it
   // would end it at once. Only a connection past its handshake stays open so; before it, a
-  // client's end closes the connection as it did.
+  // client's end closes the connection at once.
   (server as https.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   server.on('secureConnection', (socket: TLSSocket) => {
     socket.allowHalfOpen = true;
     // What the server closes is read a while longer, so the client's unread answers are not lost to a reset.
-    socket.destroySoon = () => closeLingering(socket);
+    socket.destroySoon = destroySoonLingering;
   });
+}
+
+/** Each connection's `destroySoon`, which Node calls to close it after its last answer. */
+function destroySoonLingering(this: TLSSocket): void {
+  closeLingering(this);
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;

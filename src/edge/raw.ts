@@ -47,7 +47,19 @@ export function writeRawProblem(socket: Duplex, status: number, problem: Problem
 /** How long a connection whose last answer is written is still read, at most, before it is closed. */
 const LINGER_MS = 2000;
 /** The connections being read before they close (a raw answer's end, then Node's `destroySoon`, may both ask). */
-const lingering = new WeakSet<Duplex>();
+const lingering = new Set<Duplex>();
+/** The connections whose refusal is decided and not yet written whole (its client may be reading nothing). */
+const refusing = new Set<Duplex>();
+
+/**
+ * For a stop, once its drain is over: closes the connections whose refusal still waits for
+ * a client that reads nothing, and resolves once the lingering ones are closed (each within
+ * LINGER_MS), before the listeners close the connections they count as idle.
+ */
+export async function settleClosingConnections(): Promise<void> {
+  for (const socket of refusing) socket.destroy();
+  await Promise.all([...lingering].map((socket) => new Promise((resolve) => socket.once('close', resolve))));
+}
 
 /**
  * Ends a connection the server closes, and once its last answer is written reads a while
@@ -67,13 +79,17 @@ export function closeLingering(socket: Duplex): void {
  * until the client closes its side or LINGER_MS pass: closed with bytes unread, a connection
  * ends with a reset, and the client's system then drops the answers it had not read yet (a
  * client that pipelines and reads late loses them). Node's parser, done with the connection,
- * is no longer given those bytes.
+ * is not given those bytes.
  */
 function linger(socket: Duplex): void {
   if (socket.destroyed || lingering.has(socket)) return;
+  refusing.delete(socket);
   lingering.add(socket);
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
-  socket.once('close', () => clearTimeout(timer));
+  socket.once('close', () => {
+    clearTimeout(timer);
+    lingering.delete(socket);
+  });
   socket.removeAllListeners('data');
   socket.on('data', () => undefined);
   // Once the client's end is read, the connection closes by itself (its side was ended).
@@ -130,9 +146,10 @@ function afterEarlierAnswers(socket: Duplex, then: () => void): void {
     return;
   }
   // Once a client has closed its side, Node makes the answer it is writing the connection's
-  // last (`_last`) and ends the connection as that answer finishes: `then` runs just before.
+  // last (`_last`) and ends the connection as that answer finishes: `then` runs just before,
+  // unless that answer closes the connection itself (nothing is answered after it).
   const onFinish = () => {
-    if (current._last !== true || !socket.readableEnded) return;
+    if (current._last !== true || !socket.readableEnded || closesConnection(current)) return;
     current.removeListener('close', onClose);
     then();
   };
@@ -145,15 +162,24 @@ function afterEarlierAnswers(socket: Duplex, then: () => void): void {
   current.once('close', onClose);
 }
 
+/** Whether an answer's head says `Connection: close` (Node's `_header`, the head as written). */
+function closesConnection(response: ServerResponse): boolean {
+  return /\r\nconnection: *close\r\n/i.test((response as { _header?: string | null })._header ?? '');
+}
+
 /**
- * Closes a connection whose answer is decided (a refusal written on the socket) once its
- * timeout (the idle or keep-alive one) passes, if it has not closed by then: a client that
- * reads nothing keeps that answer from being written, and the bytes it may go on sending,
- * read and dropped, would keep the idle timeout from running out.
+ * Notes a connection whose refusal is decided, and closes it once its timeout (the idle or
+ * keep-alive one, from now) passes, if it has not closed by then: a client that reads
+ * nothing keeps that answer from being written, and the bytes it may go on sending, read
+ * and dropped, would keep the idle timeout from running out.
  */
-function closeByTimeout(socket: Duplex): void {
+function refusalDecided(socket: Duplex): void {
+  refusing.add(socket);
   const timer = setTimeout(() => socket.destroy(), (socket as Socket).timeout || FALLBACK_TIMEOUT_MS);
-  socket.once('close', () => clearTimeout(timer));
+  socket.once('close', () => {
+    clearTimeout(timer);
+    refusing.delete(socket);
+  });
 }
 
 /** The deadline of a decided answer on a socket that has no timeout of its own (the listeners always set one). */
@@ -184,7 +210,7 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
   const answer = (kind: ClientErrorKind, socket: Duplex, status: number, problem: Problem, head = false) => {
     if (answering.has(socket)) return;
     answering.add(socket);
-    closeByTimeout(socket);
+    refusalDecided(socket);
     // The answers to the requests read whole before go first.
     afterEarlierAnswers(socket, () => {
       const requestId = writeRawProblem(socket, status, problem, headers, head);
@@ -234,7 +260,7 @@ export function connectHandler(
     if (apiRules) flushHeldAnswers();
     const problem = refusal(req) ?? (apiRules && underPrefix(req.url ?? '') ? CONNECT_NOT_ALLOWED : NOT_FOUND);
     // Node took its idle timeout's listener away with the socket: a client that reads nothing is still let go.
-    closeByTimeout(socket);
+    refusalDecided(socket);
     afterEarlierAnswers(socket, () => {
       const requestId = writeRawProblem(socket, problem.status, problem, headers);
       if (requestId !== null) observe({ requestId, status: problem.status, socket }, req, startedAt);

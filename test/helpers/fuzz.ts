@@ -180,32 +180,36 @@ export function rawExchange(origin: string, ca: string, bytes: Buffer | string, 
 /**
  * Writes `bytes` (pipelined requests) on a fresh TLS connection, then closes its side with
  * `halfClose`, reads until the server closes, and returns the status of every answer read,
- * in order. `readAfterMs`: reads nothing until then (a client that reads late); `more`:
- * written 100 ms after `bytes` (what a client still sends after them), before `halfClose`.
- * A reset rejects.
+ * in order. `readAfterMs`: reads nothing until then (a client that reads late), while
+ * writing `trickle` every 50 ms (what a client still sends after its requests). A reset rejects.
  */
-export function pipelinedStatuses(origin: string, ca: string, bytes: string, { halfClose = false, readAfterMs = 0, more = '' } = {}): Promise<number[]> {
+export function pipelinedStatuses(origin: string, ca: string, bytes: string, { halfClose = false, readAfterMs = 0, trickle = '' } = {}): Promise<number[]> {
   const url = new URL(origin);
   return new Promise<number[]>((resolve, reject) => {
     const chunks: Buffer[] = [];
+    let dripping: NodeJS.Timeout | undefined;
     const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca, servername: 'localhost' }, () => {
       if (readAfterMs > 0) {
         socket.pause();
-        setTimeout(() => socket.resume(), readAfterMs);
+        if (trickle !== '') dripping = setInterval(() => socket.writable && socket.write(trickle), 50);
+        setTimeout(() => {
+          clearInterval(dripping);
+          socket.resume();
+        }, readAfterMs);
       }
       socket.write(bytes);
-      const close = () => halfClose && socket.end();
-      if (more === '') close();
-      else
-        setTimeout(() => {
-          socket.write(more);
-          close();
-        }, 100);
+      if (halfClose) socket.end();
     });
     socket.setTimeout(5000 + readAfterMs, () => socket.destroy(new Error(`no end within ${5000 + readAfterMs} ms: ${JSON.stringify(Buffer.concat(chunks).toString('utf8').slice(0, 200))}`)));
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    socket.on('error', reject);
-    socket.on('close', () => resolve([...Buffer.concat(chunks).toString('latin1').matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]))));
+    socket.on('error', (error: Error) => {
+      clearInterval(dripping);
+      reject(error);
+    });
+    socket.on('close', () => {
+      clearInterval(dripping);
+      resolve([...Buffer.concat(chunks).toString('latin1').matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])));
+    });
   });
 }
 
