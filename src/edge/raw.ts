@@ -38,9 +38,10 @@ export function writeRawProblem(socket: Duplex, status: number, problem: Problem
     `Content-Length: ${Buffer.byteLength(body)}`,
     'Connection: close',
   ];
-  // Ended once the answer is flushed (destroying at once could drop what is still
-  // buffered, such as a 100 Continue written just before), then read a while longer.
-  socket.end(`${lines.join('\r\n')}\r\n\r\n${head ? '' : body}`, () => linger(socket));
+  socket.write(`${lines.join('\r\n')}\r\n\r\n${head ? '' : body}`);
+  // Not destroyed at once, which could drop what is still buffered (such as a 100 Continue
+  // written just before).
+  closeLingering(socket);
   return requestId;
 }
 
@@ -168,18 +169,28 @@ function closesConnection(response: ServerResponse): boolean {
 }
 
 /**
- * Notes a connection whose refusal is decided, and closes it once its timeout (the idle or
- * keep-alive one, from now) passes, if it has not closed by then: a client that reads
- * nothing keeps that answer from being written, and the bytes it may go on sending, read
- * and dropped, would keep the idle timeout from running out.
+ * Connections whose refusal is decided: while it waits for the answers before it, Node
+ * reports the same connection again (its timeouts, the failed parser given the bytes that
+ * follow, a request timeout while it lingers).
  */
-function refusalDecided(socket: Duplex): void {
+const decided = new WeakSet<Duplex>();
+
+/**
+ * Notes a connection whose refusal is decided, false if it already was, and closes it once
+ * its timeout (the idle or keep-alive one, from now) passes, if it has not closed by then: a
+ * client that reads nothing keeps that answer from being written, and the bytes it may go on
+ * sending, read and dropped, would keep the idle timeout from running out.
+ */
+function refusalDecided(socket: Duplex): boolean {
+  if (decided.has(socket)) return false;
+  decided.add(socket);
   refusing.add(socket);
   const timer = setTimeout(() => socket.destroy(), (socket as Socket).timeout || FALLBACK_TIMEOUT_MS);
   socket.once('close', () => {
     clearTimeout(timer);
     refusing.delete(socket);
   });
+  return true;
 }
 
 /** The deadline of a decided answer on a socket that has no timeout of its own (the listeners always set one). */
@@ -204,13 +215,8 @@ export interface RawAnswer {
  * not HTTP.
  */
 export function clientErrorHandler(headers: Record<string, string>, observe: (kind: ClientErrorKind, answer: RawAnswer | null) => void, { apiRules = true } = {}) {
-  // Connections whose answer is decided: while it waits for the answers before it, Node reports
-  // the same connection again (its timeouts, the failed parser given the bytes that follow).
-  const answering = new WeakSet<Duplex>();
   const answer = (kind: ClientErrorKind, socket: Duplex, status: number, problem: Problem, head = false) => {
-    if (answering.has(socket)) return;
-    answering.add(socket);
-    refusalDecided(socket);
+    if (!refusalDecided(socket)) return;
     // The answers to the requests read whole before go first.
     afterEarlierAnswers(socket, () => {
       const requestId = writeRawProblem(socket, status, problem, headers, head);
@@ -260,7 +266,7 @@ export function connectHandler(
     if (apiRules) flushHeldAnswers();
     const problem = refusal(req) ?? (apiRules && underPrefix(req.url ?? '') ? CONNECT_NOT_ALLOWED : NOT_FOUND);
     // Node took its idle timeout's listener away with the socket: a client that reads nothing is still let go.
-    refusalDecided(socket);
+    if (!refusalDecided(socket)) return;
     afterEarlierAnswers(socket, () => {
       const requestId = writeRawProblem(socket, problem.status, problem, headers);
       if (requestId !== null) observe({ requestId, status: problem.status, socket }, req, startedAt);

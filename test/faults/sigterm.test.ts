@@ -11,9 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import net from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
@@ -23,7 +21,7 @@ import { createSchool } from '../../src/management/schools.js';
 import { loadTls } from '../../src/tls.js';
 import { httpsClient } from '../helpers/http.js';
 import { FaultProxy } from '../helpers/faultproxy.js';
-import { pipelinedStatuses } from '../helpers/fuzz.js';
+import { pipelinedStatuses, unreadRefusal } from '../helpers/fuzz.js';
 import { runCli, startServe, type ServeProcess } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -190,15 +188,10 @@ describe('SIGTERM with connections closing, one process on SQLite', { skip: embe
     const { server, port, ca } = await startEmbedded(store, { SCHOOL_DATA_LOG_LEVEL: 'warn' });
     const origin = `https://127.0.0.1:${port}`;
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-    // Answers larger than the connection's buffers, never read, then bytes that are not HTTP,
-    // then a byte every 200 ms: its refusal waits for a client that reads nothing.
-    const stuck = tlsConnect({ host: '127.0.0.1', port, ca, servername: 'localhost' });
-    stuck.on('error', () => undefined);
-    const drip = setInterval(() => stuck.writable && stuck.write('x'), 200);
+    let stuck: { stop: () => void } | undefined;
     try {
-      await once(stuck, 'secureConnect');
-      stuck.pause();
-      stuck.write(`${'GET /api/public/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'.repeat(100)}\u0001not http\r\n\r\n`);
+      // Its refusal waits for a client that reads nothing.
+      stuck = await unreadRefusal(port, ca);
       await sleep(100);
       // Answered at once and closed by the server (the client said so), read only after the drain's
       // 1 s, while the client goes on sending: lingering, it is read to its end.
@@ -211,8 +204,7 @@ describe('SIGTERM with connections closing, one process on SQLite', { skip: embe
       // The stuck connection is closed at the drain's end, not at its idle timeout (30 s).
       assert.ok(Date.now() - signalled < 10_000, `stopped ${Date.now() - signalled} ms after the signal`);
     } finally {
-      clearInterval(drip);
-      stuck.destroy();
+      stuck?.stop();
       if (server.child.exitCode === null) server.child.kill('SIGKILL');
       await store.close();
     }

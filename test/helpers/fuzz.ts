@@ -8,6 +8,7 @@
  *   SCHOOL_DATA_FUZZ_SEED   replays a run (the seed is printed with every summary)
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import https from 'node:https';
 import tls from 'node:tls';
 import zlib from 'node:zlib';
@@ -175,6 +176,30 @@ export function rawExchange(origin: string, ca: string, bytes: Buffer | string, 
       finish(response ? { kind: 'response', response } : { kind: 'closed', bytes: data.length });
     });
   });
+}
+
+/**
+ * A client whose refusal waits behind answers it never reads: on a fresh TLS connection,
+ * answers larger than the connection's buffers, then bytes that are not HTTP, then a byte
+ * every 200 ms. `stop` ends the client.
+ */
+export async function unreadRefusal(port: number, ca: string): Promise<{ socket: tls.TLSSocket; stop: () => void }> {
+  const socket = tls.connect({ host: '127.0.0.1', port, ca, servername: 'localhost' });
+  socket.on('error', () => undefined);
+  const drip = setInterval(() => socket.writable && socket.write('x'), 200);
+  const stop = () => {
+    clearInterval(drip);
+    socket.destroy();
+  };
+  try {
+    await once(socket, 'secureConnect');
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  socket.pause();
+  socket.write(`${'GET /api/public/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'.repeat(100)}\u0001not http\r\n\r\n`);
+  return { socket, stop };
 }
 
 /**

@@ -12,7 +12,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { assertErrorAnswer, rawExchange } from '../helpers/fuzz.js';
+import { assertErrorAnswer, rawExchange, unreadRefusal } from '../helpers/fuzz.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
 // The idle timeout is past the header timeout plus Node's 1 s between its checks of it, so a
@@ -82,22 +82,16 @@ describe('server limits', () => {
     });
 
     it('closes a refused connection whose client reads nothing and goes on sending, at its timeout', async () => {
-      const socket = await secure();
-      socket.pause();
-      // Answers larger than the connection's buffers, never read, then bytes that are not HTTP.
-      socket.write(`${'GET /api/public/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'.repeat(100)}\u0001not http\r\n\r\n`);
-      const drip = setInterval(() => socket.writable && socket.write('x'), 200);
+      const { socket, stop } = await unreadRefusal(port, t.ca);
       const started = Date.now();
       const closed = await new Promise<number | null>((resolve) => {
         const bound = setTimeout(() => resolve(null), 5 * LIMITS.idleTimeoutMs);
-        socket.on('error', () => undefined);
         socket.once('close', () => {
           clearTimeout(bound);
           resolve(Date.now() - started);
         });
       });
-      clearInterval(drip);
-      socket.destroy();
+      stop();
       assert.ok(closed !== null, 'kept open while the client went on sending');
     });
 
