@@ -112,7 +112,7 @@ export async function buildApp(deps: AppDeps) {
       onError(error, request, reply);
     },
     clientErrorHandler: clientErrorHandler(SECURITY_HEADERS, (kind, answer) => {
-      metrics.clientError(kind);
+      metrics.clientError(kind, 'api');
       if (answer === null) return;
       const { remoteAddress, remotePort } = answer.socket as Socket;
       accessLog.refusedByParser({ requestId: answer.requestId, method: '', url: '', remoteAddress, remotePort, status: answer.status, responseTime: undefined, caller: null });

@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import cookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -17,9 +18,10 @@ import type { RateLimiter } from '../access/ratelimit/index.js';
 import { limitServer, serverOptions, serveUnknownExpectations, type ListenerLimits } from '../edge/listener.js';
 import { headFault, headRefusal } from '../edge/checks.js';
 import { clientErrorHandler, connectHandler } from '../edge/raw.js';
+import { lineWriter } from '../logger.js';
 import { opsPlugin } from '../ops/health.js';
 import { ApiMetrics } from '../ops/metrics.js';
-import { redactKeys } from '../ops/request-log.js';
+import { AccessLog, redactKeys } from '../ops/request-log.js';
 import type { Config } from '../config/index.js';
 import type { Database } from '../db/schema.js';
 import type { TlsMaterial } from '../tls.js';
@@ -56,10 +58,15 @@ const FORM_LIMIT = 8 * 1024;
 
 export async function buildCabinetApp(deps: CabinetDeps) {
   const { config, db, limiter, tls } = deps;
+  const logger = deps.logger.child({ listener: 'cabinet' }, { serializers: { req: requestFields } });
+  const metrics = deps.metrics ?? ApiMetrics.forProcess();
+  // The lines of the answers made on the socket (no request reached Fastify), with the
+  // refusals' budget of the API's: a flood of bad bytes is not a flood of lines.
+  const accessLog = new AccessLog(lineWriter(logger), logger.isLevelEnabled('info'), { listener: 'cabinet' });
 
   // The same TLS settings, timeouts and connection limits as the API's listener.
   const app = Fastify({
-    loggerInstance: deps.logger.child({ listener: 'cabinet' }, { serializers: { req: requestFields } }),
+    loggerInstance: logger,
     // A missing Host is refused by the hook below, with the cabinet's headers, not by Node's bare 400.
     https: { ...serverOptions(config, tls), requireHostHeader: false },
     genReqId: () => randomUUID(),
@@ -79,7 +86,16 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     // What never became a request (bytes that are not HTTP, an unknown method, headers over
     // the limit, a client too slow): answered on the socket as the API answers it, with the
     // cabinet's headers and without the API's rules.
-    clientErrorHandler: clientErrorHandler(CABINET_HEADERS, () => {}, { apiRules: false }),
+    clientErrorHandler: clientErrorHandler(
+      CABINET_HEADERS,
+      (kind, answer) => {
+        metrics.clientError(kind, 'cabinet');
+        if (answer === null) return;
+        const { remoteAddress, remotePort } = answer.socket as Socket;
+        accessLog.refusedByParser({ requestId: answer.requestId, method: '', url: '', remoteAddress, remotePort, status: answer.status, responseTime: undefined, caller: null });
+      },
+      { apiRules: false },
+    ),
   });
   limitServer(app.server, config);
   serveUnknownExpectations(app.server);
@@ -89,8 +105,23 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     if (headFault(req) === 'other-version') res.setHeader('Connection', 'close');
   });
   // CONNECT, which Node hands to no request handler: a fault of its line or Host (400), else
-  // 404, on the socket; not logged, as the parser's refusals are not on this listener.
-  app.server.on('connect', connectHandler(CABINET_HEADERS, headRefusal, () => {}, { apiRules: false }));
+  // 404, on the socket, with its line as the API's.
+  app.server.on(
+    'connect',
+    connectHandler(
+      CABINET_HEADERS,
+      headRefusal,
+      (answer, req, startedAt) => {
+        const { remoteAddress, remotePort } = answer.socket as Socket;
+        accessLog.write({ requestId: answer.requestId, method: 'CONNECT', url: req.url ?? '', remoteAddress, remotePort, status: answer.status, responseTime: performance.now() - startedAt, caller: null });
+      },
+      { apiRules: false },
+    ),
+  );
+  app.addHook('onClose', (_instance, done) => {
+    accessLog.reportUnlogged();
+    done();
+  });
 
   app.decorateRequest('cabinet', null);
   app.addHook('onRequest', (request, reply, done) => {
@@ -120,7 +151,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   await app.register(loginRoutes, context);
   await app.register(keyRoutes, context);
   // The operator's /healthz, /readyz and /metrics (src/ops/health.ts), outside the sign-in gate.
-  await app.register(opsPlugin, { metrics: deps.metrics ?? ApiMetrics.forProcess(), db, limiter, checkTimeoutMs: config.dbTimeoutMs });
+  await app.register(opsPlugin, { metrics, db, limiter, checkTimeoutMs: config.dbTimeoutMs });
 
   return app;
 }

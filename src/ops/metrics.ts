@@ -84,7 +84,7 @@ export class ApiMetrics {
   private readonly clientErrors = new Counter({
     name: 'school_data_http_client_errors_total',
     help: 'Connections ended by the HTTP or TLS layer before the app: failed TLS handshakes, unparsable requests, oversized headers, timeouts',
-    labelNames: ['kind'] as const,
+    labelNames: ['kind', 'listener'] as const,
     registers: [this.registry],
   });
 
@@ -169,8 +169,9 @@ export class ApiMetrics {
     };
   }
 
-  clientError(kind: ClientErrorKind): void {
-    this.clientErrors.inc({ kind });
+  /** A connection ended by the TLS or HTTP layer of the API's listener or of the cabinet's. */
+  clientError(kind: ClientErrorKind, listener: 'api' | 'cabinet'): void {
+    this.clientErrors.inc({ kind, listener });
   }
 
   /**

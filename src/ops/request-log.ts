@@ -97,11 +97,11 @@ function addressPart(address: string | undefined): string {
  * fields are written one by one, and the parts that repeat from request to request (the
  * caller, the address) made once (docs/performance.md, "The access line").
  */
-function accessLine(r: AccessRecord): string {
+function accessLine(r: AccessRecord, listener: string): string {
   const caller = r.caller === null ? '' : callerPart(r.caller);
   const port = r.remotePort === undefined ? '' : `,"remotePort":${r.remotePort}`;
   const req = `{"method":${JSON.stringify(r.method)},"url":${JSON.stringify(redactKeys(r.url))}${addressPart(r.remoteAddress)}${port}}`;
-  return `{"level":30,"time":${Date.now()}${PID},"requestId":${JSON.stringify(r.requestId)}${caller},"req":${req},"res":{"statusCode":${r.status}}${r.responseTime === undefined ? '' : `,"responseTime":${r.responseTime}`},"msg":"request completed"}\n`;
+  return `{"level":30,"time":${Date.now()}${PID}${listener},"requestId":${JSON.stringify(r.requestId)}${caller},"req":${req},"res":{"statusCode":${r.status}}${r.responseTime === undefined ? '' : `,"responseTime":${r.responseTime}`},"msg":"request completed"}\n`;
 }
 
 /** Refusals (by status) that get an access line of their own per second; past it they are counted. */
@@ -116,7 +116,8 @@ const REFUSALS: ReadonlySet<number> = new Set([401, 402, 405, 429]);
 const isRefusal = (record: AccessRecord) => REFUSALS.has(record.status) || (record.status === 404 && record.caller === null);
 
 /**
- * Writes the access lines of the API. Every answered request gets one, except that
+ * Writes the access lines of the API (and of the cabinet's answers made on the socket:
+ * src/cabinet/app.ts). Every answered request gets one, except that
  * refusals (401, 402, 405, 429, a 404 before any key, and the answers to what the HTTP parser refused) get at
  * most REFUSAL_LINES_PER_SECOND lines per status in a second: the rest are counted, and
  * once that second is over one line says how many went unlogged (`refusals not logged
@@ -133,21 +134,27 @@ export class AccessLog {
   private readonly writeLine: (line: string) => void;
   private readonly enabled: boolean;
   private readonly now: () => number;
+  /** The lines' `listener` field, as JSON to insert ('' for the API's, whose lines have none). */
+  private readonly listener: string;
 
-  /** `enabled`: the log level is info or finer (access lines are at info). */
+  /**
+   * `enabled`: the log level is info or finer (access lines are at info). `listener` names
+   * another listener than the API's in each line, as its logger's lines do (the cabinet's).
+   */
   constructor(
     writeLine: (line: string) => void,
     enabled: boolean,
-    now: () => number = Date.now,
+    { now = Date.now, listener }: { now?: () => number; listener?: string } = {},
   ) {
     this.writeLine = writeLine;
     this.enabled = enabled;
     this.now = now;
+    this.listener = listener === undefined ? '' : `,"listener":${JSON.stringify(listener)}`;
   }
 
   write(record: AccessRecord): void {
     if (!this.enabled || (isRefusal(record) && !this.withinBudget(record.status))) return;
-    this.writeLine(accessLine(record));
+    this.writeLine(accessLine(record, this.listener));
   }
 
   /**
@@ -155,7 +162,7 @@ export class AccessLog {
    * no method or URL was read. These are refusals too, and share their budget.
    */
   refusedByParser(record: AccessRecord): void {
-    if (this.enabled && this.withinBudget(record.status)) this.writeLine(accessLine(record));
+    if (this.enabled && this.withinBudget(record.status)) this.writeLine(accessLine(record, this.listener));
   }
 
   private withinBudget(status: number): boolean {
@@ -177,7 +184,7 @@ export class AccessLog {
     if (this.report !== null) clearTimeout(this.report);
     this.report = null;
     for (const [status, count] of this.unlogged) {
-      this.writeLine(`{"level":30,"time":${this.now()}${PID},"status":${status},"count":${count},"msg":"refusals not logged one by one"}\n`);
+      this.writeLine(`{"level":30,"time":${this.now()}${PID}${this.listener},"status":${status},"count":${count},"msg":"refusals not logged one by one"}\n`);
     }
     this.unlogged.clear();
   }

@@ -323,6 +323,30 @@ describe('cabinet security', () => {
     assert.ok(!logs.includes(hex), 'a key value is in the cabinet\'s logs');
   });
 
+  it('logs and counts what it answers on the socket (bytes that are not HTTP, headers over the limit, CONNECT), as the API does', async () => {
+    const answered: [string, number][] = [];
+    for (const bytes of ['HELLO\r\n\r\n', `GET /login HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n']) {
+      const outcome = await rawExchange(t.origin, t.ca, bytes);
+      assert.ok(outcome.kind === 'response', bytes.slice(0, 20));
+      answered.push([String(outcome.response.headers['x-request-id']), outcome.response.status]);
+    }
+    assert.deepEqual(answered.map(([, status]) => status), [400, 431, 404]);
+    // Each its access line, tagged with the listener as the cabinet's other lines are.
+    const lines = t.logs.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { requestId?: string; listener?: string; msg?: string; res?: { statusCode: number }; req?: { method: string } });
+    for (const [requestId, status] of answered) {
+      const line = lines.find((l) => l.requestId === requestId && l.msg === 'request completed');
+      assert.ok(line, `no line for the ${status}`);
+      assert.equal(line.listener, 'cabinet');
+      assert.equal(line.res?.statusCode, status);
+    }
+    assert.equal(lines.find((l) => l.requestId === answered[2]![0])?.req?.method, 'CONNECT');
+    const metrics = await rawExchange(t.origin, t.ca, 'GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    assert.ok(metrics.kind === 'response');
+    for (const kind of ['malformed', 'header_overflow']) {
+      assert.match(metrics.response.body, new RegExp(`^school_data_http_client_errors_total\\{kind="${kind}",listener="cabinet"\\} [1-9]\\d*$`, 'm'), kind);
+    }
+  });
+
   it('escapes markup in every value it shows', async () => {
     const d = await seedDirector(store.db, 'VIP', '<script>alert(1)</script> & "школа"');
     const k = await createKey(store.db, d.schoolId, '"><img src=x onerror=alert(1)>');

@@ -65,7 +65,7 @@ describe('health endpoints and metrics', () => {
     assert.ok(count('route="unmatched",status="404"') >= 1);
     assert.ok(count('route="unmatched",status="405"') >= 1, 'CONNECT is counted');
     assert.match(res.body, /^school_data_http_request_duration_seconds_bucket\{le="0\.05",route="\/api\/public\/v1\/students"\} \d+$/m);
-    assert.match(res.body, /^school_data_http_client_errors_total\{kind="header_overflow"\} [1-9]\d*$/m);
+    assert.match(res.body, /^school_data_http_client_errors_total\{kind="header_overflow",listener="api"\} [1-9]\d*$/m);
     assert.match(res.body, /^process_resident_memory_bytes \d+/m);
     assert.match(res.body, /^nodejs_eventloop_lag_seconds /m);
   });

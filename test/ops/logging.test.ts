@@ -146,7 +146,7 @@ describe('AccessLog: one line per request, a budget for refusals', () => {
   it('logs every answer that passed the access check, and refusals up to the budget per second and status', () => {
     const lines: string[] = [];
     let now = 1_700_000_000_000;
-    const log = new AccessLog((l) => lines.push(l), true, () => now);
+    const log = new AccessLog((l) => lines.push(l), true, { now: () => now });
     for (let i = 0; i < 100; i++) log.write(record(200, i));
     for (let i = 0; i < 100; i++) log.write(record(401, i));
     for (let i = 0; i < 30; i++) log.write(record(429, i));
@@ -168,7 +168,7 @@ describe('AccessLog: one line per request, a budget for refusals', () => {
 
   it('gives a 404 before any key (a scanner outside the API) the refusals\' budget, and logs every 404 to a key', () => {
     const lines: string[] = [];
-    const log = new AccessLog((l) => lines.push(l), true, () => 1_700_000_000_000);
+    const log = new AccessLog((l) => lines.push(l), true, { now: () => 1_700_000_000_000 });
     for (let i = 0; i < 50; i++) log.write({ ...record(404, i), url: `/wp-login.php?n=${i}` });
     for (let i = 0; i < 50; i++) log.write({ ...record(404, i), caller: { keyId: 'k1', schoolId: 's1' } });
     const completed = lines.map((l) => JSON.parse(l) as { msg: string; keyId?: string }).filter((l) => l.msg === 'request completed');
