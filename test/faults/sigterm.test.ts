@@ -11,8 +11,10 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import tls from 'node:tls';
 import { pino } from 'pino';
 import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
 import { UsageRecorder } from '../../src/access/usage.js';
@@ -205,6 +207,31 @@ describe('SIGTERM with connections closing, one process on SQLite', { skip: embe
       assert.ok(Date.now() - signalled < 10_000, `stopped ${Date.now() - signalled} ms after the signal`);
     } finally {
       stuck?.stop();
+      if (server.child.exitCode === null) server.child.kill('SIGKILL');
+      await store.close();
+    }
+  });
+});
+
+describe('SIGTERM with answers no client reads, one process on SQLite', { skip: embedded ? false : 'the embedded stores only' }, () => {
+  it('is not held by a connection whose client reads none of its answers (closed with the idle ones, not at its idle timeout)', async () => {
+    const store = await createTestStore();
+    const { server, port, ca } = await startEmbedded(store, { SCHOOL_DATA_LOG_LEVEL: 'warn' });
+    const socket = tls.connect({ host: '127.0.0.1', port, ca, servername: 'localhost' });
+    socket.on('error', () => undefined);
+    try {
+      await once(socket, 'secureConnect');
+      // Answers it never reads (more than the sockets' buffers hold), and nothing more sent.
+      socket.pause();
+      socket.write('GET /api/public/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'.repeat(300));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const signalled = Date.now();
+      server.child.kill('SIGTERM');
+      assert.equal(await server.exited, 0, server.output());
+      // Its answers are all made, so Node counts it idle once the drain is over; its idle timeout is 30 s.
+      assert.ok(Date.now() - signalled < 8_000, `stopped ${Date.now() - signalled} ms after the signal`);
+    } finally {
+      socket.destroy();
       if (server.child.exitCode === null) server.child.kill('SIGKILL');
       await store.close();
     }
