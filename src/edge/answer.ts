@@ -212,11 +212,27 @@ function clientAddress(request: Exchange): string {
   }
 }
 
+/** Whether a request declares a body (a request without one may be marked complete only after it was answered). */
+function hasBody(raw: IncomingMessage): boolean {
+  const length = raw.headers['content-length'];
+  return raw.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
 /** The app's writer, bound to its access log, metrics and listener. */
 export function answerWriter(deps: WriterDeps): Writer {
   const { accessLog, unmatched, closing, keyRequests } = deps;
 
   function write(request: Exchange, res: ServerResponse, status: number, headers: string[], bytes: Buffer | string): void {
+    const raw = request.raw;
+    // A request's body (a GET may carry one) is read whole before its answer is written:
+    // written first, the answer would be followed by the parser's 400 when the body then
+    // proves malformed, two answers to one request (RFC 9112 section 6.3 asks for the 400
+    // alone), or by a 408 when it never ends. A request cut off midway gets only that answer.
+    if (!raw.complete && hasBody(raw)) {
+      raw.once('end', () => write(request, res, status, headers, bytes));
+      raw.resume();
+      return;
+    }
     const caller = request.caller ?? null;
     // Read before the answer is written: once the connection is gone, Node detaches its socket.
     const address = clientAddress(request);
@@ -225,7 +241,6 @@ export function answerWriter(deps: WriterDeps): Writer {
     res.end(bytes);
     const responseTime = performance.now() - request.startedAt;
     (request.recordAnswer ?? unmatched)(status, responseTime);
-    const raw = request.raw;
     accessLog.write({
       requestId: request.id, method: raw.method ?? '', url: raw.url ?? '', remoteAddress: address === '' ? undefined : address, remotePort: raw.socket.remotePort,
       status, responseTime, caller,

@@ -12,7 +12,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { assertErrorAnswer, rawExchange, unreadRefusal } from '../helpers/fuzz.js';
+import { assertErrorAnswer, pipelinedStatuses, rawExchange, unreadRefusal } from '../helpers/fuzz.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
 // The idle timeout is past the header timeout plus Node's 1 s between its checks of it, so a
@@ -106,6 +106,39 @@ describe('server limits', () => {
       const closed = await closedWithin(socket, 8 * LIMITS.headersTimeoutMs);
       assert.ok(closed, 'an idle TLS connection was kept open');
       assert.match(closed.received, /^HTTP\/1\.1 408 /);
+    });
+  });
+
+  describe('request bodies', () => {
+    const head = (extra: string) => `GET /api/public/v1/students?limit=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${w.a.key}\r\n${extra}\r\n`;
+
+    it('answers a GET whose chunked body is malformed with the 400 alone, stored answer or not (RFC 9112 section 6.3)', async () => {
+      for (let round = 0; round < 2; round++) {
+        assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${head('Transfer-Encoding: chunked\r\n')}zz\r\nabc\r\n0\r\n\r\n`), [400], `round ${round}`);
+      }
+      assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${head('Connection: close\r\n')}`), [200]);
+    });
+
+    it('answers a GET with a body once the body has arrived, and one whose body never does with the 408 alone', async () => {
+      const socket = await secure();
+      let received = '';
+      socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
+      socket.write(head('Content-Length: 5\r\n'));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      assert.equal(received, '', 'answered before its body arrived');
+      socket.write('hello');
+      while (!/\r\n\r\n\{/.test(received)) await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.match(received, /^HTTP\/1\.1 200 /);
+      socket.destroy();
+
+      // Its body dripping, never whole: the request timeout, not the idle one, cuts it off.
+      const unfinished = await secure();
+      unfinished.write(head('Content-Length: 1000\r\n'));
+      const drip = setInterval(() => unfinished.writable && unfinished.write('x'), 400);
+      const closed = await closedWithin(unfinished, 4 * LIMITS.requestTimeoutMs);
+      clearInterval(drip);
+      assert.ok(closed, 'a request whose body never ends was kept open');
+      assert.deepEqual([...closed.received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]), ['408']);
     });
   });
 
