@@ -15,6 +15,7 @@ import Fastify, { LogController, type FastifyReply, type FastifyRequest } from '
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { RateLimiter } from '../access/ratelimit/index.js';
+import { bodyState } from '../edge/bodies.js';
 import { limitServer, serverOptions, serveUnknownExpectations, type ListenerLimits } from '../edge/listener.js';
 import { headFault, headRefusal } from '../edge/checks.js';
 import { clientErrorHandler, connectHandler } from '../edge/raw.js';
@@ -129,6 +130,11 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     // As on the API's listener (the form checks compare Host with Origin).
     if (headFault(request.raw) !== null) done(new CabinetError(400, { page: 'badRequest' }));
     else done();
+  });
+  // An answer ready while its request's body is still arriving closes the connection, as on the API (src/edge/bodies.ts).
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (bodyState(request.raw) === 'arriving') reply.header('Connection', 'close');
+    done(null, payload);
   });
   app.setErrorHandler(cabinetErrorHandler);
   app.setNotFoundHandler(cabinetNotFound);

@@ -14,6 +14,7 @@ import type { ResponseRecorder } from '../ops/metrics.js';
 import { withoutPort } from '../domain/addresses.js';
 import type { AccessLog, Caller, KeyRequest } from '../ops/request-log.js';
 import { PROBLEM_CONTENT_TYPE, type Problem } from '../problems/index.js';
+import { bodyState } from './bodies.js';
 import { chosenEncoding, COMPRESS_FROM_BYTES, encoded, type KeptBody } from './encoding.js';
 import { currentTurn, holdUntilTurnEnd, isRead } from './turn-end.js';
 
@@ -212,27 +213,16 @@ function clientAddress(request: Exchange): string {
   }
 }
 
-/** Whether a request declares a body (a request without one may be marked complete only after it was answered). */
-function hasBody(raw: IncomingMessage): boolean {
-  const length = raw.headers['content-length'];
-  return raw.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-}
-
 /** The app's writer, bound to its access log, metrics and listener. */
 export function answerWriter(deps: WriterDeps): Writer {
   const { accessLog, unmatched, closing, keyRequests } = deps;
 
-  function write(request: Exchange, res: ServerResponse, status: number, headers: string[], bytes: Buffer | string): void {
+  function write(request: Exchange, res: ServerResponse, status: number, headers: string[], bytes: Buffer | string, closes: boolean): void {
     const raw = request.raw;
-    // A request's body (a GET may carry one) is read whole before its answer is written:
-    // written first, the answer would be followed by the parser's 400 when the body then
-    // proves malformed, two answers to one request (RFC 9112 section 6.3 asks for the 400
-    // alone), or by a 408 when it never ends. A request cut off midway gets only that answer.
-    if (!raw.complete && hasBody(raw)) {
-      raw.once('end', () => write(request, res, status, headers, bytes));
-      raw.resume();
-      return;
-    }
+    // A body still arriving closes the connection after the answer; one the parser refused gets its refusal alone (bodies.ts).
+    const body = bodyState(raw);
+    if (body === 'refused') return;
+    if (closes || body === 'arriving') headers.push('Connection', 'close');
     const caller = request.caller ?? null;
     // Read before the answer is written: once the connection is gone, Node detaches its socket.
     const address = clientAddress(request);
@@ -276,9 +266,9 @@ export function answerWriter(deps: WriterDeps): Writer {
       if (encoding !== undefined) headers.push('Content-Encoding', encoding);
       headers.push('Content-Length', String(plainHead ? body.plainLength : typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.length));
     }
-    if (answer.close === true || closing()) headers.push('Connection', 'close');
-    if (isRead(method) && request.arrivedInTurn === currentTurn()) holdUntilTurnEnd(() => write(request, res, status, headers, bytes));
-    else write(request, res, status, headers, bytes);
+    const closes = answer.close === true || closing();
+    if (isRead(method) && request.arrivedInTurn === currentTurn()) holdUntilTurnEnd(() => write(request, res, status, headers, bytes, closes));
+    else write(request, res, status, headers, bytes, closes);
   }
 
   return {

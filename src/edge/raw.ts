@@ -11,6 +11,7 @@ import type { ClientErrorKind } from '../ops/metrics.js';
 import { methodNotAllowed, Problem, PROBLEM_CONTENT_TYPE } from '../problems/index.js';
 import { NOT_FOUND } from './errors.js';
 import { underPrefix } from './paths.js';
+import { parserFailed } from './bodies.js';
 import { flushHeldAnswers } from './turn-end.js';
 
 const REQUEST_TIMEOUT = new Problem('request_timeout', 'The request (its line, headers and any body) did not arrive whole within the time allowed; the connection is closed.');
@@ -70,6 +71,7 @@ export async function settleClosingConnections(): Promise<void> {
  */
 export function closeLingering(socket: Duplex): void {
   if (socket.destroyed) return;
+  dropWhatFollows(socket);
   if (socket.writable) socket.end();
   if (socket.writableFinished) linger(socket);
   else socket.once('finish', () => linger(socket));
@@ -91,11 +93,24 @@ function linger(socket: Duplex): void {
     clearTimeout(timer);
     lingering.delete(socket);
   });
+  // Once the client's end is read, the connection closes by itself (its side was ended).
+  dropWhatFollows(socket);
+}
+
+/**
+ * From the moment the server closes a connection, what the client sends is read and dropped:
+ * Node's parser, done with it, is not given it (the rest of a body still arriving included,
+ * which could otherwise be refused after the answer: bodies.ts).
+ */
+function dropWhatFollows(socket: Duplex): void {
+  if (dropping.has(socket)) return;
+  dropping.add(socket);
   socket.removeAllListeners('data');
   socket.on('data', () => undefined);
-  // Once the client's end is read, the connection closes by itself (its side was ended).
   socket.resume();
 }
+
+const dropping = new WeakSet<Duplex>();
 
 /**
  * Whether the refused request was a HEAD. The parser failed, so the only trace of the
@@ -224,7 +239,9 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
     });
   };
   return function onClientError(error: Error & { code?: string }, socket: Duplex): void {
-    // The answers to the requests read before the bad bytes go first (turn-end.ts).
+    // The answers to the requests read before the bad bytes go first (turn-end.ts), not one
+    // to the request whose body is what failed (bodies.ts).
+    parserFailed(socket);
     if (apiRules) flushHeldAnswers();
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
     if (error.code?.startsWith('ERR_TLS_') || error.code?.startsWith('ERR_SSL_')) {

@@ -6,6 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { createKey, type CreatedKey } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -270,6 +272,21 @@ describe('cabinet security', () => {
     for (const target of ['/login', '/%zz']) {
       assert.deepEqual(await statusesOf(`GET ${target} HTTP/2.0\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n${login}`), [400], target);
     }
+  });
+
+  it('answers a page whose request body is still arriving at once, closing the connection: a malformed rest is no second answer', async () => {
+    const url = new URL(t.origin);
+    const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: t.ca, servername: 'localhost' });
+    let received = '';
+    socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
+    socket.on('error', () => undefined);
+    await once(socket, 'secureConnect');
+    socket.write('GET /login HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel');
+    const drip = setInterval(() => socket.writable && socket.write('lo\r\nzz\r\n\r\n'), 200);
+    await once(socket, 'close');
+    clearInterval(drip);
+    assert.deepEqual([...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]), ['200']);
+    assert.match(received, /\r\nConnection: close\r\n/i);
   });
 
   it('answers a client that closed its side after its request, a page read from the store too', async () => {

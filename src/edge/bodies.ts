@@ -1,0 +1,33 @@
+/**
+ * Request bodies. No endpoint reads one, but a request may carry one (a GET may), and Node's
+ * parser reads it after the request's handler has run, so an answer can be ready while its
+ * request's body is still arriving. Rules (docs/decisions.md, "A body still arriving"):
+ * - such an answer closes the connection: the rest of the body is then read and dropped by
+ *   the lingering close (src/edge/raw.ts), never parsed, so a malformed rest (a bad chunk) or
+ *   one that never ends makes no second answer (a 400 or a 408 after it), and no answer waits
+ *   for an upload;
+ * - a request whose body the parser refused before its answer was written gets none: the
+ *   parser's answer is the one answer (RFC 9112 section 6.3).
+ */
+import type { IncomingMessage } from 'node:http';
+
+/** The connections whose parser failed (the raw answers' handler notes them before writing the held answers). */
+const failed = new WeakSet<object>();
+
+export function parserFailed(socket: object): void {
+  failed.add(socket);
+}
+
+/** Where a request's body stands as its answer is written. */
+export type BodyState = 'whole' | 'arriving' | 'refused';
+
+export function bodyState(raw: IncomingMessage): BodyState {
+  // Node marks a request without a body complete only after its handler returned (a PRI request never).
+  if (raw.complete || !declaresBody(raw)) return 'whole';
+  return failed.has(raw.socket) ? 'refused' : 'arriving';
+}
+
+function declaresBody(raw: IncomingMessage): boolean {
+  const length = raw.headers['content-length'];
+  return raw.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
