@@ -52,6 +52,8 @@ const LINGER_MS = 2000;
 const lingering = new Set<Duplex>();
 /** The connections whose refusal is decided and not yet written whole (its client may be reading nothing). */
 const refusing = new Set<Duplex>();
+/** The connections the server has closed, whose client's bytes are dropped unread (`dropWhatFollows`). */
+const dropping = new WeakSet<Duplex>();
 
 /**
  * For a stop, once its drain is over: closes the connections whose refusal still waits for
@@ -110,8 +112,6 @@ function dropWhatFollows(socket: Duplex): void {
   socket.resume();
 }
 
-const dropping = new WeakSet<Duplex>();
-
 /**
  * Whether the refused request was a HEAD. The parser failed, so the only trace of the
  * method is the chunk it was reading: that finds HEAD when the request line came in
@@ -153,7 +153,7 @@ function unknownMethodProblem(error: Error & { code?: string }): Problem | null 
  * written: Node hands the socket over at CONNECT, and reports bytes it cannot parse, while
  * the requests pipelined before may still be answered, each in its turn (the response
  * holding the socket is Node's `_httpMessage`). The answer to a request cut off midway (its
- * body is what failed) is not waited for: it may be waiting for that body.
+ * body is what failed) is not waited for: it is not written (bodies.ts).
  */
 function afterEarlierAnswers(socket: Duplex, then: () => void): void {
   const current = (socket as { _httpMessage?: (ServerResponse & { _last?: boolean }) | null })._httpMessage;
@@ -176,6 +176,12 @@ function afterEarlierAnswers(socket: Duplex, then: () => void): void {
   };
   current.prependOnceListener('finish', onFinish);
   current.once('close', onClose);
+}
+
+/** Whether the request the socket's answer is for was answered while its body was still arriving (Node's `_httpMessage`). */
+function answeredBeforeBody(socket: Duplex): boolean {
+  const current = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
+  return current != null && current.headersSent && !current.req.complete;
 }
 
 /** Whether an answer's head says `Connection: close` (Node's `_header`, the head as written). */
@@ -239,12 +245,19 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
     });
   };
   return function onClientError(error: Error & { code?: string }, socket: Duplex): void {
-    // The answers to the requests read before the bad bytes go first (turn-end.ts), not one
-    // to the request whose body is what failed (bodies.ts).
-    parserFailed(socket);
+    // What the client sends once the server has closed the connection is no request (the rest
+    // of a body, its end): nothing more is answered or counted.
+    if (dropping.has(socket)) return;
+    const gone = error.code === 'ECONNRESET' || socket.destroyed;
+    const tlsFailure = error.code?.startsWith('ERR_TLS_') === true || error.code?.startsWith('ERR_SSL_') === true;
+    // A request answered before its body had all arrived has had its one answer, which closes
+    // the connection; one whose answer is not written yet gets none but this refusal (bodies.ts).
+    const answered = answeredBeforeBody(socket);
+    if (!gone && !tlsFailure && !answered) parserFailed(socket);
+    // The answers to the requests read before the bad bytes go first (turn-end.ts).
     if (apiRules) flushHeldAnswers();
-    if (error.code === 'ECONNRESET' || socket.destroyed) return;
-    if (error.code?.startsWith('ERR_TLS_') || error.code?.startsWith('ERR_SSL_')) {
+    if (gone || answered) return;
+    if (tlsFailure) {
       // No TLS session (a handshake that failed or never finished): nothing can be written.
       observe('tls', null);
       socket.destroy();

@@ -8,9 +8,11 @@
  * setting): what is tested is that a connection is cut, not how fast.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import net from 'node:net';
 import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
+import { ApiMetrics } from '../../src/ops/metrics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { assertErrorAnswer, pipelinedStatuses, rawExchange, unreadRefusal } from '../helpers/fuzz.js';
 import { seedWorld, type World } from '../helpers/world.js';
@@ -118,6 +120,37 @@ describe('server limits', () => {
         assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${head('Transfer-Encoding: chunked\r\n')}zz\r\nabc\r\n0\r\n\r\n`), [400], `round ${round}`);
       }
       assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${head('Connection: close\r\n')}`), [200]);
+    });
+
+    it('answers a request whose body is malformed in the packet of its head with one answer, whatever its method', async () => {
+      assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${head('Transfer-Encoding: chunked\r\n', 'POST')}zz\r\nabc\r\n0\r\n\r\n`), [405]);
+      assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${head('Transfer-Encoding: chunked\r\n', 'HEAD')}zz\r\nabc\r\n0\r\n\r\n`), [400]);
+    });
+
+    it('gives a request whose malformed rest follows its head at once one answer, and counts no client error for an end after its answer', async () => {
+      const malformed = async () => /kind="malformed",listener="api"\} (\d+)/.exec(await ApiMetrics.forProcess().exposition())?.[1] ?? '0';
+      for (let round = 0; round < 10; round++) {
+        const socket = await secure();
+        const closed = once(socket, 'close');
+        let received = '';
+        socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
+        socket.on('error', () => undefined);
+        // The rest is sent as soon as the head is on its way: it may reach the parser before the answer has left.
+        socket.write(`${head('Transfer-Encoding: chunked\r\n')}5\r\nhel`, () => socket.write('lo\r\nzz\r\n\r\n'));
+        await closed;
+        assert.equal(statuses(received).length, 1, `round ${round}: ${statuses(received).join(', ')}`);
+      }
+      const before = await malformed();
+      const socket = await secure();
+      const closed = once(socket, 'close');
+      let received = '';
+      socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
+      socket.write(head('Content-Length: 100\r\n'));
+      while (!received.includes('\r\n\r\n')) await new Promise((resolve) => setTimeout(resolve, 10));
+      socket.end();
+      await closed;
+      assert.deepEqual(statuses(received), [200]);
+      assert.equal(await malformed(), before, 'the end of a body after its answer was counted as a client error');
     });
 
     it('answers a request whose body is still arriving at once, closing the connection: the rest is no second answer', async () => {
