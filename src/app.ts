@@ -6,7 +6,6 @@
  * first, so they reach the database before it goes).
  */
 import http from 'node:http';
-import type { Socket } from 'node:net';
 import Fastify, { type FastifyError, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import { accessCheck } from './access/decide.js';
@@ -21,7 +20,7 @@ import { edgeChecks, edgeRefusal } from './edge/checks.js';
 import { errorAnswer, errorHandler, notFoundHandler } from './edge/errors.js';
 import { COMPRESS_FROM_BYTES } from './edge/encoding.js';
 import { API_PREFIX, underPrefix } from './edge/paths.js';
-import { clientErrorHandler, connectHandler } from './edge/raw.js';
+import { clientErrorHandler, connectHandler, socketAnswerRecords } from './edge/raw.js';
 import { lineWriter } from './logger.js';
 import { causeOf, DependencyState } from './ops/dependency.js';
 import { ApiMetrics, UNMATCHED_ROUTE } from './ops/metrics.js';
@@ -60,6 +59,7 @@ export async function buildApp(deps: AppDeps) {
   metrics.watchDependencies([database, rateLimiter]);
 
   const accessLog = new AccessLog(lineWriter(logger), logger.isLevelEnabled('info'));
+  const socketAnswers = socketAnswerRecords(accessLog, metrics, 'api', unmatched);
   const writer = answerWriter({ accessLog, unmatched, closing: () => !app.server.listening, keyRequests: (r) => usage.logRequest(r) });
   const send = writer.send;
   const answerError = errorAnswer(logger, database);
@@ -111,12 +111,7 @@ export async function buildApp(deps: AppDeps) {
       noteArrival(request, unmatched);
       onError(error, request, reply);
     },
-    clientErrorHandler: clientErrorHandler(SECURITY_HEADERS, (kind, answer) => {
-      metrics.clientError(kind, 'api');
-      if (answer === null) return;
-      const { remoteAddress, remotePort } = answer.socket as Socket;
-      accessLog.refusedByParser({ requestId: answer.requestId, method: '', url: '', remoteAddress, remotePort, status: answer.status, responseTime: undefined, caller: null });
-    }),
+    clientErrorHandler: clientErrorHandler(SECURITY_HEADERS, (kind, answer) => socketAnswers.clientError(kind, answer)),
     // While closing, requests already on open connections are served (and counted) normally;
     // new connections are refused by the closed listener, idle ones are closed.
     return503OnClosing: false,
@@ -124,12 +119,7 @@ export async function buildApp(deps: AppDeps) {
   // CONNECT, which Node hands to no request handler, is answered as another method is, with its access line.
   app.server.on(
     'connect',
-    connectHandler(SECURITY_HEADERS, edgeRefusal(config.maxUrlBytes), (answer, req, startedAt) => {
-      const { remoteAddress, remotePort } = answer.socket as Socket;
-      const responseTime = performance.now() - startedAt;
-      unmatched(answer.status, responseTime);
-      accessLog.write({ requestId: answer.requestId, method: 'CONNECT', url: req.url ?? '', remoteAddress, remotePort, status: answer.status, responseTime, caller: null });
-    }),
+    connectHandler(SECURITY_HEADERS, edgeRefusal(config.maxUrlBytes), (answer, req, startedAt) => socketAnswers.connect(answer, req, startedAt)),
   );
   // Every method Node's parser takes reaches the hooks (405 under the prefix, before the key).
   for (const method of http.METHODS) if (!app.supportedMethods.includes(method)) app.addHttpMethod(method);

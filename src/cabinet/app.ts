@@ -9,16 +9,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import cookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { RateLimiter } from '../access/ratelimit/index.js';
-import { bodyState } from '../edge/bodies.js';
+import { answeringBeforeBody, bodyState } from '../edge/bodies.js';
 import { limitServer, serverOptions, serveUnknownExpectations, type ListenerLimits } from '../edge/listener.js';
 import { headFault, headRefusal } from '../edge/checks.js';
-import { clientErrorHandler, connectHandler } from '../edge/raw.js';
+import { clientErrorHandler, connectHandler, socketAnswerRecords } from '../edge/raw.js';
 import { lineWriter } from '../logger.js';
 import { opsPlugin } from '../ops/health.js';
 import { ApiMetrics } from '../ops/metrics.js';
@@ -64,6 +63,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   // The lines of the answers made on the socket (no request reached Fastify), with the
   // refusals' budget of the API's: a flood of bad bytes is not a flood of lines.
   const accessLog = new AccessLog(lineWriter(logger), logger.isLevelEnabled('info'), { listener: 'cabinet' });
+  const socketAnswers = socketAnswerRecords(accessLog, metrics, 'cabinet');
 
   // The same TLS settings, timeouts and connection limits as the API's listener.
   const app = Fastify({
@@ -89,12 +89,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     // cabinet's headers and without the API's rules.
     clientErrorHandler: clientErrorHandler(
       CABINET_HEADERS,
-      (kind, answer) => {
-        metrics.clientError(kind, 'cabinet');
-        if (answer === null) return;
-        const { remoteAddress, remotePort } = answer.socket as Socket;
-        accessLog.refusedByParser({ requestId: answer.requestId, method: '', url: '', remoteAddress, remotePort, status: answer.status, responseTime: undefined, caller: null });
-      },
+      (kind, answer) => socketAnswers.clientError(kind, answer),
       { apiRules: false },
     ),
   });
@@ -112,10 +107,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     connectHandler(
       CABINET_HEADERS,
       headRefusal,
-      (answer, req, startedAt) => {
-        const { remoteAddress, remotePort } = answer.socket as Socket;
-        accessLog.write({ requestId: answer.requestId, method: 'CONNECT', url: req.url ?? '', remoteAddress, remotePort, status: answer.status, responseTime: performance.now() - startedAt, caller: null });
-      },
+      (answer, req, startedAt) => socketAnswers.connect(answer, req, startedAt),
       { apiRules: false },
     ),
   );
@@ -131,9 +123,16 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     if (headFault(request.raw) !== null) done(new CabinetError(400, { page: 'badRequest' }));
     else done();
   });
-  // An answer ready while its request's body is still arriving closes the connection, as on the API (src/edge/bodies.ts).
+  // As on the API (src/edge/bodies.ts): a page ready while its request's body is still
+  // arriving closes the connection, and one whose body the parser refused is not sent (the
+  // hook never finishes: the parser's 400 is the answer, and the connection closes after it).
   app.addHook('onSend', (request, reply, payload, done) => {
-    if (bodyState(request.raw) === 'arriving') reply.header('Connection', 'close');
+    const body = bodyState(request.raw);
+    if (body === 'refused') return;
+    if (body === 'arriving') {
+      answeringBeforeBody(request.raw.socket);
+      reply.header('Connection', 'close');
+    }
     done(null, payload);
   });
   app.setErrorHandler(cabinetErrorHandler);

@@ -14,7 +14,7 @@ import type { ResponseRecorder } from '../ops/metrics.js';
 import { withoutPort } from '../domain/addresses.js';
 import type { AccessLog, Caller, KeyRequest } from '../ops/request-log.js';
 import { PROBLEM_CONTENT_TYPE, type Problem } from '../problems/index.js';
-import { bodyState } from './bodies.js';
+import { answeringBeforeBody, bodyState } from './bodies.js';
 import { chosenEncoding, COMPRESS_FROM_BYTES, encoded, type KeptBody } from './encoding.js';
 import { currentTurn, holdUntilTurnEnd, isRead } from './turn-end.js';
 
@@ -222,6 +222,7 @@ export function answerWriter(deps: WriterDeps): Writer {
     // A body still arriving closes the connection after the answer; one the parser refused gets its refusal alone (bodies.ts).
     const body = bodyState(raw);
     if (body === 'refused') return;
+    if (body === 'arriving') answeringBeforeBody(raw.socket);
     if (closes || body === 'arriving') headers.push('Connection', 'close');
     const caller = request.caller ?? null;
     // Read before the answer is written: once the connection is gone, Node detaches its socket.

@@ -2,10 +2,9 @@
  * Request bodies. No endpoint reads one, but a request may carry one (a GET may), and Node's
  * parser reads it after the request's handler has run, so an answer can be ready while its
  * request's body is still arriving. Rules (docs/decisions.md, "A body still arriving"):
- * - such an answer closes the connection: the rest of the body is then read and dropped by
- *   the lingering close (src/edge/raw.ts), never parsed, so a malformed rest (a bad chunk) or
- *   one that never ends makes no second answer (a 400 or a 408 after it), and no answer waits
- *   for an upload;
+ * - such an answer closes the connection, and what the parser reports after it (a malformed
+ *   rest, the client's end, the request timeout) is neither answered nor counted (src/edge/raw.ts),
+ *   so one request gets one answer, and no answer waits for an upload;
  * - a request whose body the parser refused before its answer was written gets none: the
  *   parser's answer is the one answer (RFC 9112 section 6.3).
  */
@@ -16,6 +15,19 @@ const failed = new WeakSet<object>();
 
 export function parserFailed(socket: object): void {
   failed.add(socket);
+}
+
+/** The connections on which an answer was written while its request's body was still arriving. */
+const answeredEarly = new WeakSet<object>();
+
+/** Notes an answer written while its request's body is still arriving (it closes the connection). */
+export function answeringBeforeBody(socket: object): void {
+  answeredEarly.add(socket);
+}
+
+/** Whether an answer went before its request's body on this connection: what the parser reports after it is no request. */
+export function answeredBeforeBody(socket: object): boolean {
+  return answeredEarly.has(socket);
 }
 
 /** Where a request's body stands as its answer is written. */

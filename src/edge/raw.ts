@@ -7,11 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { ClientErrorKind } from '../ops/metrics.js';
+import type { ApiMetrics, ClientErrorKind, ResponseRecorder } from '../ops/metrics.js';
+import type { AccessLog } from '../ops/request-log.js';
 import { methodNotAllowed, Problem, PROBLEM_CONTENT_TYPE } from '../problems/index.js';
 import { NOT_FOUND } from './errors.js';
 import { underPrefix } from './paths.js';
-import { parserFailed } from './bodies.js';
+import { answeredBeforeBody, parserFailed } from './bodies.js';
 import { flushHeldAnswers } from './turn-end.js';
 
 const REQUEST_TIMEOUT = new Problem('request_timeout', 'The request (its line, headers and any body) did not arrive whole within the time allowed; the connection is closed.');
@@ -50,33 +51,40 @@ export function writeRawProblem(socket: Duplex, status: number, problem: Problem
 const LINGER_MS = 2000;
 /** The connections being read before they close (a raw answer's end, then Node's `destroySoon`, may both ask). */
 const lingering = new Set<Duplex>();
-/** The connections whose refusal is decided and not yet written whole (its client may be reading nothing). */
-const refusing = new Set<Duplex>();
+/** The connections whose end is decided and whose last answer is not yet written whole (its client may be reading nothing). */
+const ending = new Set<Duplex>();
 /** The connections the server has closed, whose client's bytes are dropped unread (`dropWhatFollows`). */
 const dropping = new WeakSet<Duplex>();
 
 /**
- * For a stop, once its drain is over: closes the connections whose refusal still waits for
- * a client that reads nothing, and resolves once the lingering ones are closed (each within
- * LINGER_MS), before the listeners close the connections they count as idle.
+ * For a stop, once its drain is over: closes the connections whose end is decided but whose
+ * last answer still waits for a client that reads nothing, and resolves once the lingering
+ * ones are closed (each within LINGER_MS), before the listeners close the connections they
+ * count as idle.
  */
 export async function settleClosingConnections(): Promise<void> {
-  for (const socket of refusing) socket.destroy();
+  for (const socket of ending) socket.destroy();
   await Promise.all([...lingering].map((socket) => new Promise((resolve) => socket.once('close', resolve))));
 }
 
 /**
- * Ends a connection the server closes, and once its last answer is written reads a while
- * longer (`linger`). Each connection's `destroySoon` (src/edge/listener.ts), which Node
- * calls after an answer that closes the connection (`Connection: close`, another version,
- * a client's `Connection: close` or HTTP/1.0, the answers while the server stops).
+ * Ends a connection the server closes: from now on what the client sends is read and
+ * dropped (`dropWhatFollows`), and once its last answer is written a while longer
+ * (`linger`). It is each connection's `destroySoon` (src/edge/listener.ts), which Node calls
+ * after an answer that closes the connection (`Connection: close`, another version, a
+ * client's `Connection: close` or HTTP/1.0, the answers while the server stops).
  */
 export function closeLingering(socket: Duplex): void {
   if (socket.destroyed) return;
   dropWhatFollows(socket);
   if (socket.writable) socket.end();
-  if (socket.writableFinished) linger(socket);
-  else socket.once('finish', () => linger(socket));
+  if (socket.writableFinished) {
+    linger(socket);
+    return;
+  }
+  // Until its last answer is written: closed at its timeout at the latest, the bytes read and dropped meanwhile notwithstanding.
+  endDecided(socket);
+  socket.once('finish', () => linger(socket));
 }
 
 /**
@@ -88,7 +96,7 @@ export function closeLingering(socket: Duplex): void {
  */
 function linger(socket: Duplex): void {
   if (socket.destroyed || lingering.has(socket)) return;
-  refusing.delete(socket);
+  ending.delete(socket);
   lingering.add(socket);
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   socket.once('close', () => {
@@ -178,38 +186,33 @@ function afterEarlierAnswers(socket: Duplex, then: () => void): void {
   current.once('close', onClose);
 }
 
-/** Whether the request the socket's answer is for was answered while its body was still arriving (Node's `_httpMessage`). */
-function answeredBeforeBody(socket: Duplex): boolean {
-  const current = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
-  return current != null && current.headersSent && !current.req.complete;
-}
-
 /** Whether an answer's head says `Connection: close` (Node's `_header`, the head as written). */
 function closesConnection(response: ServerResponse): boolean {
   return /\r\nconnection: *close\r\n/i.test((response as { _header?: string | null })._header ?? '');
 }
 
 /**
- * Connections whose refusal is decided: while it waits for the answers before it, Node
- * reports the same connection again (its timeouts, the failed parser given the bytes that
- * follow, a request timeout while it lingers).
+ * Connections whose end is decided (a refusal on the socket, a close after the last answer,
+ * an answer before its request's body): meanwhile Node reports the same connection again (its
+ * timeouts, the failed parser given the bytes that follow, a request timeout while it lingers).
  */
 const decided = new WeakSet<Duplex>();
 
 /**
- * Notes a connection whose refusal is decided, false if it already was, and closes it once
- * its timeout (the idle or keep-alive one, from now) passes, if it has not closed by then: a
- * client that reads nothing keeps that answer from being written, and the bytes it may go on
- * sending, read and dropped, would keep the idle timeout from running out.
+ * Notes a connection whose end is decided, false if it already was, and closes it once its
+ * timeout (the idle or keep-alive one, from now) passes, if it has not closed by then: a
+ * client that reads nothing keeps its last answer from being written, and the bytes it may go
+ * on sending, read and dropped, would keep the idle timeout from running out. A stop closes
+ * such connections once its drain is over (`settleClosingConnections`).
  */
-function refusalDecided(socket: Duplex): boolean {
+function endDecided(socket: Duplex): boolean {
   if (decided.has(socket)) return false;
   decided.add(socket);
-  refusing.add(socket);
+  ending.add(socket);
   const timer = setTimeout(() => socket.destroy(), (socket as Socket).timeout || FALLBACK_TIMEOUT_MS);
   socket.once('close', () => {
     clearTimeout(timer);
-    refusing.delete(socket);
+    ending.delete(socket);
   });
   return true;
 }
@@ -237,7 +240,7 @@ export interface RawAnswer {
  */
 export function clientErrorHandler(headers: Record<string, string>, observe: (kind: ClientErrorKind, answer: RawAnswer | null) => void, { apiRules = true } = {}) {
   const answer = (kind: ClientErrorKind, socket: Duplex, status: number, problem: Problem, head = false) => {
-    if (!refusalDecided(socket)) return;
+    if (!endDecided(socket)) return;
     // The answers to the requests read whole before go first.
     afterEarlierAnswers(socket, () => {
       const requestId = writeRawProblem(socket, status, problem, headers, head);
@@ -245,18 +248,23 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
     });
   };
   return function onClientError(error: Error & { code?: string }, socket: Duplex): void {
-    // What the client sends once the server has closed the connection is no request (the rest
-    // of a body, its end): nothing more is answered or counted.
-    if (dropping.has(socket)) return;
     const gone = error.code === 'ECONNRESET' || socket.destroyed;
     const tlsFailure = error.code?.startsWith('ERR_TLS_') === true || error.code?.startsWith('ERR_SSL_') === true;
-    // A request answered before its body had all arrived has had its one answer, which closes
-    // the connection; one whose answer is not written yet gets none but this refusal (bodies.ts).
-    const answered = answeredBeforeBody(socket);
-    if (!gone && !tlsFailure && !answered) parserFailed(socket);
+    // What follows a request answered before its body had all arrived (that answer closes the
+    // connection), or a connection the server has closed, is no request (the rest of a body,
+    // its end, a timeout): nothing more is answered or counted. A request whose answer is not
+    // written yet gets none but this refusal (bodies.ts).
+    const over = !gone && !tlsFailure && (dropping.has(socket) || answeredBeforeBody(socket));
+    if (!gone && !tlsFailure && !over) parserFailed(socket);
     // The answers to the requests read before the bad bytes go first (turn-end.ts).
     if (apiRules) flushHeldAnswers();
-    if (gone || answered) return;
+    if (gone) return;
+    if (over) {
+      // Closed at its timeout from now at the latest, whatever its client goes on sending.
+      if (!lingering.has(socket)) endDecided(socket);
+      dropWhatFollows(socket);
+      return;
+    }
     if (tlsFailure) {
       // No TLS session (a handshake that failed or never finished): nothing can be written.
       observe('tls', null);
@@ -271,6 +279,29 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
       if (unknownMethod !== null) answer('malformed', socket, unknownMethod.status, unknownMethod);
       else answer('malformed', socket, 400, NOT_HTTP, wasHead(error));
     }
+  };
+}
+
+/**
+ * The records of what a listener answers on the socket, for its handlers' `observe`: each
+ * client error counted by kind and listener, each answer's access line (the parser's within
+ * the refusals' budget; CONNECT's as any other request's), and `onConnect` told a CONNECT's
+ * status and time (the API counts it on its unmatched route).
+ */
+export function socketAnswerRecords(accessLog: AccessLog, metrics: ApiMetrics, listener: 'api' | 'cabinet', onConnect?: ResponseRecorder) {
+  return {
+    clientError(kind: ClientErrorKind, answer: RawAnswer | null): void {
+      metrics.clientError(kind, listener);
+      if (answer === null) return;
+      const { remoteAddress, remotePort } = answer.socket as Socket;
+      accessLog.refusedByParser({ requestId: answer.requestId, method: '', url: '', remoteAddress, remotePort, status: answer.status, responseTime: undefined, caller: null });
+    },
+    connect(answer: RawAnswer, req: IncomingMessage, startedAt: number): void {
+      const { remoteAddress, remotePort } = answer.socket as Socket;
+      const responseTime = performance.now() - startedAt;
+      onConnect?.(answer.status, responseTime);
+      accessLog.write({ requestId: answer.requestId, method: 'CONNECT', url: req.url ?? '', remoteAddress, remotePort, status: answer.status, responseTime, caller: null });
+    },
   };
 }
 
@@ -296,7 +327,7 @@ export function connectHandler(
     if (apiRules) flushHeldAnswers();
     const problem = refusal(req) ?? (apiRules && underPrefix(req.url ?? '') ? CONNECT_NOT_ALLOWED : NOT_FOUND);
     // Node took its idle timeout's listener away with the socket: a client that reads nothing is still let go.
-    if (!refusalDecided(socket)) return;
+    if (!endDecided(socket)) return;
     afterEarlierAnswers(socket, () => {
       const requestId = writeRawProblem(socket, problem.status, problem, headers);
       if (requestId !== null) observe({ requestId, status: problem.status, socket }, req, startedAt);

@@ -287,6 +287,9 @@ describe('cabinet security', () => {
     clearInterval(drip);
     assert.deepEqual([...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]), ['200']);
     assert.match(received, /\r\nConnection: close\r\n/i);
+    // A body the parser refuses (in the packet of its head), after a request still being answered: its 400 alone.
+    const login = 'GET /login HTTP/1.1\r\nHost: localhost\r\n\r\n';
+    assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${login}GET /login HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`), [200, 400]);
   });
 
   it('answers a client that closed its side after its request, a page read from the store too', async () => {

@@ -153,6 +153,29 @@ describe('server limits', () => {
       assert.equal(await malformed(), before, 'the end of a body after its answer was counted as a client error');
     });
 
+    it('neither answers nor counts what the parser reports after an early answer still queued behind others', async () => {
+      const malformed = async () => /kind="malformed",listener="api"\} (\d+)/.exec(await ApiMetrics.forProcess().exposition())?.[1] ?? '0';
+      const before = await malformed();
+      const socket = await secure();
+      const closed = once(socket, 'close');
+      socket.on('error', () => undefined);
+      // A client that reads late: the early answer waits behind 300 others while its malformed rest arrives.
+      socket.pause();
+      const page = 'GET /api/public/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+      socket.write(`${page.repeat(300)}GET /api/public/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel`);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      socket.write('lo\r\nzz\r\n\r\n');
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const chunks: Buffer[] = [];
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      socket.resume();
+      await closed;
+      const received = Buffer.concat(chunks).toString('latin1');
+      assert.deepEqual(new Set(statuses(received)), new Set([200]));
+      assert.equal(statuses(received).length, 301);
+      assert.equal(await malformed(), before, 'a malformed rest after its answer was counted as a client error');
+    });
+
     it('answers a request whose body is still arriving at once, closing the connection: the rest is no second answer', async () => {
       const cases = [
         // The rest proves malformed (a bad chunk), or never ends (the request timeout would answer 408).
