@@ -254,11 +254,16 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
     // connection), or a connection the server has closed, is no request (the rest of a body,
     // its end, a timeout): nothing more is answered or counted. A request whose answer is not
     // written yet gets none but this refusal (bodies.ts).
-    const over = !gone && !tlsFailure && (dropping.has(socket) || answeredBeforeBody(socket));
+    const over = !gone && (dropping.has(socket) || answeredBeforeBody(socket));
     if (!gone && !tlsFailure && !over) parserFailed(socket);
     // The answers to the requests read before the bad bytes go first (turn-end.ts).
     if (apiRules) flushHeldAnswers();
     if (gone) return;
+    if (over && tlsFailure) {
+      // Its TLS session is broken: nothing more can be read or written.
+      socket.destroy();
+      return;
+    }
     if (over) {
       // Closed at its timeout from now at the latest, whatever its client goes on sending.
       if (!lingering.has(socket)) endDecided(socket);

@@ -176,6 +176,29 @@ describe('server limits', () => {
       assert.equal(await malformed(), before, 'a malformed rest after its answer was counted as a client error');
     });
 
+    it('counts no TLS failure on a connection whose request was answered before its body, and counts one on any other', async () => {
+      const tlsFailures = async () => Number(/kind="tls",listener="api"\} (\d+)/.exec(await ApiMetrics.forProcess().exposition())?.[1] ?? '0');
+      const page = 'GET /api/public/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n';
+      // A TLS record no session can open, written under the client's TLS, after the answer.
+      const brokenRecord = Buffer.from('170303001000000000000000000000000000000000', 'hex');
+      const counted: number[] = [];
+      for (const request of [`${page}Content-Length: 10\r\n\r\nhello`, `${page}\r\n`]) {
+        const before = await tlsFailures();
+        const tcp = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+        tcp.on('error', () => undefined);
+        const socket = tls.connect({ socket: tcp, ca: t.ca, servername: 'localhost' });
+        socket.on('error', () => undefined);
+        await once(socket, 'secureConnect');
+        socket.write(request);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        tcp.write(brokenRecord);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        counted.push((await tlsFailures()) - before);
+        tcp.destroy();
+      }
+      assert.deepEqual(counted, [0, 1]);
+    });
+
     it('answers a request whose body is still arriving at once, closing the connection: the rest is no second answer', async () => {
       const cases = [
         // The rest proves malformed (a bad chunk), or never ends (the request timeout would answer 408).
