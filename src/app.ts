@@ -111,7 +111,7 @@ export async function buildApp(deps: AppDeps) {
       noteArrival(request, unmatched);
       onError(error, request, reply);
     },
-    clientErrorHandler: clientErrorHandler(SECURITY_HEADERS, (kind, answer) => socketAnswers.clientError(kind, answer)),
+    clientErrorHandler: clientErrorHandler(SECURITY_HEADERS, socketAnswers.clientError),
     // While closing, requests already on open connections are served (and counted) normally;
     // new connections are refused by the closed listener, idle ones are closed.
     return503OnClosing: false,
@@ -119,7 +119,7 @@ export async function buildApp(deps: AppDeps) {
   // CONNECT, which Node hands to no request handler, is answered as another method is, with its access line.
   app.server.on(
     'connect',
-    connectHandler(SECURITY_HEADERS, edgeRefusal(config.maxUrlBytes), (answer, req, startedAt) => socketAnswers.connect(answer, req, startedAt)),
+    connectHandler(SECURITY_HEADERS, edgeRefusal(config.maxUrlBytes), socketAnswers.connect),
   );
   // Every method Node's parser takes reaches the hooks (405 under the prefix, before the key).
   for (const method of http.METHODS) if (!app.supportedMethods.includes(method)) app.addHttpMethod(method);

@@ -87,11 +87,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     // What never became a request (bytes that are not HTTP, an unknown method, headers over
     // the limit, a client too slow): answered on the socket as the API answers it, with the
     // cabinet's headers and without the API's rules.
-    clientErrorHandler: clientErrorHandler(
-      CABINET_HEADERS,
-      (kind, answer) => socketAnswers.clientError(kind, answer),
-      { apiRules: false },
-    ),
+    clientErrorHandler: clientErrorHandler(CABINET_HEADERS, socketAnswers.clientError, { apiRules: false }),
   });
   limitServer(app.server, config);
   serveUnknownExpectations(app.server);
@@ -102,15 +98,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   });
   // CONNECT, which Node hands to no request handler: a fault of its line or Host (400), else
   // 404, on the socket, with its line as the API's.
-  app.server.on(
-    'connect',
-    connectHandler(
-      CABINET_HEADERS,
-      headRefusal,
-      (answer, req, startedAt) => socketAnswers.connect(answer, req, startedAt),
-      { apiRules: false },
-    ),
-  );
+  app.server.on('connect', connectHandler(CABINET_HEADERS, headRefusal, socketAnswers.connect, { apiRules: false }));
   app.addHook('onClose', (_instance, done) => {
     accessLog.reportUnlogged();
     done();

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { ApiMetrics, ClientErrorKind, ResponseRecorder } from '../ops/metrics.js';
+import type { ApiMetrics, ClientErrorKind, ListenerName, ResponseRecorder } from '../ops/metrics.js';
 import type { AccessLog } from '../ops/request-log.js';
 import { methodNotAllowed, Problem, PROBLEM_CONTENT_TYPE } from '../problems/index.js';
 import { NOT_FOUND } from './errors.js';
@@ -103,8 +103,6 @@ function linger(socket: Duplex): void {
     clearTimeout(timer);
     lingering.delete(socket);
   });
-  // Once the client's end is read, the connection closes by itself (its side was ended).
-  dropWhatFollows(socket);
 }
 
 /**
@@ -117,6 +115,7 @@ function dropWhatFollows(socket: Duplex): void {
   dropping.add(socket);
   socket.removeAllListeners('data');
   socket.on('data', () => undefined);
+  // Once the client's end is read, the connection closes by itself (its side was ended).
   socket.resume();
 }
 
@@ -293,15 +292,15 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
  * the refusals' budget; CONNECT's as any other request's), and `onConnect` told a CONNECT's
  * status and time (the API counts it on its unmatched route).
  */
-export function socketAnswerRecords(accessLog: AccessLog, metrics: ApiMetrics, listener: 'api' | 'cabinet', onConnect?: ResponseRecorder) {
+export function socketAnswerRecords(accessLog: AccessLog, metrics: ApiMetrics, listener: ListenerName, onConnect?: ResponseRecorder) {
   return {
-    clientError(kind: ClientErrorKind, answer: RawAnswer | null): void {
+    clientError: (kind: ClientErrorKind, answer: RawAnswer | null): void => {
       metrics.clientError(kind, listener);
       if (answer === null) return;
       const { remoteAddress, remotePort } = answer.socket as Socket;
       accessLog.refusedByParser({ requestId: answer.requestId, method: '', url: '', remoteAddress, remotePort, status: answer.status, responseTime: undefined, caller: null });
     },
-    connect(answer: RawAnswer, req: IncomingMessage, startedAt: number): void {
+    connect: (answer: RawAnswer, req: IncomingMessage, startedAt: number): void => {
       const { remoteAddress, remotePort } = answer.socket as Socket;
       const responseTime = performance.now() - startedAt;
       onConnect?.(answer.status, responseTime);

@@ -22,6 +22,9 @@ interface StoredAnswerCounts {
 /** How a connection-level failure is counted: one the app never saw as a request. */
 export type ClientErrorKind = 'tls' | 'header_overflow' | 'timeout' | 'malformed';
 
+/** The HTTPS listeners, as the client errors' `listener` label names them. */
+export type ListenerName = 'api' | 'cabinet';
+
 /** Records one answered request: its status and its time in milliseconds. */
 export type ResponseRecorder = (status: number, elapsedMs: number) => void;
 
@@ -170,7 +173,7 @@ export class ApiMetrics {
   }
 
   /** A connection ended by the TLS or HTTP layer of the API's listener or of the cabinet's. */
-  clientError(kind: ClientErrorKind, listener: 'api' | 'cabinet'): void {
+  clientError(kind: ClientErrorKind, listener: ListenerName): void {
     this.clientErrors.inc({ kind, listener });
   }
 
