@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { announceKeyChanges } from '../../src/db/index.js';
 import { importData } from '../../src/importer/index.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -348,5 +348,32 @@ describe('the changes feed', () => {
     for (const [i, limit] of [1000, 200, 150, 99].entries()) assert.deepEqual(together[i]!.items, whole.items.slice(0, limit));
     // From the beginning too: one page of up to 1,000 and pages of 3 agree.
     assert.deepEqual((await readAll(w.b.key)).changes, (await readAll(w.b.key, undefined, 3)).changes);
+  });
+
+  it('on SQLite, merges the lists\' places as their index gives them, and seeks each change\'s record and batch', { skip: process.env.DATABASE_URL ? 'SQLite only: PostgreSQL plans by its own statistics' : false }, async () => {
+    // The plan, not the time: read from the statement the feed runs. Planned freely, SQLite
+    // read every place of every list (and every record of the school) to find a page's.
+    const reads = t.store.reads as unknown as { run: (text: string, values: readonly unknown[]) => unknown };
+    const run = reads.run;
+    let feed: { text: string; values: readonly unknown[] } | null = null;
+    reads.run = function (this: unknown, text, values) {
+      if (text.includes('list_changes')) feed = { text, values };
+      return run.call(this, text, values);
+    };
+    try {
+      await page(w.a.key, '?limit=11');
+    } finally {
+      reads.run = run;
+    }
+    assert.ok(feed, 'the feed ran no statement');
+    const { text, values } = feed as { text: string; values: readonly unknown[] };
+    const rows = await t.store.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${text}`, [...values]));
+    const plan = rows.rows.map((r) => r.detail);
+    assert.ok(plan.includes('MERGE (UNION ALL)'), plan.join('\n'));
+    assert.equal(plan.filter((d) => /^SEARCH list_changes USING PRIMARY KEY \(school_id=\? AND resource=\? AND \(change_seq,id\)>\(\?,\?\)\)$/.test(d)).length, RESOURCES.length, plan.join('\n'));
+    for (const resource of RESOURCES) assert.ok(plan.includes(`SEARCH r USING INDEX sqlite_autoindex_${resource}_1 (school_id=? AND id=?)`), `${resource}:\n${plan.join('\n')}`);
+    assert.ok(plan.some((d) => /^SEARCH b USING .*\(school_id=\? AND seq=\?\)$/.test(d)), plan.join('\n'));
+    // One sort in all: the page's changes, once made.
+    assert.equal(plan.filter((d) => d.startsWith('USE TEMP B-TREE')).length, 1, plan.join('\n'));
   });
 });

@@ -1,10 +1,10 @@
 /**
  * The changes feed's query: one statement over the school's change log (docs/data-model.md,
- * "Change log"), so a page (and the pruning it was read after) is read from one snapshot. The places after `after` are found
- * in the keys of the change marks and the tombstones' index alone, at most `limit` + 1 per
- * list, merged in the change order (seq, resource, id); only then are the page's items
- * read, and each change's JSON is made and joined by the database, as a list's body is
- * (common/list.ts).
+ * "Change log"), so a page (and the pruning it was read after) is read from one snapshot. The
+ * places after `after` are read from the keys of the change marks and the tombstones' index
+ * alone, each list's in the change order, and merged (rowPlaces). Only then are the page's
+ * items read, one seek each, and each change's JSON is made and joined by the database, as a
+ * list's body is (common/list.ts).
  */
 import { sql, type RawBuilder } from 'kysely';
 import { asBytes, onPostgres, prepared, type Reader } from '../../db/index.js';
@@ -57,23 +57,33 @@ const andOne = (value: unknown) => sql`${value} + 1`;
  */
 const PART = 100;
 
-/** The places of one list's rows after the window's place (their change marks). */
-function rowPlaces(table: ListTable, q: Window): RawBuilder<unknown> {
+/**
+ * The places of one list's rows after the window's place (their change marks), in the change
+ * order. A row value bounds the index's range, so the seek starts at the first place after:
+ * for a list before the place's own, the next seq; for the place's own list, the place's id in
+ * its seq; for a list after it, the place's seq (ids are never empty).
+ *
+ * How the lists' places are merged differs (docs/performance.md, "The feed's page merged").
+ * SQLite merges the lists' ordered reads itself, reading no more places than the page holds,
+ * when the compound is ordered and each list's resource is its column (its equality then
+ * tells SQLite the index gives the order). PostgreSQL cannot see that order across the lists:
+ * each list's read is limited to the page's length first.
+ */
+function rowPlaces(table: ListTable, q: Window, pg: boolean): RawBuilder<unknown> {
   const name = sql.lit(table);
+  const after = sql`(change_seq, id) > (cast(${q.seq} as bigint) + case when ${name} < ${q.resource} then 1 else 0 end, case when ${name} = ${q.resource} then ${q.id} else '' end)`;
+  if (!pg) return sql`select change_seq as seq, resource, id, 1 as live from list_changes where school_id = ${q.schoolId} and resource = ${name} and ${after}`;
   return sql`select * from (
-    select change_seq as seq, ${name} as resource, id, 1 as live from list_changes
-    where school_id = ${q.schoolId} and resource = ${name} and change_seq >= ${q.seq}
-      and (change_seq > ${q.seq} or ${name} > ${q.resource} or (${name} = ${q.resource} and id > ${q.id}))
+    select change_seq as seq, ${name} as resource, id, 1 as live from list_changes where school_id = ${q.schoolId} and resource = ${name} and ${after}
     order by change_seq, id limit ${andOne(q.limit)}) as ${sql.id(`after_${table}`)}`;
 }
 
-/** The places of the tombstones of `tables` after the window's place. */
-function tombstonePlaces(tables: ListTable[], q: Window): RawBuilder<unknown> {
-  return sql`select * from (
-    select change_seq as seq, resource, id, 0 as live from tombstones
-    where school_id = ${q.schoolId} and resource in (${sql.join(tables.map((t) => sql.lit(t)))}) and change_seq >= ${q.seq}
-      and (change_seq > ${q.seq} or resource > ${q.resource} or (resource = ${q.resource} and id > ${q.id}))
-    order by change_seq, resource, id limit ${andOne(q.limit)}) as after_tombstones`;
+/** The places of the tombstones of `tables` after the window's place, in the change order (their index's). */
+function tombstonePlaces(tables: ListTable[], q: Window, pg: boolean): RawBuilder<unknown> {
+  const places = sql`select change_seq as seq, resource, id, 0 as live from tombstones
+    where school_id = ${q.schoolId} and resource in (${sql.join(tables.map((t) => sql.lit(t)))})
+      and (change_seq, resource, id) > (cast(${q.seq} as bigint), ${q.resource}, ${q.id})`;
+  return pg ? sql`select * from (${places} order by change_seq, resource, id limit ${andOne(q.limit)}) as after_tombstones` : places;
 }
 
 /**
@@ -84,14 +94,17 @@ const changeJson = sql<string>`'{"resource":"' || c.resource || '","id":"' || c.
 
 const changesAfter = prepared((db, q: Window) => {
   const tables = LIST_TABLES.filter((t) => q[t] !== undefined);
-  const places = sql.join([...tables.map((t) => rowPlaces(t, q)), tombstonePlaces(tables, q)], sql` union all `);
+  const pg = onPostgres(db);
+  const places = sql.join([...tables.map((t) => rowPlaces(t, q, pg)), tombstonePlaces(tables, q, pg)], sql` union all `);
+  // CROSS JOIN: SQLite then reads the page first and seeks each of its records and batches;
+  // planned freely, it read every record of the school's lists to find the page's (PostgreSQL
+  // plans a cross join freely, and seeks).
   const items = tables.map(
-    (t) => sql`select k.seq, k.resource, k.id, r.item from page k join ${sql.table(t)} r on r.school_id = ${q.schoolId} and r.id = k.id where k.live = 1 and k.resource = ${sql.lit(t)}`,
+    (t) => sql`select k.seq, k.resource, k.id, r.item from page k cross join ${sql.table(t)} r where r.school_id = ${q.schoolId} and r.id = k.id and k.live = 1 and k.resource = ${sql.lit(t)}`,
   );
   // The page's changes joined in the change order, in parts: PostgreSQL is told the order in
   // the aggregate; SQLite, whose driver hands over bytes (no large string), makes one part,
   // and keeps a FROM-subquery's order for its aggregate (as common/list.ts).
-  const pg = onPostgres(db);
   const shown = pg
     ? sql`select *, (row_number() over (order by seq, resource, id) - 1) / ${sql.lit(PART)} as part from changes order by seq, resource, id limit ${bound(q.limit)}`
     : sql`select * from changes order by seq, resource, id limit ${bound(q.limit)}`;
@@ -99,12 +112,12 @@ const changesAfter = prepared((db, q: Window) => {
     ? sql`select part, string_agg(change, ',' order by seq, resource, id) as items from shown group by part`
     : sql`select 0 as part, ${asBytes(db, sql`string_agg(change, ',')`)} as items from (select change from shown order by seq, resource, id) as ordered`;
   const query = sql<PageRow>`with page as materialized (
-      select * from (${places}) as places order by seq, resource, id limit ${andOne(q.limit)}
+      ${places} order by seq, resource, id limit ${andOne(q.limit)}
     ),
     paged as (${sql.join([...items, sql`select seq, resource, id, null as item from page where live = 0`], sql` union all `)}),
     changes as materialized (
       select c.seq, c.resource, c.id, b.stamp, ${changeJson} as change
-      from paged c join change_batches b on b.school_id = ${q.schoolId} and b.seq = c.seq
+      from paged c cross join change_batches b where b.school_id = ${q.schoolId} and b.seq = c.seq
     ),
     shown as (${shown}),
     parts as (${parts})
