@@ -6,8 +6,9 @@
  * items read, one seek each, and each change's JSON is made and joined by the database, as a
  * list's body is (common/list.ts).
  */
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { asBytes, onPostgres, prepared, type Reader } from '../../db/index.js';
+import type { Database } from '../../db/schema.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
 import type { Place } from './cursor.js';
 
@@ -87,45 +88,80 @@ function tombstonePlaces(tables: ListTable[], q: Window, pg: boolean): RawBuilde
 }
 
 /**
- * A change as the feed serves it. Ids are letters, digits, `_` and `-` (src/domain/ids.ts)
- * and times stored text, so neither needs escaping; the record is the list's stored item.
+ * A change as the feed serves it: its place `c` (seq, resource, id), its batch `b`, `record`
+ * its list's stored item (null for a deletion). Ids are letters, digits, `_` and `-`
+ * (src/domain/ids.ts) and times stored text, so neither needs escaping.
  */
-const changeJson = sql<string>`'{"resource":"' || c.resource || '","id":"' || c.id || '","change":"' || (case when c.item is null then 'delete' else 'upsert' end) || '","changed_at":"' || b.committed_at || '","record":' || coalesce(c.item, 'null') || '}'`;
+const changeJson = (record: RawBuilder<unknown>) =>
+  sql<string>`'{"resource":"' || c.resource || '","id":"' || c.id || '","change":"' || (case when c.live = 0 then 'delete' else 'upsert' end) || '","changed_at":"' || b.committed_at || '","record":' || ${record} || '}'`;
 
-const changesAfter = prepared((db, q: Window) => {
-  const tables = LIST_TABLES.filter((t) => q[t] !== undefined);
-  const pg = onPostgres(db);
-  const places = sql.join([...tables.map((t) => rowPlaces(t, q, pg)), tombstonePlaces(tables, q, pg)], sql` union all `);
-  // CROSS JOIN: SQLite then reads the page first and seeks each of its records and batches;
-  // planned freely, it read every record of the school's lists to find the page's (PostgreSQL
-  // plans a cross join freely, and seeks).
+/**
+ * The page on PostgreSQL: the places, then their records read by a join per list, then the
+ * changes ordered and joined in parts, the order told to the aggregate.
+ */
+function postgresPage(tables: ListTable[], places: RawBuilder<unknown>, q: Window): RawBuilder<PageRow> {
   const items = tables.map(
-    (t) => sql`select k.seq, k.resource, k.id, r.item from page k cross join ${sql.table(t)} r where r.school_id = ${q.schoolId} and r.id = k.id and k.live = 1 and k.resource = ${sql.lit(t)}`,
+    (t) => sql`select k.seq, k.resource, k.id, k.live, r.item from page k join ${sql.table(t)} r on r.school_id = ${q.schoolId} and r.id = k.id where k.live = 1 and k.resource = ${sql.lit(t)}`,
   );
-  // The page's changes joined in the change order, in parts: PostgreSQL is told the order in
-  // the aggregate; SQLite, whose driver hands over bytes (no large string), makes one part,
-  // and keeps a FROM-subquery's order for its aggregate (as common/list.ts).
-  const shown = pg
-    ? sql`select *, (row_number() over (order by seq, resource, id) - 1) / ${sql.lit(PART)} as part from changes order by seq, resource, id limit ${bound(q.limit)}`
-    : sql`select * from changes order by seq, resource, id limit ${bound(q.limit)}`;
-  const parts = pg
-    ? sql`select part, string_agg(change, ',' order by seq, resource, id) as items from shown group by part`
-    : sql`select 0 as part, ${asBytes(db, sql`string_agg(change, ',')`)} as items from (select change from shown order by seq, resource, id) as ordered`;
-  const query = sql<PageRow>`with page as materialized (
+  return sql<PageRow>`with page as materialized (
       ${places} order by seq, resource, id limit ${andOne(q.limit)}
     ),
-    paged as (${sql.join([...items, sql`select seq, resource, id, null as item from page where live = 0`], sql` union all `)}),
+    paged as (${sql.join([...items, sql`select seq, resource, id, live, null as item from page where live = 0`], sql` union all `)}),
     changes as materialized (
-      select c.seq, c.resource, c.id, b.stamp, ${changeJson} as change
-      from paged c cross join change_batches b where b.school_id = ${q.schoolId} and b.seq = c.seq
+      select c.seq, c.resource, c.id, b.stamp, ${changeJson(sql`coalesce(c.item, 'null')`)} as change
+      from paged c join change_batches b on b.school_id = ${q.schoolId} and b.seq = c.seq
     ),
-    shown as (${shown}),
-    parts as (${parts})
+    shown as (
+      select *, (row_number() over (order by seq, resource, id) - 1) / ${sql.lit(PART)} as part from changes order by seq, resource, id limit ${bound(q.limit)}
+    ),
+    parts as (select part, string_agg(change, ',' order by seq, resource, id) as items from shown group by part)
     select parts.part, parts.items, body.n, tail.seq, tail.resource, tail.id, tail.stamp,
       (select tombstones_dropped_seq from schools where id = ${q.schoolId}) as pruned
     from (select count(*) as n from changes) as body
     left join parts on 1 = 1
     left join (select seq, resource, id, stamp from shown order by seq desc, resource desc, id desc limit 1) as tail on 1 = 1`;
+}
+
+/**
+ * The page on SQLite, in one part (its driver hands the body over as bytes, no large string).
+ * The places come merged in the change order, and every later ORDER BY is one SQLite sees
+ * they already have, so nothing is sorted; each change is made from its place in that order,
+ * its batch and record sought one by one (`CROSS JOIN` is SQLite's join order; the record by
+ * a subquery of its list), and joined by an aggregate that keeps its FROM-subquery's order
+ * (as common/list.ts). Planned freely, SQLite read every record of the school's lists to
+ * find a page's; sorting the made changes cost as much again (docs/performance.md, "The
+ * feed's page merged").
+ */
+function sqlitePage(db: Kysely<Database>, tables: ListTable[], places: RawBuilder<unknown>, q: Window): RawBuilder<PageRow> {
+  const record = sql`case c.resource ${sql.join(
+    tables.map((t) => sql`when ${sql.lit(t)} then (select item from ${sql.table(t)} r where r.school_id = ${q.schoolId} and r.id = c.id)`),
+    sql` `,
+  )} end`;
+  return sql<PageRow>`with page as materialized (
+      ${places} order by seq, resource, id limit ${andOne(q.limit)}
+    ),
+    shown as materialized (select seq, resource, id, live from page order by seq, resource, id limit ${bound(q.limit)})
+    select 0 as part, parts.items, (select count(*) from page) as n, tail.seq, tail.resource, tail.id, tail.stamp,
+      (select tombstones_dropped_seq from schools where id = ${q.schoolId}) as pruned
+    from (
+      select ${asBytes(db, sql`string_agg(change, ',')`)} as items from (
+        select ${changeJson(sql`case when c.live = 0 then 'null' else ${record} end`)} as change
+        from shown c cross join change_batches b where b.school_id = ${q.schoolId} and b.seq = c.seq
+        order by c.seq, c.resource, c.id
+      ) as made
+    ) as parts
+    left join (
+      select c.seq, c.resource, c.id, b.stamp
+      from (select seq, resource, id from shown order by seq desc, resource desc, id desc limit 1) as c
+      cross join change_batches b where b.school_id = ${q.schoolId} and b.seq = c.seq
+    ) as tail on 1 = 1`;
+}
+
+const changesAfter = prepared((db, q: Window) => {
+  const tables = LIST_TABLES.filter((t) => q[t] !== undefined);
+  const pg = onPostgres(db);
+  const places = sql.join([...tables.map((t) => rowPlaces(t, q, pg)), tombstonePlaces(tables, q, pg)], sql` union all `);
+  const query = pg ? postgresPage(tables, places, q) : sqlitePage(db, tables, places, q);
   return { compile: () => query.compile(db) };
 });
 
