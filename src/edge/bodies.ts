@@ -39,7 +39,8 @@ export function bodyState(raw: IncomingMessage): BodyState {
   return failed.has(raw.socket) ? 'refused' : 'arriving';
 }
 
+/** A length the parser took (digits only) is no body when it is zero however written (`00`). */
 function declaresBody(raw: IncomingMessage): boolean {
   const length = raw.headers['content-length'];
-  return raw.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  return raw.headers['transfer-encoding'] !== undefined || (length !== undefined && Number(length) !== 0);
 }

@@ -122,6 +122,16 @@ describe('server limits', () => {
       assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${head('Connection: close\r\n')}`), [200]);
     });
 
+    it('keeps the connection of a request whose declared body is empty, however its length is written, answered at once or not', async () => {
+      for (const length of ['0', '00', '000']) {
+        for (const [method, status] of [['GET', 200], ['POST', 405]] as const) {
+          const request = head(`Content-Length: ${length}\r\n`, method);
+          const last = head(`Content-Length: ${length}\r\nConnection: close\r\n`, method);
+          assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${request}${request}${last}`), [status, status, status], `${method}, ${length}`);
+        }
+      }
+    });
+
     it('answers a request whose body is malformed in the packet of its head with one answer, whatever its method', async () => {
       assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${head('Transfer-Encoding: chunked\r\n', 'POST')}zz\r\nabc\r\n0\r\n\r\n`), [405]);
       assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${head('Transfer-Encoding: chunked\r\n', 'HEAD')}zz\r\nabc\r\n0\r\n\r\n`), [400]);
