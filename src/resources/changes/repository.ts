@@ -3,12 +3,11 @@
  * "Change log"), so a page (and the pruning it was read after) is read from one snapshot. The
  * places after `after` are read from the keys of the change marks and the tombstones' index
  * alone, each list's in the change order, and merged (rowPlaces). Only then are the page's
- * items read, one seek each, and each change's JSON is made and joined by the database, as a
- * list's body is (common/list.ts).
+ * records read, and each change's JSON is made and joined by the database, as a list's body
+ * is (common/list.ts).
  */
-import { sql, type Kysely, type RawBuilder } from 'kysely';
-import { asBytes, onPostgres, prepared, type Reader } from '../../db/index.js';
-import type { Database } from '../../db/schema.js';
+import { sql, type RawBuilder } from 'kysely';
+import { onPostgres, prepared, type Reader } from '../../db/index.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
 import type { Place } from './cursor.js';
 
@@ -30,7 +29,7 @@ export interface ChangePage {
 
 /** A row of the page: one part of its items, and the same page-wide values on each. */
 interface PageRow {
-  /** The part's number, in the change order (null: no changes). */
+  /** The part's number, in the change order (on PostgreSQL null when there are no changes; on SQLite always 0, its items then null). */
   part: number | null;
   items: string | Buffer | null;
   /** The changes read: the page's, and one more when more follow. */
@@ -72,11 +71,10 @@ const PART = 100;
  */
 function rowPlaces(table: ListTable, q: Window, pg: boolean): RawBuilder<unknown> {
   const name = sql.lit(table);
-  const after = sql`(change_seq, id) > (cast(${q.seq} as bigint) + case when ${name} < ${q.resource} then 1 else 0 end, case when ${name} = ${q.resource} then ${q.id} else '' end)`;
-  if (!pg) return sql`select change_seq as seq, resource, id, 1 as live from list_changes where school_id = ${q.schoolId} and resource = ${name} and ${after}`;
-  return sql`select * from (
-    select change_seq as seq, ${name} as resource, id, 1 as live from list_changes where school_id = ${q.schoolId} and resource = ${name} and ${after}
-    order by change_seq, id limit ${andOne(q.limit)}) as ${sql.id(`after_${table}`)}`;
+  const places = sql`select change_seq as seq, ${pg ? sql`${name} as resource` : sql`resource`}, id, 1 as live from list_changes
+    where school_id = ${q.schoolId} and resource = ${name}
+      and (change_seq, id) > (cast(${q.seq} as bigint) + case when ${name} < ${q.resource} then 1 else 0 end, case when ${name} = ${q.resource} then ${q.id} else '' end)`;
+  return pg ? sql`select * from (${places} order by change_seq, id limit ${andOne(q.limit)}) as ${sql.id(`after_${table}`)}` : places;
 }
 
 /** The places of the tombstones of `tables` after the window's place, in the change order (their index's). */
@@ -85,6 +83,16 @@ function tombstonePlaces(tables: ListTable[], q: Window, pg: boolean): RawBuilde
     where school_id = ${q.schoolId} and resource in (${sql.join(tables.map((t) => sql.lit(t)))})
       and (change_seq, resource, id) > (cast(${q.seq} as bigint), ${q.resource}, ${q.id})`;
   return pg ? sql`select * from (${places} order by change_seq, resource, id limit ${andOne(q.limit)}) as after_tombstones` : places;
+}
+
+/** The page's places: the first `limit` + 1 after the window's place, in the change order. */
+function pageOf(places: RawBuilder<unknown>, q: Window): RawBuilder<unknown> {
+  return sql`${places} order by seq, resource, id limit ${andOne(q.limit)}`;
+}
+
+/** The seq of the school's last pruned tombstone (0: none), read in the page's snapshot. */
+function prunedOf(q: Window): RawBuilder<number> {
+  return sql<number>`(select tombstones_dropped_seq from schools where id = ${q.schoolId})`;
 }
 
 /**
@@ -103,9 +111,7 @@ function postgresPage(tables: ListTable[], places: RawBuilder<unknown>, q: Windo
   const items = tables.map(
     (t) => sql`select k.seq, k.resource, k.id, k.live, r.item from page k join ${sql.table(t)} r on r.school_id = ${q.schoolId} and r.id = k.id where k.live = 1 and k.resource = ${sql.lit(t)}`,
   );
-  return sql<PageRow>`with page as materialized (
-      ${places} order by seq, resource, id limit ${andOne(q.limit)}
-    ),
+  return sql<PageRow>`with page as materialized (${pageOf(places, q)}),
     paged as (${sql.join([...items, sql`select seq, resource, id, live, null as item from page where live = 0`], sql` union all `)}),
     changes as materialized (
       select c.seq, c.resource, c.id, b.stamp, ${changeJson(sql`coalesce(c.item, 'null')`)} as change
@@ -116,14 +122,14 @@ function postgresPage(tables: ListTable[], places: RawBuilder<unknown>, q: Windo
     ),
     parts as (select part, string_agg(change, ',' order by seq, resource, id) as items from shown group by part)
     select parts.part, parts.items, body.n, tail.seq, tail.resource, tail.id, tail.stamp,
-      (select tombstones_dropped_seq from schools where id = ${q.schoolId}) as pruned
+      ${prunedOf(q)} as pruned
     from (select count(*) as n from changes) as body
     left join parts on 1 = 1
     left join (select seq, resource, id, stamp from shown order by seq desc, resource desc, id desc limit 1) as tail on 1 = 1`;
 }
 
 /**
- * The page on SQLite, in one part (its driver hands the body over as bytes, no large string).
+ * The page on SQLite, in one part, as bytes (its driver hands a blob over as a Buffer, no large string).
  * The places come merged in the change order, and every later ORDER BY is one SQLite sees
  * they already have, so nothing is sorted; each change is made from its place in that order,
  * its batch and record sought one by one (`CROSS JOIN` is SQLite's join order; the record by
@@ -132,19 +138,17 @@ function postgresPage(tables: ListTable[], places: RawBuilder<unknown>, q: Windo
  * find a page's; sorting the made changes cost as much again (docs/performance.md, "The
  * feed's page merged").
  */
-function sqlitePage(db: Kysely<Database>, tables: ListTable[], places: RawBuilder<unknown>, q: Window): RawBuilder<PageRow> {
+function sqlitePage(tables: ListTable[], places: RawBuilder<unknown>, q: Window): RawBuilder<PageRow> {
   const record = sql`case c.resource ${sql.join(
     tables.map((t) => sql`when ${sql.lit(t)} then (select item from ${sql.table(t)} r where r.school_id = ${q.schoolId} and r.id = c.id)`),
     sql` `,
   )} end`;
-  return sql<PageRow>`with page as materialized (
-      ${places} order by seq, resource, id limit ${andOne(q.limit)}
-    ),
+  return sql<PageRow>`with page as materialized (${pageOf(places, q)}),
     shown as materialized (select seq, resource, id, live from page order by seq, resource, id limit ${bound(q.limit)})
     select 0 as part, parts.items, (select count(*) from page) as n, tail.seq, tail.resource, tail.id, tail.stamp,
-      (select tombstones_dropped_seq from schools where id = ${q.schoolId}) as pruned
+      ${prunedOf(q)} as pruned
     from (
-      select ${asBytes(db, sql`string_agg(change, ',')`)} as items from (
+      select cast(string_agg(change, ',') as blob) as items from (
         select ${changeJson(sql`case when c.live = 0 then 'null' else ${record} end`)} as change
         from shown c cross join change_batches b where b.school_id = ${q.schoolId} and b.seq = c.seq
         order by c.seq, c.resource, c.id
@@ -161,7 +165,7 @@ const changesAfter = prepared((db, q: Window) => {
   const tables = LIST_TABLES.filter((t) => q[t] !== undefined);
   const pg = onPostgres(db);
   const places = sql.join([...tables.map((t) => rowPlaces(t, q, pg)), tombstonePlaces(tables, q, pg)], sql` union all `);
-  const query = pg ? postgresPage(tables, places, q) : sqlitePage(db, tables, places, q);
+  const query = pg ? postgresPage(tables, places, q) : sqlitePage(tables, places, q);
   return { compile: () => query.compile(db) };
 });
 
