@@ -6,8 +6,9 @@
  * records read, and each change's JSON is made and joined by the database, as a list's body
  * is (common/list.ts).
  */
-import { sql, type RawBuilder } from 'kysely';
-import { onPostgres, prepared, type Reader } from '../../db/index.js';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { asBytes, onPostgres, prepared, type Reader } from '../../db/index.js';
+import type { Database } from '../../db/schema.js';
 import { LIST_TABLES, type ListTable } from '../items.js';
 import type { Place } from './cursor.js';
 
@@ -138,7 +139,7 @@ function postgresPage(tables: ListTable[], places: RawBuilder<unknown>, q: Windo
  * find a page's; sorting the made changes cost as much again (docs/performance.md, "The
  * feed's page merged").
  */
-function sqlitePage(tables: ListTable[], places: RawBuilder<unknown>, q: Window): RawBuilder<PageRow> {
+function sqlitePage(db: Kysely<Database>, tables: ListTable[], places: RawBuilder<unknown>, q: Window): RawBuilder<PageRow> {
   const record = sql`case c.resource ${sql.join(
     tables.map((t) => sql`when ${sql.lit(t)} then (select item from ${sql.table(t)} r where r.school_id = ${q.schoolId} and r.id = c.id)`),
     sql` `,
@@ -148,7 +149,7 @@ function sqlitePage(tables: ListTable[], places: RawBuilder<unknown>, q: Window)
     select 0 as part, parts.items, (select count(*) from page) as n, tail.seq, tail.resource, tail.id, tail.stamp,
       ${prunedOf(q)} as pruned
     from (
-      select cast(string_agg(change, ',') as blob) as items from (
+      select ${asBytes(db, sql`string_agg(change, ',')`)} as items from (
         select ${changeJson(sql`case when c.live = 0 then 'null' else ${record} end`)} as change
         from shown c cross join change_batches b where b.school_id = ${q.schoolId} and b.seq = c.seq
         order by c.seq, c.resource, c.id
@@ -165,7 +166,7 @@ const changesAfter = prepared((db, q: Window) => {
   const tables = LIST_TABLES.filter((t) => q[t] !== undefined);
   const pg = onPostgres(db);
   const places = sql.join([...tables.map((t) => rowPlaces(t, q, pg)), tombstonePlaces(tables, q, pg)], sql` union all `);
-  const query = pg ? postgresPage(tables, places, q) : sqlitePage(tables, places, q);
+  const query = pg ? postgresPage(tables, places, q) : sqlitePage(db, tables, places, q);
   return { compile: () => query.compile(db) };
 });
 
