@@ -105,28 +105,41 @@ const changeJson = (record: RawBuilder<unknown>) =>
   sql<string>`'{"resource":"' || c.resource || '","id":"' || c.id || '","change":"' || (case when c.live = 0 then 'delete' else 'upsert' end) || '","changed_at":"' || b.committed_at || '","record":' || ${record} || '}'`;
 
 /**
- * The page on PostgreSQL: the places, then their records read by a join per list, then the
- * changes ordered and joined in parts, the order told to the aggregate.
+ * A change's record: its list's stored item, sought by its id in the list of its resource
+ * (null when its row is gone), or JSON null for a deletion.
+ */
+function recordOf(tables: ListTable[], q: Window): RawBuilder<unknown> {
+  const lists = tables.map((t) => sql`when ${sql.lit(t)} then (select item from ${sql.table(t)} r where r.school_id = ${q.schoolId} and r.id = c.id)`);
+  return sql`case when c.live = 0 then 'null' else case c.resource ${sql.join(lists, sql` `)} end end`;
+}
+
+/**
+ * The page on PostgreSQL, in parts of PART changes. The places are numbered in the change
+ * order once, while they are only keys (`k`); everything after is ordered by that number,
+ * so no sort compares the keys' text again, and the changes' JSON is made in the
+ * aggregate, after the only sort of the page's rows (by part, on the narrow places). Each
+ * record is sought by its place, as on SQLite (docs/performance.md, "The feed's page on
+ * PostgreSQL").
  */
 function postgresPage(tables: ListTable[], places: RawBuilder<unknown>, q: Window): RawBuilder<PageRow> {
-  const items = tables.map(
-    (t) => sql`select k.seq, k.resource, k.id, k.live, r.item from page k join ${sql.table(t)} r on r.school_id = ${q.schoolId} and r.id = k.id where k.live = 1 and k.resource = ${sql.lit(t)}`,
-  );
-  return sql<PageRow>`with page as materialized (${pageOf(places, q)}),
-    paged as (${sql.join([...items, sql`select seq, resource, id, live, null as item from page where live = 0`], sql` union all `)}),
-    changes as materialized (
-      select c.seq, c.resource, c.id, b.stamp, ${changeJson(sql`coalesce(c.item, 'null')`)} as change
-      from paged c join change_batches b on b.school_id = ${q.schoolId} and b.seq = c.seq
+  return sql<PageRow>`with page as materialized (
+      select seq, resource, id, live, row_number() over (order by seq, resource, id) as k from (${pageOf(places, q)}) as p
     ),
-    shown as (
-      select *, (row_number() over (order by seq, resource, id) - 1) / ${sql.lit(PART)} as part from changes order by seq, resource, id limit ${bound(q.limit)}
-    ),
-    parts as (select part, string_agg(change, ',' order by seq, resource, id) as items from shown group by part)
+    shown as materialized (select seq, resource, id, live, k from page where k <= ${bound(q.limit)}),
+    parts as (
+      select (c.k - 1) / ${sql.lit(PART)} as part, string_agg(${changeJson(recordOf(tables, q))}, ',' order by c.k) as items
+      from shown c join change_batches b on b.school_id = ${q.schoolId} and b.seq = c.seq
+      group by 1
+    )
     select parts.part, parts.items, body.n, tail.seq, tail.resource, tail.id, tail.stamp,
       ${prunedOf(q)} as pruned
-    from (select count(*) as n from changes) as body
-    left join parts on 1 = 1
-    left join (select seq, resource, id, stamp from shown order by seq desc, resource desc, id desc limit 1) as tail on 1 = 1`;
+    from (select count(*) as n from page) as body
+    left join (
+      select c.seq, c.resource, c.id, b.stamp
+      from (select seq, resource, id from shown order by k desc limit 1) as c
+      join change_batches b on b.school_id = ${q.schoolId} and b.seq = c.seq
+    ) as tail on 1 = 1
+    left join parts on 1 = 1`;
 }
 
 /**
@@ -140,17 +153,13 @@ function postgresPage(tables: ListTable[], places: RawBuilder<unknown>, q: Windo
  * feed's page merged").
  */
 function sqlitePage(db: Kysely<Database>, tables: ListTable[], places: RawBuilder<unknown>, q: Window): RawBuilder<PageRow> {
-  const record = sql`case c.resource ${sql.join(
-    tables.map((t) => sql`when ${sql.lit(t)} then (select item from ${sql.table(t)} r where r.school_id = ${q.schoolId} and r.id = c.id)`),
-    sql` `,
-  )} end`;
   return sql<PageRow>`with page as materialized (${pageOf(places, q)}),
     shown as materialized (select seq, resource, id, live from page order by seq, resource, id limit ${bound(q.limit)})
     select 0 as part, parts.items, (select count(*) from page) as n, tail.seq, tail.resource, tail.id, tail.stamp,
       ${prunedOf(q)} as pruned
     from (
       select ${asBytes(db, sql`string_agg(change, ',')`)} as items from (
-        select ${changeJson(sql`case when c.live = 0 then 'null' else ${record} end`)} as change
+        select ${changeJson(recordOf(tables, q))} as change
         from shown c cross join change_batches b where b.school_id = ${q.schoolId} and b.seq = c.seq
         order by c.seq, c.resource, c.id
       ) as made
