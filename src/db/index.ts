@@ -27,6 +27,7 @@ import * as m0014 from './migrations/0014_key_watchers.js';
 import * as m0015 from './migrations/0015_month_totals.js';
 import * as m0016 from './migrations/0016_list_changes.js';
 import * as m0017 from './migrations/0017_import_tables_unchecked.js';
+import * as m0018 from './migrations/0018_list_changes_feed_order.js';
 import { registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, withParameters, type Reader } from './reader.js';
@@ -88,6 +89,7 @@ const migrations: Record<string, Migration> = {
   '0015_month_totals': m0015,
   '0016_list_changes': m0016,
   '0017_import_tables_unchecked': m0017,
+  '0018_list_changes_feed_order': m0018,
 };
 
 export function sqlitePath(config: Pick<Config, 'dataDir'>): string {

@@ -38,7 +38,7 @@ describe('migrations 0003 and 0005 on a store with data', () => {
               values (${school}, 'e1', 'fuel', 300000, 'RUB', '2026-02-10T08:00:00Z', null)`.execute(store.db);
 
     const applied = await store.migrate();
-    assert.deepEqual(applied, ['0003_read_model', '0004_data_version', '0005_day_totals', '0006_change_log', '0007_key_activity', '0008_key_options', '0009_list_blocks', '0010_request_log_ring', '0011_data_stamps', '0012_form_nonces', '0013_tombstone_place', '0014_key_watchers', '0015_month_totals', '0016_list_changes', '0017_import_tables_unchecked']);
+    assert.deepEqual(applied, ['0003_read_model', '0004_data_version', '0005_day_totals', '0006_change_log', '0007_key_activity', '0008_key_options', '0009_list_blocks', '0010_request_log_ring', '0011_data_stamps', '0012_form_nonces', '0013_tombstone_place', '0014_key_watchers', '0015_month_totals', '0016_list_changes', '0017_import_tables_unchecked', '0018_list_changes_feed_order']);
     assert.deepEqual(await rebuildStale(store.db), ['items', 'positions', 'day_totals']);
     assert.deepEqual(await rebuildStale(store.db), [], 'a rebuilt store is up to date');
     t = await startTestApp({ store });
@@ -116,7 +116,7 @@ describe('migration 0010 on a store with request logs', () => {
           values (${key}, ${`r${i}`}, ${1_700_000_000_000 + i}, 'GET', ${`/api/public/v1/students?limit=${i}`}, 200, '127.0.0.1', 1.5)`.execute(store.db);
     for (let i = 0; i < 150; i++) await row('key_a', i);
     for (let i = 0; i < 3; i++) await row('key_b', i);
-    assert.deepEqual(await store.migrate(), ['0010_request_log_ring', '0011_data_stamps', '0012_form_nonces', '0013_tombstone_place', '0014_key_watchers', '0015_month_totals', '0016_list_changes', '0017_import_tables_unchecked']);
+    assert.deepEqual(await store.migrate(), ['0010_request_log_ring', '0011_data_stamps', '0012_form_nonces', '0013_tombstone_place', '0014_key_watchers', '0015_month_totals', '0016_list_changes', '0017_import_tables_unchecked', '0018_list_changes_feed_order']);
 
     const ring = await store.db.selectFrom('key_requests').select(['key_id', 'slot', 'request_id']).orderBy('key_id').orderBy('slot').execute();
     const a = ring.filter((r) => r.key_id === 'key_a');

@@ -1,8 +1,8 @@
 /**
  * The changes feed's query: one statement over the school's change log (docs/data-model.md,
  * "Change log"), so a page (and the pruning it was read after) is read from one snapshot. The
- * places after `after` are read from the keys of the change marks and the tombstones' index
- * alone, each list's in the change order, and merged (rowPlaces). Only then are the page's
+ * places after `after` are read from the indexes of the change marks and the tombstones
+ * alone, in the change order, and merged (rowPlaces, inChangeOrder). Only then are the page's
  * records read, and each change's JSON is made and joined by the database, as a list's body
  * is (common/list.ts).
  */
@@ -68,7 +68,8 @@ const PART = 100;
  * SQLite merges the lists' ordered reads itself, reading no more places than the page holds,
  * when the compound is ordered and each list's resource is its column (its equality then
  * tells SQLite the index gives the order). PostgreSQL cannot see that order across the lists:
- * each list's read is limited to the page's length first.
+ * each list's read is limited to the page's length first. For the whole feed it reads the
+ * marks' index in the change order instead (`inChangeOrder`).
  */
 function rowPlaces(table: ListTable, q: Window, pg: boolean): RawBuilder<unknown> {
   const name = sql.lit(table);
@@ -78,12 +79,16 @@ function rowPlaces(table: ListTable, q: Window, pg: boolean): RawBuilder<unknown
   return pg ? sql`select * from (${places} order by change_seq, id limit ${andOne(q.limit)}) as ${sql.id(`after_${table}`)}` : places;
 }
 
-/** The places of the tombstones of `tables` after the window's place, in the change order (their index's). */
-function tombstonePlaces(tables: ListTable[], q: Window, pg: boolean): RawBuilder<unknown> {
-  const places = sql`select change_seq as seq, resource, id, 0 as live from tombstones
+/**
+ * The places of the change marks (`list_changes`, live) or the tombstones of `tables` after
+ * the window's place, in the change order: a range of an index in that order (the
+ * tombstones'; the marks' on PostgreSQL, migration 0018).
+ */
+function inChangeOrder(from: 'list_changes' | 'tombstones', tables: ListTable[], q: Window, pg: boolean): RawBuilder<unknown> {
+  const places = sql`select change_seq as seq, resource, id, ${sql.lit(from === 'list_changes' ? 1 : 0)} as live from ${sql.table(from)}
     where school_id = ${q.schoolId} and resource in (${sql.join(tables.map((t) => sql.lit(t)))})
       and (change_seq, resource, id) > (cast(${q.seq} as bigint), ${q.resource}, ${q.id})`;
-  return pg ? sql`select * from (${places} order by change_seq, resource, id limit ${andOne(q.limit)}) as after_tombstones` : places;
+  return pg ? sql`select * from (${places} order by change_seq, resource, id limit ${andOne(q.limit)}) as ${sql.id(`after_${from}`)}` : places;
 }
 
 /** The page's places: the first `limit` + 1 after the window's place, in the change order. */
@@ -174,7 +179,8 @@ function sqlitePage(db: Kysely<Database>, tables: ListTable[], places: RawBuilde
 const changesAfter = prepared((db, q: Window) => {
   const tables = LIST_TABLES.filter((t) => q[t] !== undefined);
   const pg = onPostgres(db);
-  const places = sql.join([...tables.map((t) => rowPlaces(t, q, pg)), tombstonePlaces(tables, q, pg)], sql` union all `);
+  const marks = pg && tables.length === LIST_TABLES.length ? [inChangeOrder('list_changes', tables, q, pg)] : tables.map((t) => rowPlaces(t, q, pg));
+  const places = sql.join([...marks, inChangeOrder('tombstones', tables, q, pg)], sql` union all `);
   const query = pg ? postgresPage(tables, places, q) : sqlitePage(db, tables, places, q);
   return { compile: () => query.compile(db) };
 });
