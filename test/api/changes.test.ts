@@ -396,9 +396,15 @@ describe('the changes feed', () => {
       }
       assert.ok(seen, 'the feed ran no statement');
       const { text, values } = seen as { text: string; values: readonly unknown[] };
+      // Its generic plan, as the service runs it (src/db/index.ts), not one for these values.
       return t.store.db.transaction().execute(async (trx) => {
         await sql`set local enable_seqscan = off`.execute(trx);
-        const rows = await trx.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) ${text}`, [...values]));
+        await sql`set local plan_cache_mode = force_generic_plan`.execute(trx);
+        await trx.executeQuery(CompiledQuery.raw(`prepare feed_plan as ${text}`));
+        // EXPLAIN takes no bound values: the statement's (numbers and ids) go in as literals.
+        const literal = (v: unknown) => (typeof v === 'number' ? String(v) : `'${String(v).replaceAll("'", "''")}'`);
+        const rows = await trx.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) execute feed_plan(${values.map(literal).join(', ')})`));
+        await trx.executeQuery(CompiledQuery.raw('deallocate feed_plan'));
         const nodes: Record<string, unknown>[] = [];
         const walk = (node: Record<string, unknown>) => {
           nodes.push(node);

@@ -121,10 +121,10 @@ function recordOf(tables: ListTable[], q: Window): RawBuilder<unknown> {
 /**
  * The page on PostgreSQL, in parts of PART changes. The places are numbered in the change
  * order once, while they are only keys (`k`); everything after is ordered by that number,
- * so no sort compares the keys' text again, and the changes' JSON is made in the
- * aggregate, after the only sort of the page's rows (by part, on the narrow places). Each
- * record is sought by its place, as on SQLite (docs/performance.md, "The feed's page on
- * PostgreSQL").
+ * so no sort compares the keys' text again. The changes' JSON is made in the aggregate,
+ * after the page's rows are sorted by part as narrow places; the aggregate's own ORDER BY
+ * then sorts each part's made changes by `k`, input already in that order. Each record is
+ * sought by its place, as on SQLite (docs/performance.md, "The feed's page on PostgreSQL").
  */
 function postgresPage(tables: ListTable[], places: RawBuilder<unknown>, q: Window): RawBuilder<PageRow> {
   return sql<PageRow>`with page as materialized (
