@@ -350,23 +350,30 @@ describe('the changes feed', () => {
     assert.deepEqual((await readAll(w.b.key)).changes, (await readAll(w.b.key, undefined, 3)).changes);
   });
 
-  it('on SQLite, merges the lists\' places as their index gives them, sorts nothing, and seeks each change\'s record and batch', { skip: process.env.DATABASE_URL ? 'SQLite only: PostgreSQL plans by its own statistics' : false }, async () => {
-    // The plan, not the time: read from the statement the feed runs. Planned freely, SQLite
-    // read every record of the school's lists to find a page's, and sorted the page's changes.
+  /** The statement (text and values) the feed runs for `query`, as the service's reader is given it. */
+  async function feedStatement(query: string): Promise<{ text: string; values: readonly unknown[] }> {
     const reads = t.store.reads as unknown as { run: (text: string, values: readonly unknown[]) => unknown };
     const run = reads.run;
-    let feed: { text: string; values: readonly unknown[] } | null = null;
+    let seen: { text: string; values: readonly unknown[] } | null = null;
     reads.run = function (this: unknown, text, values) {
-      if (text.includes('list_changes')) feed = { text, values };
+      if (text.includes('list_changes')) seen = { text, values };
       return run.call(this, text, values);
     };
     try {
-      await page(w.a.key, '?limit=11');
+      await page(w.a.key, query);
     } finally {
       reads.run = run;
     }
-    assert.ok(feed, 'the feed ran no statement');
-    const { text, values } = feed as { text: string; values: readonly unknown[] };
+    // Assigned in the stand-in above, which the compiler does not follow.
+    const statement = seen as { text: string; values: readonly unknown[] } | null;
+    assert.ok(statement, 'the feed ran no statement');
+    return statement;
+  }
+
+  it('on SQLite, merges the lists\' places as their index gives them, sorts nothing, and seeks each change\'s record and batch', { skip: process.env.DATABASE_URL ? 'SQLite only: PostgreSQL plans by its own statistics' : false }, async () => {
+    // The plan, not the time: read from the statement the feed runs. Planned freely, SQLite
+    // read every record of the school's lists to find a page's, and sorted the page's changes.
+    const { text, values } = await feedStatement('?limit=11');
     const rows = await t.store.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${text}`, [...values]));
     const plan = rows.rows.map((r) => r.detail);
     assert.ok(plan.includes('MERGE (UNION ALL)'), plan.join('\n'));
@@ -381,45 +388,29 @@ describe('the changes feed', () => {
     // The plan, not the time, of the statement the feed runs, as PostgreSQL plans it where a
     // school is too large for its tables to be read whole (a test's tables are tiny; which
     // index a feed of some lists reads is left to the statistics).
-    const feed = async (query: string) => {
-      const reads = t.store.reads as unknown as { run: (text: string, values: readonly unknown[]) => unknown };
-      const run = reads.run;
-      let seen: { text: string; values: readonly unknown[] } | null = null;
-      reads.run = function (this: unknown, text, values) {
-        if (text.includes('list_changes')) seen = { text, values };
-        return run.call(this, text, values);
+    const { text, values } = await feedStatement('?limit=11');
+    // Its generic plan, as the service runs it (src/db/index.ts), not one for these values.
+    const nodes = await t.store.db.transaction().execute(async (trx) => {
+      await sql`set local enable_seqscan = off`.execute(trx);
+      await sql`set local plan_cache_mode = force_generic_plan`.execute(trx);
+      await trx.executeQuery(CompiledQuery.raw(`prepare feed_plan as ${text}`));
+      // EXPLAIN takes no bound values: the statement's (numbers and ids) go in as literals.
+      const literal = (v: unknown) => (typeof v === 'number' ? String(v) : `'${String(v).replaceAll("'", "''")}'`);
+      const rows = await trx.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) execute feed_plan(${values.map(literal).join(', ')})`));
+      await trx.executeQuery(CompiledQuery.raw('deallocate feed_plan'));
+      const all: Record<string, unknown>[] = [];
+      const walk = (node: Record<string, unknown>) => {
+        all.push(node);
+        for (const child of (node['Plans'] as Record<string, unknown>[] | undefined) ?? []) walk(child);
       };
-      try {
-        await page(w.a.key, query);
-      } finally {
-        reads.run = run;
-      }
-      assert.ok(seen, 'the feed ran no statement');
-      const { text, values } = seen as { text: string; values: readonly unknown[] };
-      // Its generic plan, as the service runs it (src/db/index.ts), not one for these values.
-      return t.store.db.transaction().execute(async (trx) => {
-        await sql`set local enable_seqscan = off`.execute(trx);
-        await sql`set local plan_cache_mode = force_generic_plan`.execute(trx);
-        await trx.executeQuery(CompiledQuery.raw(`prepare feed_plan as ${text}`));
-        // EXPLAIN takes no bound values: the statement's (numbers and ids) go in as literals.
-        const literal = (v: unknown) => (typeof v === 'number' ? String(v) : `'${String(v).replaceAll("'", "''")}'`);
-        const rows = await trx.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) execute feed_plan(${values.map(literal).join(', ')})`));
-        await trx.executeQuery(CompiledQuery.raw('deallocate feed_plan'));
-        const nodes: Record<string, unknown>[] = [];
-        const walk = (node: Record<string, unknown>) => {
-          nodes.push(node);
-          for (const child of (node['Plans'] as Record<string, unknown>[] | undefined) ?? []) walk(child);
-        };
-        walk((rows.rows[0]!['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]!.Plan);
-        return nodes;
-      });
-    };
-    const whole = await feed('?limit=11');
-    const marks = whole.filter((n) => n['Relation Name'] === 'list_changes');
+      walk((rows.rows[0]!['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]!.Plan);
+      return all;
+    });
+    const marks = nodes.filter((n) => n['Relation Name'] === 'list_changes');
     assert.deepEqual(marks.map((n) => [n['Node Type'], n['Index Name']]), [['Index Only Scan', 'list_changes_feed']], JSON.stringify(marks));
-    // Sorts by the places' text only where they are numbered and the last one found: none,
-    // as the range and the tombstones' index give the order; the parts are sorted by number.
-    const textSorts = whole.filter((n) => n['Node Type'] === 'Sort' && (n['Sort Key'] as string[]).some((k) => /resource|\bid\b/.test(k)));
+    // No sort compares the places' text: the marks' range and the tombstones' index give the
+    // order they are numbered in; the parts and the last place are found by that number.
+    const textSorts = nodes.filter((n) => n['Node Type'] === 'Sort' && (n['Sort Key'] as string[]).some((k) => /resource|\bid\b/.test(k)));
     assert.deepEqual(textSorts, []);
   });
 });
