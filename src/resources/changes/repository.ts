@@ -53,8 +53,9 @@ const andOne = (value: unknown) => sql`${value} + 1`;
 /**
  * The changes in one part of a page's body on PostgreSQL. The driver reads each value into
  * one string: a whole page of 1,000 changes would be a string of a third of a megabyte,
- * which V8 keeps among its large objects until a full collection; parts of this many stay
- * in the young generation (docs/performance.md, "The feed's page in parts").
+ * which V8 keeps among its large objects until a full collection; parts of this many are
+ * made in the young generation (promoted when a young collection finds them alive:
+ * docs/performance.md, "The feed's page in parts", "The feed's pages made a few at a time").
  */
 const PART = 100;
 
