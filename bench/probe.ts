@@ -62,6 +62,8 @@ export async function probe(origin: string, ca: string, requests: BenchRequest[]
 /**
  * What the bench reads from the server's metrics around a slice, cumulative and summed over
  * its workers: stored-answer lookups (school_data_stored_answer_lookups_total) and GC.
+ * A page cut from a list kept whole (school_data_stored_list_cuts_total) was answered from
+ * memory: it counts as a hit, not as the miss its own answer's lookup was.
  */
 interface ServerCounts {
   stored: { hits: number; misses: number };
@@ -76,8 +78,9 @@ export function serverCounts(metricsUrl: string, ca: string): Promise<ServerCoun
       response.on('data', (chunk: string) => (text += chunk));
       response.on('end', () => {
         const count = (result: string) => metricValue(text, `school_data_stored_answer_lookups_total\\{result="${result}"\\}`);
+        const cuts = metricValue(text, 'school_data_stored_list_cuts_total');
         if (response.statusCode !== 200) reject(new Error(`${metricsUrl}: ${response.statusCode}`));
-        else resolve({ stored: { hits: count('hit'), misses: count('miss') }, gc: gcFromMetrics(text) });
+        else resolve({ stored: { hits: count('hit') + cuts, misses: count('miss') - cuts }, gc: gcFromMetrics(text) });
       });
       response.on('error', reject);
     });

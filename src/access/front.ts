@@ -33,6 +33,10 @@ export interface FrontRoute {
    * decoded from the target), or a failure for the error answer (src/edge/errors.ts).
    */
   answer(request: RouteRequest): Promise<Answer>;
+  /** The answer made at once from memory (a page cut from a list kept whole), when there is one; counted. */
+  cut(tenant: Tenant, target: string): Answer | undefined;
+  /** Whether `cut` would give one now; nothing counted. */
+  cuts(tenant: Tenant, target: string): boolean;
 }
 
 /** An allowed request to a route, as its endpoint reads it. */
@@ -181,7 +185,7 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
       // answer it stored meanwhile is its own, not a hit).
       missed();
     } else {
-      const found = stored(tenant, exchange.url);
+      const found = stored(tenant, exchange.url) ?? route.cut(tenant, exchange.url);
       if (found !== undefined) {
         write(exchange, res, found);
         return;
@@ -212,7 +216,7 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
     // the check rather than a round trip after it; it is written only if the request is allowed.
     let begun: Promise<Answer> | undefined;
     const early = (tenant: Tenant): void => {
-      if (isStored(tenant, url)) return;
+      if (isStored(tenant, url) || route.cuts(tenant, url)) return;
       begun = begin(exchange, tenant, route, params);
       // A refused request's answer is dropped, and so is its failure.
       begun.catch(ignore);

@@ -16,6 +16,8 @@ export const UNMATCHED_ROUTE = 'unmatched';
 interface StoredAnswerCounts {
   hits: number;
   misses: number;
+  /** Pages cut from a list kept whole (each a miss of its own stored answer). */
+  cuts: number;
   bytes: number;
 }
 
@@ -95,7 +97,7 @@ export class ApiMetrics {
   private dependencies: readonly DependencyState[] = [];
 
   /** What the stored answers of the app recording here hold and served (src/resources/cache.ts). */
-  private storedAnswers: () => StoredAnswerCounts = () => ({ hits: 0, misses: 0, bytes: 0 });
+  private storedAnswers: () => StoredAnswerCounts = () => ({ hits: 0, misses: 0, cuts: 0, bytes: 0 });
 
   constructor() {
     // prom-client reads these two at each scrape (Registry and the cluster aggregation call
@@ -127,6 +129,9 @@ export class ApiMetrics {
       const { hits, misses } = this.storedAnswers();
       return [{ labels: { result: 'hit' }, value: hits }, { labels: { result: 'miss' }, value: misses }];
     }));
+    this.registry.registerMetric(metricOf('school_data_stored_list_cuts_total', 'API list pages cut from a list kept whole with the stored answers, not queried (each also a missed lookup)', 'counter', () => [
+      { labels: {}, value: this.storedAnswers().cuts },
+    ]));
     this.registry.registerMetric(metricOf('school_data_stored_answer_bytes', 'Memory held by stored API answers (SCHOOL_DATA_RESPONSE_CACHE_MB bounds it)', 'gauge', () => [
       { labels: {}, value: this.storedAnswers().bytes },
     ]));

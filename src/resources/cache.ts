@@ -1,18 +1,20 @@
 /**
- * Stored answers: the body of a 200 answer, kept in this process's memory and sent again
- * for the same request target of the same school while its data is unchanged. Rules
- * (docs/operations.md, "Request path and stored answers", gives the reasons):
+ * Stored answers: a 200 answer's body, kept in this process's memory and sent again for the
+ * same target of the same school while its data is unchanged. Rules (reasons: docs/operations.md):
  * - an entry is keyed by school, data version, time zone, currency, the target byte for
  *   byte and the key's scopes when it has not all of them: an import makes older ones unreachable;
  * - a school's entries of its earlier data leave as soon as a key's row brings its new data;
  * - memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB); room is made by removing a cold entry
  *   (unread for COLD_MS), else by gzipping the oldest compressible one (a hot one is kept as
  *   sent again: `unzipped`), else by removing the larger of two entries picked at random;
- * - once full, a new answer is stored with probability ADMIT_WHEN_FULL.
+ * - once full, a new answer is stored with probability ADMIT_WHEN_FULL;
+ * - a list missed RUN_AFTER times is kept whole (`setRun`), its pages cut from it.
  */
 import { ALL_SCOPES } from '../domain/scopes.js';
 import type { Tenant } from '../domain/tenant.js';
 import { gzip, type KeptBody } from '../edge/encoding.js';
+import type { Run } from './common/list.js';
+import type { ListTable } from './items.js';
 
 export interface StoredResponse extends KeptBody {
   contentType: string;
@@ -34,6 +36,8 @@ interface Entry extends StoredResponse {
   /** Times the gzipped body was unzipped to be sent since `unzipsSince` (ms, the store's clock). */
   unzips: number;
   unzipsSince: number;
+  /** A list kept whole (its body is the run's items); undefined for an answer. */
+  run: Run | undefined;
 }
 
 /**
@@ -74,6 +78,23 @@ const COLD_PICKS = 16;
  * An answer polled less often costs a query a poll only when the store is full.
  */
 const COLD_MS = 30_000;
+/**
+ * A list is kept whole once this many of its pages were asked for and not stored, for the
+ * same data: pages at any offset (not only multiples of the limit) are then all cut from one
+ * copy of its items, however many distinct pages clients ask for.
+ */
+const RUN_AFTER = 16;
+/** A run holds at most this share of the store: a longer list is paged by its queries. */
+const RUN_SHARE = 1 / 8;
+/** The key of a list's run among its school's answers: no request target begins with a line feed. */
+const runKey = (list: ListTable) => `\n${list}`;
+/**
+ * Set for a school's list once its run was asked for: it is not read again for the same data,
+ * kept, left or found too long (a store too full to keep it would read it again and again).
+ */
+const RUN_ASKED = -1;
+/** Counts of missed pages kept at most, of schools' lists: a backstop, as old data's counts are never read again. */
+const MAX_RUN_COUNTS = 10_000;
 
 export interface ResponseCacheOptions {
   /** Bodies from this size on are gzipped when room is needed (the app passes COMPRESS_FROM_BYTES); none when not given. */
@@ -124,6 +145,9 @@ export class ResponseCache {
   private compressibleBytes = 0;
   private hits = 0;
   private misses = 0;
+  /** Per school's part of the key and list, the pages missed so far, or RUN_ASKED. */
+  private readonly runCounts = new Map<string, number>();
+  private cuts = 0;
   /** Until when (the store's clock) no cold entry is sought: none was found last time (`removeCold`). */
   private noColdUntil = 0;
   /** Each entry's `unzipped` hook (one function for all). */
@@ -226,23 +250,34 @@ export class ResponseCache {
     const prefix = this.prefixOf(tenant);
     // The key's characters as one string would hold them (the school's part is shared now: a bound).
     const bytes = body.length + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
-    let school = this.byPrefix.get(prefix);
-    if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || school?.has(target)) return;
+    if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || this.byPrefix.get(prefix)?.has(target)) return;
     const room = this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING;
     // Cold entries are not counted as room: a loop larger than the memory, slower than
     // COLD_MS, would then replace an answer on every miss.
     if (bytes > room && this.random() >= ADMIT_WHEN_FULL) return;
     while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
-    const compressible = body.length >= this.compressFrom;
+    this.store(prefix, target, body, contentType, validator, bytes, body.length >= this.compressFrom);
+  }
+
+  /**
+   * Stores a page cut from a run as an answer, where free memory or cold answers make its
+   * room: a page asked for again is then sent as stored, and cutting pages never removes an
+   * answer still read. It is never gzipped: cutting it again costs less than unzipping it.
+   */
+  setCut(tenant: Tenant, target: string, body: Buffer, contentType: string, validator: string): void {
+    if (this.maxBytes === 0) return;
+    const prefix = this.prefixOf(tenant);
+    const bytes = body.length + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
+    if (body.length > MAX_BODY_BYTES || this.byPrefix.get(prefix)?.has(target) || !this.roomFromCold(bytes, this.now())) return;
+    this.store(prefix, target, body, contentType, validator, bytes, false);
+  }
+
+  /** Adds an answer whose room is made, queued to be gzipped when `compressible`. */
+  private store(prefix: string, target: string, body: Buffer, contentType: string, validator: string, bytes: number, compressible: boolean): void {
     const entry: Entry = {
-      prefix, target, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, queued: compressible, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip,
+      prefix, target, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, queued: compressible, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip, run: undefined,
     };
-    this.order.push(entry);
-    // Looked up again: making room may have removed the school's last entry, and its map.
-    school = this.byPrefix.get(prefix);
-    if (school === undefined) this.byPrefix.set(prefix, (school = new Map<string, Entry>()));
-    school.set(target, entry);
-    this.bytes += bytes;
+    this.add(entry);
     if (compressible) {
       this.compressibleBytes += body.length;
       this.toCompress.push(entry);
@@ -250,10 +285,75 @@ export class ResponseCache {
     }
   }
 
+  private add(entry: Entry): void {
+    this.order.push(entry);
+    // Looked up again: making room may have removed the school's last entry, and its map.
+    let school = this.byPrefix.get(entry.prefix);
+    if (school === undefined) this.byPrefix.set(entry.prefix, (school = new Map<string, Entry>()));
+    school.set(entry.target, entry);
+    this.bytes += entry.bytes;
+  }
+
+  /** The largest run kept, in bytes (its items and their ends). */
+  get maxRunBytes(): number {
+    return Math.floor(this.maxBytes * RUN_SHARE);
+  }
+
+  /** The run of `list` kept for the tenant's school and data, marked read, a page cut from it counted. */
+  run(tenant: Tenant, list: ListTable): Run | undefined {
+    if (this.maxBytes === 0) return undefined;
+    const run = this.read(tenant, runKey(list))?.run;
+    if (run !== undefined) this.cuts += 1;
+    return run;
+  }
+
+  /** Whether the run of `list` is kept for the tenant's school and data; nothing marked or counted. */
+  holdsRun(tenant: Tenant, list: ListTable): boolean {
+    return this.maxBytes > 0 && this.find(tenant, runKey(list)) !== undefined;
+  }
+
+  /**
+   * Counts a page of `list` asked for and not stored (nor cut from a run); true at the
+   * RUN_AFTER-th for the school's data, once: its run is to be read now (`setRun`, or
+   * `runFailed` when the read failed).
+   */
+  wantsRun(tenant: Tenant, list: ListTable): boolean {
+    if (this.maxBytes === 0) return false;
+    const key = `${this.prefixOf(tenant)}${runKey(list)}`;
+    const count = this.runCounts.get(key) ?? 0;
+    if (count === RUN_ASKED) return false;
+    if (this.runCounts.size >= MAX_RUN_COUNTS) this.runCounts.clear();
+    this.runCounts.set(key, count + 1 >= RUN_AFTER ? RUN_ASKED : count + 1);
+    return count + 1 >= RUN_AFTER;
+  }
+
+  /** The read of a run asked for failed (the store did not answer): its pages count again from none. */
+  runFailed(tenant: Tenant, list: ListTable): void {
+    this.runCounts.delete(`${this.prefixOf(tenant)}${runKey(list)}`);
+  }
+
+  /**
+   * Keeps `run` as the tenant's school's list, room made for it as for an answer (a run
+   * is admitted even when the store is full: one replaces every page of its list). False,
+   * and nothing kept, when it is over maxRunBytes.
+   */
+  setRun(tenant: Tenant, list: ListTable, run: Run): boolean {
+    const prefix = this.prefixOf(tenant);
+    const target = runKey(list);
+    const size = run.items.length + run.ends.byteLength;
+    if (size > this.maxRunBytes || this.byPrefix.get(prefix)?.has(target)) return false;
+    const bytes = size + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
+    while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
+    this.add({
+      prefix, target, body: run.items, gzipped: false, plainLength: run.items.length, contentType: '', validator: '', slot: this.order.length, queued: false, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip, run,
+    });
+    return true;
+  }
+
   /**
    * Removes a cold entry, or when none is found, gzips the entry stored longest ago of
    * those not yet tried, or when there is none, removes the larger of two entries picked at
-   * random (see above).
+   * random (see above), an answer rather than a list kept whole.
    */
   private makeRoom(): void {
     if (this.removeCold(this.now())) return;
@@ -263,7 +363,9 @@ export class ResponseCache {
     }
     const a = this.order[Math.floor(this.random() * this.order.length)]!;
     const b = this.order[Math.floor(this.random() * this.order.length)]!;
-    this.remove(a.bytes >= b.bytes ? a : b);
+    // A list kept whole answers all its pages: an answer leaves before it.
+    if ((a.run === undefined) !== (b.run === undefined)) this.remove(a.run === undefined ? a : b);
+    else this.remove(a.bytes >= b.bytes ? a : b);
   }
 
   /**
@@ -364,10 +466,11 @@ export class ResponseCache {
 
   /**
    * Lookups that found a stored answer and that did not, since the start (the metrics):
-   * one per request that passed the access check to a route of the API.
+   * one per request that passed the access check to a route of the API; and the pages cut
+   * from a run (each also a miss of its own answer).
    */
-  get lookups(): { hits: number; misses: number } {
-    return { hits: this.hits, misses: this.misses };
+  get lookups(): { hits: number; misses: number; cuts: number } {
+    return { hits: this.hits, misses: this.misses, cuts: this.cuts };
   }
 
   private remove(entry: Entry): void {

@@ -6,6 +6,8 @@
  *   seek and the total the difference of two ranks, read from the list's blocks (`positioned`);
  * - by other parameters: the page is read through the filter's index in the list's order
  *   and the total counts that index's entries (`filtered`, and `filteredDeep` past DEEP_OFFSET).
+ * A list kept whole (`readRun`, src/resources/cache.ts) gives any page narrowed by the school
+ * alone without a query (`cutPage`), to the same bytes.
  */
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import { asBytes, onPostgres, prepared, type Reader } from '../../db/index.js';
@@ -41,6 +43,18 @@ export interface ListSpec<T extends ListTable, F extends ListFilter> {
 export type ListBody = string | Buffer;
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * A list's whole run of items, in the list's order, as a page's body holds them: any page
+ * of the list narrowed by nothing but the school is cut from it (`cutPage`) to the same
+ * bytes its query would make.
+ */
+export interface Run {
+  /** The items joined with commas. */
+  items: Buffer;
+  /** Where each item ends in `items`; the next begins after its comma. Its length is the list's. */
+  ends: Uint32Array;
+}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the table differs per list; each resource types its own filter
 type Untyped = Kysely<any>;
@@ -227,6 +241,75 @@ function filteredDeepQuery(shape: Shape) {
     const page = inSchool(db, shape, q).where('id', 'in', ids).select(['item', 'pos']).orderBy('pos');
     return db.selectNoFrom(() => [listBody(db, matching(db, shape, q).select((e: UntypedEb) => e.fn.countAll().as('n')), joinedItems(db, page), q)]);
   });
+}
+
+const ITEMS_OPEN = Buffer.from('{"items":[');
+
+/** The body of the page at `offset` of `limit` items of the list `run` holds, as `listBody` makes it. */
+export function cutPage(run: Run, limit: number, offset: number): Buffer {
+  const total = run.ends.length;
+  const first = Math.min(offset, total);
+  const last = Math.min(offset + limit, total);
+  const start = first === 0 ? 0 : run.ends[first - 1]! + 1;
+  const end = last === first ? start : run.ends[last - 1]!;
+  const meta = `],"meta":{"total":${total},"limit":${limit},"offset":${offset}}}`;
+  const body = Buffer.allocUnsafe(ITEMS_OPEN.length + (end - start) + meta.length);
+  ITEMS_OPEN.copy(body, 0);
+  if (end > start) run.items.copy(body, ITEMS_OPEN.length, start, end);
+  body.write(meta, ITEMS_OPEN.length + end - start, 'latin1');
+  return body;
+}
+
+/** The first `limit` items of the school's list, in its order. */
+function runQuery(shape: Shape) {
+  return prepared((kdb, q: { schoolId: string; limit: number }) => {
+    const db = kdb as unknown as Untyped;
+    return inSchool(db, shape, q)
+      .select(asBytes(kdb, sql.ref('item')).as('item'))
+      .orderBy('pos')
+      .limit(boundLimit(q.limit));
+  });
+}
+
+/** The school's list's length, from its blocks: one seek. */
+function lengthQuery(shape: Shape) {
+  return prepared((kdb, q: { schoolId: string }) => {
+    const db = kdb as unknown as Untyped;
+    return db.selectNoFrom((eb: UntypedEb) =>
+      eb.fn.coalesce(blocksOf(db, shape, q).select((e: UntypedEb) => e(e.ref('first_rank'), '+', e.ref('n')).as('n')).orderBy('first_rank', 'desc').limit(sql.lit(1)), sql.lit(0)).as('n'),
+    );
+  });
+}
+
+const runQueries = new Map<ListTable, { length: ReturnType<typeof lengthQuery>; items: ReturnType<typeof runQuery> }>();
+
+/**
+ * The school's whole list `table` as a run, or null when it has more than `maxItems`
+ * items (known from its length, before any item is read) or they come to more than `maxBytes`.
+ */
+export async function readRun(reads: Reader, table: ListTable, schoolId: string, maxItems: number, maxBytes: number): Promise<Run | null> {
+  let queries = runQueries.get(table);
+  if (queries === undefined) {
+    const shape: Shape = { name: table, order: LIST_MODELS[table].order, filters: [] };
+    runQueries.set(table, (queries = { length: lengthQuery(shape), items: runQuery(shape) }));
+  }
+  const [length] = (await queries.length(reads, { schoolId })) as { n: number | string }[];
+  if (Number(length!.n) > maxItems) return null;
+  // Its length may have changed since, on PostgreSQL: the read is bounded all the same.
+  const rows = (await queries.items(reads, { schoolId, limit: maxItems + 1 })) as { item: string | Buffer }[];
+  if (rows.length > maxItems) return null;
+  const items = rows.map(({ item }) => (typeof item === 'string' ? Buffer.from(item) : item));
+  let bytes = Math.max(0, items.length - 1);
+  for (const item of items) bytes += item.length;
+  if (bytes + items.length * 4 > maxBytes) return null;
+  const run: Run = { items: Buffer.allocUnsafeSlow(bytes), ends: new Uint32Array(items.length) };
+  let at = 0;
+  items.forEach((item, i) => {
+    if (i > 0) run.items[at++] = 0x2c;
+    at += item.copy(run.items, at);
+    run.ends[i] = at;
+  });
+  return run;
 }
 
 /** A list's page query, compiled once per combination of filters, as a function of the filter and the page. */

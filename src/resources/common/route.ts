@@ -19,7 +19,9 @@ import { beforeQuery } from '../../edge/turn-end.js';
 import { Problem } from '../../problems/index.js';
 import { packageVersion } from '../../version.js';
 import type { ResponseCache } from '../cache.js';
-import { JSON_CONTENT_TYPE, type ListBody } from './list.js';
+import type { ListTable } from '../items.js';
+import { cutPage, JSON_CONTENT_TYPE, readRun, type ListBody, type Run } from './list.js';
+import { DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET } from './params.js';
 import { compileQueryDecoder, paramsCheck, parseQuery, type QueryDecoder } from './query.js';
 import { responses } from './responses.js';
 
@@ -58,6 +60,12 @@ export interface Endpoint<Q = unknown, P = unknown> {
   answer(asking: Asking<Q, P>): Made | Promise<Made>;
   /** The 404's detail when `answer` gives null. */
   missing?: string;
+  /**
+   * For a list: its table. A page of it asked for with nothing but `limit` and `offset`
+   * is then the list's page narrowed by the school alone, and may be cut from its run
+   * (cache.ts) instead of `answer`.
+   */
+  list?: ListTable;
 }
 
 /** Declares an endpoint (typed by its query and path parameters). */
@@ -78,6 +86,53 @@ export function validatorOf(tenant: Tenant, target: string): string {
 }
 
 const NO_BODY = plain(Buffer.alloc(0));
+
+/** A list longer than this is never kept whole: its run's read would take longer than the pages it saves. */
+const MAX_RUN_ITEMS = 20_000;
+/**
+ * Fewer bytes than any list's item holds with its comma and its end (the shortest, a vehicle
+ * or a payment, is over 150): a list with more items than the run's bytes over this cannot
+ * fit, and is refused by its length before any item is read.
+ */
+const MIN_ITEM_BYTES = 64;
+
+/** Whether a list's decoded query asks for a page and nothing else. */
+function pageOnly(query: unknown): query is { limit: number; offset: number } {
+  for (const [name, value] of Object.entries(query as Record<string, unknown>)) if (name !== 'limit' && name !== 'offset' && value !== undefined) return false;
+  return true;
+}
+
+/** A page parameter written as the decoder reads it, in its range, in its shortest form. */
+const PAGE_NUMBER = /^(0|[1-9][0-9]{0,6})$/;
+
+/**
+ * The page a request target asks for, when its query holds `limit` and `offset` at most,
+ * each once, written plainly (digits, no leading zero) and in range; undefined for any other
+ * query, which the decoder reads (it may still be a page only: `answer` cuts that one).
+ */
+export function plainPage(target: string): { limit: number; offset: number } | undefined {
+  const at = target.indexOf('?');
+  let limit = DEFAULT_LIMIT;
+  let offset = 0;
+  if (at === -1) return { limit, offset };
+  let seen = 0;
+  for (const part of target.slice(at + 1).split('&')) {
+    const eq = part.indexOf('=');
+    const name = part.slice(0, eq);
+    const value = part.slice(eq + 1);
+    if (eq === -1 || !PAGE_NUMBER.test(value)) return undefined;
+    if (name === 'limit' && (seen & 1) === 0) {
+      limit = Number(value);
+      seen |= 1;
+    } else if (name === 'offset' && (seen & 2) === 0) {
+      offset = Number(value);
+      seen |= 2;
+    } else {
+      return undefined;
+    }
+  }
+  return limit >= 1 && limit <= MAX_LIMIT && offset <= MAX_OFFSET ? { limit, offset } : undefined;
+}
 
 /** What an endpoint's answer reads of its request, whichever step of the path runs it. */
 export interface Asked {
@@ -104,6 +159,14 @@ export interface Served {
   answer(asked: Asked): Promise<Answer>;
   /** The same, its query decoded from the target first (a bad query is thrown, 400). */
   answerTarget(asked: Omit<Asked, 'query'>): Promise<Answer>;
+  /**
+   * For a list whose run is kept (cache.ts): the page a target asks for in the plain form
+   * `plainPage` reads, cut from the run at once, as `answer` would make it; else undefined.
+   * Counted as a cut (the caller's lookup counted its miss).
+   */
+  cut(tenant: Tenant, target: string): Answer | undefined;
+  /** Whether `cut` would give an answer now; nothing counted. */
+  cuts(tenant: Tenant, target: string): boolean;
 }
 
 /** Makes an endpoint ready to answer (once, when the app is built). */
@@ -113,12 +176,43 @@ export function serve(spec: Endpoint, { reads, cache }: Pick<ResourceOptions, 'r
   // The 200 schema's serializer, as Fastify compiles it for a route (fast-json-stringify, no options).
   const serialize = fastJson(spec.response as Parameters<typeof fastJson>[0]) as (made: object) => string;
   const decode = compileQueryDecoder(spec.querystring);
+  const list = spec.list;
+
+  /** The run of the tenant's list when one is kept, or read now when its pages' misses call for it. */
+  async function runOf(tenant: Tenant, table: ListTable): Promise<Run | undefined> {
+    const kept = cache.run(tenant, table);
+    if (kept !== undefined || !cache.wantsRun(tenant, table)) return kept;
+    let run: Run | null;
+    try {
+      run = await readRun(reads, table, tenant.id, Math.min(MAX_RUN_ITEMS, Math.floor(cache.maxRunBytes / MIN_ITEM_BYTES)), cache.maxRunBytes);
+    } catch (error) {
+      cache.runFailed(tenant, table);
+      throw error;
+    }
+    return run !== null && cache.setRun(tenant, table, run) ? cache.run(tenant, table) : undefined;
+  }
+
+  /** The page cut from `run`, stored where there is room for it (`setCut`). */
+  function cutAnswer(tenant: Tenant, target: string, run: Run, page: { limit: number; offset: number }, validator = validatorOf(tenant, target)): Answer {
+    const body = cutPage(run, page.limit, page.offset);
+    cache.setCut(tenant, target, body, JSON_CONTENT_TYPE, validator);
+    return dataAnswer(plain(body), JSON_CONTENT_TYPE, validator);
+  }
+
   const served: Served = {
     spec,
     decode,
     async answerTarget(asked) {
       const at = asked.target.indexOf('?');
       return served.answer({ ...asked, query: decode(at === -1 ? {} : parseQuery(asked.target.slice(at + 1))) });
+    },
+    cut(tenant, target) {
+      const page = list === undefined ? undefined : plainPage(target);
+      const run = page === undefined ? undefined : cache.run(tenant, list!);
+      return run === undefined ? undefined : cutAnswer(tenant, target, run, page!);
+    },
+    cuts(tenant, target) {
+      return list !== undefined && cache.holdsRun(tenant, list) && plainPage(target) !== undefined;
     },
     async answer({ tenant, target, method, headers, query, params }) {
       // Checked here, after the query: an id that cannot be one is a missing object.
@@ -127,6 +221,9 @@ export function serve(spec: Endpoint, { reads, cache }: Pick<ResourceOptions, 'r
       // The client holds the current answer: no query. (`*` is left to the writer, once the
       // call has shown the object exists.)
       if (unchanged(method, headers, validator)) return dataAnswer(NO_BODY, JSON_CONTENT_TYPE, validator);
+      // A page of a list kept whole is cut from its run.
+      const run = list !== undefined && cache.enabled && pageOnly(query) ? await runOf(tenant, list) : undefined;
+      if (run !== undefined) return cutAnswer(tenant, target, run, query as { limit: number; offset: number }, validator);
       const made = await spec.answer({ query, params, tenant, reads });
       if (made === null) throw missing;
       const bytes = Buffer.isBuffer(made) ? made : utf8(typeof made === 'string' ? made : serialize(made));

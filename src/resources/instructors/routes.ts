@@ -10,6 +10,7 @@ export const instructorEndpoints = [
     summary: 'List instructors',
     description: 'Instructors of the key\'s school, ordered by created_at then id; is_active narrows to active or inactive ones.',
     tags: ['instructors'],
+    list: 'instructors',
     querystring: InstructorListQuery,
     response: InstructorList,
     answer: ({ reads, tenant, query }) => listInstructors(reads, tenant.id, query),

@@ -12,6 +12,7 @@ export const leadEndpoints = [
     description:
       'Leads of the key\'s school, optionally of one status and created in the period (both bounds inclusive, either may be left out), ordered by created_at then id.',
     tags: ['leads'],
+    list: 'leads',
     querystring: LeadListQuery,
     response: LeadList,
     answer: ({ reads, tenant, query }) => listLeads(reads, tenant.id, query, periodOf(query, tenant)),

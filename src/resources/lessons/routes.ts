@@ -12,6 +12,7 @@ export const lessonEndpoints = [
     description:
       'Lessons of the key\'s school whose starts_at lies in the period (both bounds inclusive, either may be left out), optionally of one instructor or one student, ordered by starts_at then id.',
     tags: ['lessons'],
+    list: 'lessons',
     querystring: LessonListQuery,
     response: LessonList,
     answer: ({ reads, tenant, query }) => listLessons(reads, tenant.id, query, periodOf(query, tenant)),

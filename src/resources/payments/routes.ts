@@ -12,6 +12,7 @@ export const paymentEndpoints = [
     description:
       'Payments and refunds of the key\'s school whose paid_at lies in the period (both bounds inclusive, either may be left out), ordered by paid_at then id. A refund has kind "refund" and a positive amount.',
     tags: ['payments'],
+    list: 'payments',
     querystring: PaymentListQuery,
     response: PaymentList,
     answer: ({ reads, tenant, query }) => listPayments(reads, tenant.id, query, periodOf(query, tenant)),

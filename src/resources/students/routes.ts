@@ -11,6 +11,7 @@ export const studentEndpoints = [
     summary: 'List students',
     description: 'Students of the key\'s school, ordered by created_at then id.',
     tags: ['students'],
+    list: 'students',
     querystring: StudentListQuery,
     response: StudentList,
     answer: ({ reads, tenant, query }) => listStudents(reads, tenant.id, query),

@@ -10,6 +10,7 @@ export const vehicleEndpoints = [
     summary: 'List training vehicles',
     description: 'Training vehicles of the key\'s school with their insurance and inspection dates, ordered by created_at then id.',
     tags: ['vehicles'],
+    list: 'vehicles',
     querystring: VehicleListQuery,
     response: VehicleList,
     answer: ({ reads, tenant, query }) => listVehicles(reads, tenant.id, query),

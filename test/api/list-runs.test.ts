@@ -1,0 +1,271 @@
+/**
+ * Lists kept whole (src/resources/cache.ts, `setRun`; common/list.ts, `cutPage`): once
+ * a list's pages were missed 16 times for the same data, the list is read whole once and
+ * any page of it, at any offset, is cut from that run, to the bytes and headers its query
+ * gives, and stored where there is room; a page narrowed by anything but the school is still
+ * queried, and an import's new data is read anew.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
+import { after, before, describe, it } from 'node:test';
+import { generateSchoolData } from '../../src/demo/generate.js';
+import { ALL_SCOPES } from '../../src/domain/scopes.js';
+import { importData } from '../../src/importer/index.js';
+import { createKey } from '../../src/management/keys.js';
+import { createSchool } from '../../src/management/schools.js';
+import { ApiMetrics } from '../../src/ops/metrics.js';
+import { ResponseCache } from '../../src/resources/cache.js';
+import type { Run } from '../../src/resources/common/list.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { stableHeaders, type TestResponse } from '../helpers/http.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+
+const API = '/api/public/v1';
+const LISTS = ['students', 'instructors', 'vehicles', 'lessons', 'contracts', 'payments', 'leads'] as const;
+/** Misses of a list's pages that make it kept whole (cache.ts RUN_AFTER). */
+const RUN_AFTER = 16;
+
+/** The school's data, made again alike for each import. */
+const data = () => generateSchoolData({ seed: 5, students: 60, now: new Date('2026-06-01T00:00:00Z'), timezone: 'Europe/Moscow' });
+
+const comparable = (res: TestResponse) => ({ status: res.status, headers: stableHeaders(res), text: res.text });
+/** A problem's body names its request: left out where two requests' answers are compared. */
+const withoutId = (answer: ReturnType<typeof comparable>) => ({ ...answer, text: answer.text.replace(/"request_id":"[^"]*"/, '') });
+
+describe('lists kept whole', () => {
+  let store: TestStore;
+  let metrics: ApiMetrics;
+  let kept: TestApp;
+  let queried: TestApp;
+  let key: string;
+  let schoolId: string;
+  const totals = new Map<string, number>();
+  const hits = async () => Number(/^school_data_stored_answer_lookups_total\{result="hit"\} (\d+)$/m.exec(await metrics.exposition())?.[1] ?? NaN);
+  const cuts = async () => Number(/^school_data_stored_list_cuts_total (\d+)$/m.exec(await metrics.exposition())?.[1] ?? NaN);
+
+  before(async () => {
+    store = await createTestStore();
+    metrics = new ApiMetrics();
+    kept = await startTestApp({ store, metrics, config: { rateLimitVip: 100_000 } });
+    // Every answer queried: what each page must be.
+    queried = await startTestApp({ store, config: { rateLimitVip: 100_000, responseCacheMb: 0 } });
+    const school = await createSchool(store.db, { name: 'Runs', plan: 'VIP', timezone: 'Europe/Moscow', id: `t_runs_${randomBytes(5).toString('hex')}` });
+    assert.ok(school.ok);
+    schoolId = school.value.id;
+    const imported = await importData(store.db, schoolId, data());
+    assert.ok(imported.ok, JSON.stringify(imported));
+    const created = await createKey(store.db, schoolId, 'runs');
+    assert.ok(created.ok);
+    key = created.value.key;
+    for (const list of LISTS) {
+      const res = await queried.request(`${API}/${list}?limit=1`, { key });
+      totals.set(list, (res.json() as { meta: { total: number } }).meta.total);
+    }
+  });
+  after(async () => {
+    await kept.close();
+    await queried.close();
+    await store.close();
+  });
+
+  it('cuts every page of every list from its run once 16 of its pages were missed, to the bytes and headers its query gives', async () => {
+    for (const list of LISTS) {
+      const total = totals.get(list)!;
+      assert.ok(total >= 8, `${list}: ${total} records`);
+      // Before the 16th miss nothing is cut; the 16th reads the run and is cut from it.
+      const before = await cuts();
+      for (let i = 0; i < RUN_AFTER - 1; i++) assert.equal((await kept.request(`${API}/${list}?limit=${3 + i}&offset=${i}`, { key })).status, 200);
+      assert.equal(await cuts(), before, `${list}: nothing cut before the run was read`);
+      assert.equal((await kept.request(`${API}/${list}?limit=40&offset=1`, { key })).status, 200);
+      assert.equal(await cuts(), before + 1, `${list}: the 16th miss is cut from the run it read`);
+
+      const pages = [
+        '', '?limit=1', '?offset=0&limit=200', '?limit=7&offset=2', `?offset=${total - 5}&limit=13`, `?offset=${total - 1}`,
+        `?offset=${total}`, `?offset=${total + 100}&limit=5`, '?offset=1000000&limit=200', `?limit=${Math.min(total, 200)}&offset=0`,
+      ];
+      const cutBefore = await cuts();
+      for (const page of pages) {
+        const path = `${API}/${list}${page}`;
+        const cut = await kept.request(path, { key });
+        const made = await queried.request(path, { key });
+        assert.equal(cut.status, 200, `${path}: ${cut.text}`);
+        assert.deepEqual(comparable(cut), comparable(made), path);
+        const head = await kept.request(path, { key, method: 'HEAD' });
+        assert.equal(head.headers['content-length'], made.headers['content-length'], `${path}: HEAD`);
+        assert.equal(head.headers.etag, made.headers.etag, `${path}: HEAD`);
+      }
+      // Other spellings go through the query's decoder, and are answered alike (a page only, cut).
+      let odd200 = 0;
+      for (const odd of ['?limit=05&offset=3', '?offset=3&limit=5&', '?limit=5&limit=6', '?limit=0', '?offset=-1', '?limit=5&offset=3&status=', '?LIMIT=5']) {
+        const path = `${API}/${list}${odd}`;
+        const answer = comparable(await kept.request(path, { key }));
+        assert.deepEqual(withoutId(answer), withoutId(comparable(await queried.request(path, { key }))), path);
+        if (answer.status === 200) odd200 += 1;
+      }
+      assert.ok(odd200 >= 1, list);
+      // Each page cut once, and stored while the store has room: its HEAD and a second GET are hits.
+      const cutAll = await cuts();
+      assert.equal(cutAll, cutBefore + pages.length + odd200, list);
+      const hitsBefore = await hits();
+      assert.equal((await kept.request(`${API}/${list}?limit=7&offset=2`, { key })).status, 200);
+      assert.equal(await cuts(), cutAll, list);
+      assert.equal(await hits(), hitsBefore + 1, `${list}: a page cut is stored where there is room`);
+    }
+  });
+
+  it('gives a client that takes gzip the cut page gzipped, and answers 304 to its entity tag', async () => {
+    const path = `${API}/students?limit=30&offset=11`;
+    const made = await queried.request(path, { key });
+    const zipped = await kept.request(path, { key, headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(zipped.headers['content-encoding'], 'gzip');
+    assert.equal(gunzipSync(zipped.body).toString(), made.text);
+    const again = await kept.request(path, { key, headers: { 'if-none-match': made.headers.etag as string } });
+    assert.equal(again.status, 304);
+  });
+
+  it('queries a page narrowed by anything but the school, as before', async () => {
+    const before = await cuts();
+    for (const path of [`${API}/students?status=enrolled&limit=5`, `${API}/lessons?period_from=2026-03-01&period_to=2026-03-31&limit=5`, `${API}/instructors?is_active=true`]) {
+      const res = await kept.request(path, { key });
+      assert.deepEqual(comparable(res), comparable(await queried.request(path, { key })), path);
+    }
+    assert.equal(await cuts(), before);
+  });
+
+  it('reads the list again for the data an import brings, and never cuts the new data\'s pages from the old run', async () => {
+    const path = `${API}/students?limit=3&offset=0`;
+    const first = (await kept.request(path, { key })).json() as { items: { id: string; full_name: string }[] };
+    const changed = data();
+    const student = changed.students!.find((s) => s.id === first.items[0]!.id)!;
+    student.full_name = 'Другое имя';
+    const imported = await importData(store.db, schoolId, changed);
+    assert.ok(imported.ok, JSON.stringify(imported));
+    const before = await cuts();
+    const now = await kept.request(path, { key });
+    assert.equal((now.json() as typeof first).items[0]!.full_name, 'Другое имя');
+    assert.deepEqual(comparable(now), comparable(await queried.request(path, { key })));
+    assert.equal(await cuts(), before, 'the new data\'s page was queried');
+  });
+
+  it('keeps no list longer than its share of the store, by its length or its bytes: its pages are all queried', async () => {
+    // 64 KiB: a run of 8 KiB at most, so of 128 items at most.
+    const cache = new ResponseCache(64 * 1024);
+    const small = await startTestApp({ store, cache, config: { rateLimitVip: 100_000 } });
+    const pages = async (list: string) => {
+      const before = cache.lookups.cuts;
+      for (let i = 0; i < 2 * RUN_AFTER; i++) {
+        const path = `${API}/${list}?limit=2&offset=${i}`;
+        assert.deepEqual(comparable(await small.request(path, { key })), comparable(await queried.request(path, { key })), path);
+      }
+      return cache.lookups.cuts - before;
+    };
+    try {
+      assert.ok(totals.get('lessons')! > 128 && totals.get('students')! <= 128, JSON.stringify([...totals]));
+      assert.equal(await pages('lessons'), 0, 'too long');
+      assert.equal(await pages('students'), 0, 'too many bytes');
+      assert.equal(await pages('instructors'), RUN_AFTER + 1, 'kept whole: the 16th page and the ones after it cut');
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('ResponseCache runs', () => {
+  const tenant = (dataVersion = 1) => ({ id: 's', timezone: 'Europe/Moscow', currency: 'RUB', dataVersion, dataStamp: 'AAAAAAAA', scopes: ALL_SCOPES });
+  const run = (items: string[]): Run => {
+    const joined = Buffer.from(items.join(','));
+    let at = -1;
+    return { items: joined, ends: Uint32Array.from(items, (item) => (at += item.length + 1)) };
+  };
+
+  it('asks for a list\'s run once, at its 16th missed page for the same data, and again after a failed read', () => {
+    const cache = new ResponseCache(1 << 20);
+    for (let i = 1; i < RUN_AFTER; i++) assert.equal(cache.wantsRun(tenant(), 'students'), false, `miss ${i}`);
+    assert.equal(cache.wantsRun(tenant(), 'lessons'), false, 'each list counts its own');
+    assert.equal(cache.wantsRun(tenant(), 'students'), true);
+    assert.equal(cache.wantsRun(tenant(), 'students'), false, 'asked for once');
+    cache.runFailed(tenant(), 'students');
+    for (let i = 1; i < RUN_AFTER; i++) cache.wantsRun(tenant(), 'students');
+    assert.equal(cache.wantsRun(tenant(), 'students'), true, 'counted again from none after a failed read');
+    for (let i = 1; i < RUN_AFTER; i++) cache.wantsRun(tenant(2), 'students');
+    assert.equal(cache.wantsRun(tenant(2), 'students'), true, 'new data counts anew');
+    assert.equal(new ResponseCache(0).wantsRun(tenant(), 'students'), false, 'no memory, no run');
+  });
+
+  it('keeps a run for its school\'s data, counted in its bytes, and lets it go with that data', () => {
+    const cache = new ResponseCache(1 << 20);
+    const kept = run(['{"id":"a"}', '{"id":"b"}']);
+    assert.equal(cache.setRun(tenant(), 'students', kept), true);
+    assert.equal(cache.run(tenant(), 'students'), kept);
+    assert.equal(cache.run(tenant(), 'lessons'), undefined);
+    assert.ok(cache.size.bytes > kept.items.length + kept.ends.byteLength, `${cache.size.bytes} bytes`);
+    assert.equal(cache.lookups.cuts, 1);
+    // A request bringing the school's new data: the run of the old data leaves.
+    assert.equal(cache.run(tenant(2), 'students'), undefined);
+    assert.equal(cache.size.entries, 0);
+    assert.equal(cache.size.bytes, 0);
+  });
+
+  it('reads a list whole once for the same data, whether its run stays, leaves or is too long', () => {
+    let now = 0;
+    // random 0: the entry stored first (the run) is the one picked when room is needed.
+    const cache = new ResponseCache(300_000, { now: () => now, random: () => 0 });
+    const asked = (list: 'students' | 'lessons', dataVersion = 1) => Array.from({ length: RUN_AFTER }, () => cache.wantsRun(tenant(dataVersion), list)).lastIndexOf(true);
+    assert.equal(asked('students'), RUN_AFTER - 1);
+    assert.equal(cache.setRun(tenant(), 'students', run(['{"id":"a"}'])), true);
+    assert.equal(asked('lessons'), RUN_AFTER - 1);
+    // 31 s later the run is cold, and leaves when room is needed.
+    now += 31_000;
+    for (const path of ['/a', '/b', '/c']) cache.set(tenant(), path, Buffer.alloc(100_000, 120), 'application/json', 'v');
+    assert.equal(cache.run(tenant(), 'students'), undefined);
+    assert.equal(asked('students'), -1, 'not read again for the same data');
+    assert.equal(asked('lessons'), -1);
+    assert.equal(asked('students', 2), RUN_AFTER - 1, 'read for new data');
+  });
+
+  it('removes an answer rather than a list kept whole when it must remove one of two picked at random', () => {
+    let seed = 3;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const cache = new ResponseCache(200_000, { random });
+    assert.equal(cache.setRun(tenant(), 'students', run(Array.from({ length: 1000 }, () => '{"id":"abc"}'))), true);
+    // Answers that cannot be gzipped, never cold, more than fit: room is made by removals only.
+    for (let i = 0; i < 400; i++) cache.set(tenant(), `/p${i}`, randomBytes(2000), 'application/json', 'v');
+    assert.ok(cache.run(tenant(), 'students'), 'the run is still kept');
+  });
+
+  it('stores a cut page where free memory or cold answers make its room, and never gzips it or a read answer for it', () => {
+    let now = 0;
+    let seed = 7;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const cache = new ResponseCache(20_000, { compressFrom: 1024, now: () => now, random });
+    const page = (n: number) => Buffer.from(JSON.stringify({ items: Array.from({ length: n }, (_, i) => ({ id: `s${i}`, status: 'enrolled' })) }));
+    cache.setCut(tenant(), '/cut1', page(200), 'application/json', 'c1');
+    assert.equal(cache.get(tenant(), '/cut1')?.validator, 'c1', 'stored in free memory');
+    // The second answer's room is made by gzipping the first; a cut page is not gzipped.
+    for (const path of ['/a', '/b']) cache.set(tenant(), path, page(200), 'application/json', path);
+    assert.equal(cache.get(tenant(), '/a')?.gzipped, true);
+    assert.equal(cache.get(tenant(), '/cut1')?.gzipped, false);
+    const full = cache.size;
+    cache.setCut(tenant(), '/cut2', page(200), 'application/json', 'c2');
+    assert.equal(cache.get(tenant(), '/cut2'), undefined, 'no room: not stored');
+    assert.deepEqual(cache.size, full, 'nothing removed or gzipped for it');
+    assert.equal(cache.get(tenant(), '/b')?.gzipped, false);
+    // 31 s later, only /b read since: the others are cold, and make the cut page's room.
+    now += 31_000;
+    assert.ok(cache.get(tenant(), '/b'));
+    cache.setCut(tenant(), '/cut2', page(200), 'application/json', 'c2');
+    assert.equal(cache.get(tenant(), '/cut2')?.validator, 'c2', 'stored in cold answers\' room');
+    assert.equal(cache.get(tenant(), '/b')?.gzipped, false, 'the read answer kept as it was');
+  });
+
+  it('refuses a run over an eighth of the store, and makes room for one that fits', () => {
+    const cache = new ResponseCache(80_000, { random: () => 0 });
+    assert.equal(cache.maxRunBytes, 10_000);
+    assert.equal(cache.setRun(tenant(), 'students', run(Array.from({ length: 600 }, () => '{"id":"abcdefghij"}'))), false);
+    assert.equal(cache.size.entries, 0);
+    for (let i = 0; i < 60; i++) cache.set(tenant(), `/p${i}`, Buffer.alloc(1000, 120), 'application/json', 'v');
+    assert.equal(cache.setRun(tenant(), 'students', run(Array.from({ length: 300 }, () => '{"id":"abcdefghij"}'))), true);
+    assert.ok(cache.size.bytes <= 80_000, `${cache.size.bytes} bytes`);
+  });
+});
