@@ -6,7 +6,7 @@
  * - a school's entries of its earlier data leave as soon as a key's row brings its new data;
  * - memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB); room is made by removing a cold entry
  *   (unread for COLD_MS), else by gzipping the oldest compressible one (a hot one is kept as
- *   sent again: `unzipped`), else by removing the larger of two entries picked at random;
+ *   sent again: `unzipped`), else by removing the larger of two picked at random (an answer first);
  * - once full, a new answer is stored with probability ADMIT_WHEN_FULL;
  * - a list missed RUN_AFTER times is kept whole (`setRun`), its pages cut from it.
  */
@@ -14,7 +14,7 @@ import { ALL_SCOPES } from '../domain/scopes.js';
 import type { Tenant } from '../domain/tenant.js';
 import { gzip, type KeptBody } from '../edge/encoding.js';
 import type { Run } from './common/list.js';
-import type { ListTable } from './items.js';
+import { LIST_TABLES, type ListTable } from './items.js';
 
 export interface StoredResponse extends KeptBody {
   contentType: string;
@@ -90,11 +90,11 @@ const RUN_SHARE = 1 / 8;
 const runKey = (list: ListTable) => `\n${list}`;
 /**
  * Set for a school's list once its run was asked for: it is not read again for the same data,
- * kept, left or found too long (a store too full to keep it would read it again and again).
+ * kept, left, failed or found too long (a store too full to keep it would read it again and again).
  */
 const RUN_ASKED = -1;
-/** Counts of missed pages kept at most, of schools' lists: a backstop, as old data's counts are never read again. */
-const MAX_RUN_COUNTS = 10_000;
+/** Counts of missed pages kept at most (a school's leave with its data): a backstop. */
+const MAX_RUN_COUNTS = 50_000;
 
 export interface ResponseCacheOptions {
   /** Bodies from this size on are gzipped when room is needed (the app passes COMPRESS_FROM_BYTES); none when not given. */
@@ -147,6 +147,8 @@ export class ResponseCache {
   private misses = 0;
   /** Per school's part of the key and list, the pages missed so far, or RUN_ASKED. */
   private readonly runCounts = new Map<string, number>();
+  /** The entries that are lists kept whole: few, each looked at when room is needed. */
+  private readonly runs = new Set<Entry>();
   private cuts = 0;
   /** Until when (the store's clock) no cold entry is sought: none was found last time (`removeCold`). */
   private noColdUntil = 0;
@@ -197,7 +199,10 @@ export class ResponseCache {
     if (school === undefined) {
       this.schools.set(schoolId, { data, prefixes: [prefix] });
     } else if (school.data !== data) {
-      for (const old of school.prefixes) for (const entry of this.byPrefix.get(old)?.values() ?? []) this.remove(entry);
+      for (const old of school.prefixes) {
+        for (const entry of this.byPrefix.get(old)?.values() ?? []) this.remove(entry);
+        for (const list of LIST_TABLES) this.runCounts.delete(`${old}${runKey(list)}`);
+      }
       school.data = data;
       school.prefixes = [prefix];
     } else if (!school.prefixes.includes(prefix)) {
@@ -250,7 +255,7 @@ export class ResponseCache {
     const prefix = this.prefixOf(tenant);
     // The key's characters as one string would hold them (the school's part is shared now: a bound).
     const bytes = body.length + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
-    if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || this.byPrefix.get(prefix)?.has(target)) return;
+    if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || !this.current(tenant.id, prefix) || this.byPrefix.get(prefix)?.has(target)) return;
     const room = this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING;
     // Cold entries are not counted as room: a loop larger than the memory, slower than
     // COLD_MS, would then replace an answer on every miss.
@@ -268,8 +273,17 @@ export class ResponseCache {
     if (this.maxBytes === 0) return;
     const prefix = this.prefixOf(tenant);
     const bytes = body.length + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
-    if (body.length > MAX_BODY_BYTES || this.byPrefix.get(prefix)?.has(target) || !this.roomFromCold(bytes, this.now())) return;
+    if (body.length > MAX_BODY_BYTES || !this.current(tenant.id, prefix) || this.byPrefix.get(prefix)?.has(target) || !this.roomFromCold(bytes, this.now())) return;
     this.store(prefix, target, body, contentType, validator, bytes, false);
+  }
+
+  /**
+   * Whether `prefix` is of the school's data met last: a request whose key row was read
+   * before an import, answered after a newer row was met, stores nothing that no one would
+   * read or remove with that data.
+   */
+  private current(schoolId: string, prefix: string): boolean {
+    return this.schools.get(schoolId)?.prefixes.includes(prefix) ?? false;
   }
 
   /** Adds an answer whose room is made, queued to be gzipped when `compressible`. */
@@ -287,6 +301,7 @@ export class ResponseCache {
 
   private add(entry: Entry): void {
     this.order.push(entry);
+    if (entry.run !== undefined) this.runs.add(entry);
     // Looked up again: making room may have removed the school's last entry, and its map.
     let school = this.byPrefix.get(entry.prefix);
     if (school === undefined) this.byPrefix.set(entry.prefix, (school = new Map<string, Entry>()));
@@ -315,7 +330,7 @@ export class ResponseCache {
   /**
    * Counts a page of `list` asked for and not stored (nor cut from a run); true at the
    * RUN_AFTER-th for the school's data, once: its run is to be read now (`setRun`, or
-   * `runFailed` when the read failed).
+   * nothing when the read failed).
    */
   wantsRun(tenant: Tenant, list: ListTable): boolean {
     if (this.maxBytes === 0) return false;
@@ -327,23 +342,22 @@ export class ResponseCache {
     return count + 1 >= RUN_AFTER;
   }
 
-  /** The read of a run asked for failed (the store did not answer): its pages count again from none. */
-  runFailed(tenant: Tenant, list: ListTable): void {
-    this.runCounts.delete(`${this.prefixOf(tenant)}${runKey(list)}`);
-  }
-
   /**
-   * Keeps `run` as the tenant's school's list, room made for it as for an answer (a run
-   * is admitted even when the store is full: one replaces every page of its list). False,
-   * and nothing kept, when it is over maxRunBytes.
+   * Keeps `run` as the tenant's school's list, where free memory, cold entries or gzipping
+   * answers make its room (none that is read is removed for it). False, and nothing kept,
+   * when it is over maxRunBytes or has no room.
    */
   setRun(tenant: Tenant, list: ListTable, run: Run): boolean {
     const prefix = this.prefixOf(tenant);
     const target = runKey(list);
     const size = run.items.length + run.ends.byteLength;
-    if (size > this.maxRunBytes || this.byPrefix.get(prefix)?.has(target)) return false;
+    if (size > this.maxRunBytes || !this.current(tenant.id, prefix) || this.byPrefix.get(prefix)?.has(target)) return false;
     const bytes = size + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
-    while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
+    if (!this.roomFromCold(bytes, this.now())) {
+      if (bytes > this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING) return false;
+      while (this.bytes + bytes > this.maxBytes && this.nextToCompress() !== undefined) this.compressOldest();
+      if (this.bytes + bytes > this.maxBytes) return false;
+    }
     this.add({
       prefix, target, body: run.items, gzipped: false, plainLength: run.items.length, contentType: '', validator: '', slot: this.order.length, queued: false, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip, run,
     });
@@ -369,13 +383,20 @@ export class ResponseCache {
   }
 
   /**
-   * Removes the first cold entry of up to COLD_PICKS picked at random. Having found none,
-   * it looks again only after HOT_WINDOW_MS: a store where every answer is read does not
-   * pay for the picks each time it makes room.
+   * Removes a cold list kept whole, else the first cold entry of up to COLD_PICKS picked at
+   * random. Having found none, it picks again only after HOT_WINDOW_MS: a store where every
+   * answer is read does not pay for the picks each time it makes room.
    */
   private removeCold(now: number): boolean {
-    if (now < this.noColdUntil) return false;
     const coldSince = now - COLD_MS;
+    // A list kept whole and no longer read leaves first: it holds most room, and is found at once.
+    for (const run of this.runs) {
+      if (run.readAt < coldSince) {
+        this.remove(run);
+        return true;
+      }
+    }
+    if (now < this.noColdUntil) return false;
     for (let pick = 0; pick < COLD_PICKS; pick++) {
       const entry = this.order[Math.floor(this.random() * this.order.length)]!;
       if (entry.readAt < coldSince) {
@@ -483,6 +504,7 @@ export class ResponseCache {
     school.delete(entry.target);
     if (school.size === 0) this.byPrefix.delete(entry.prefix);
     this.bytes -= entry.bytes;
+    if (entry.run !== undefined) this.runs.delete(entry);
     if (entry.queued) {
       entry.queued = false;
       this.compressibleBytes -= entry.body.length;

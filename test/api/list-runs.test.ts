@@ -162,9 +162,9 @@ describe('lists kept whole', () => {
     };
     try {
       assert.ok(totals.get('lessons')! > 128 && totals.get('students')! <= 128, JSON.stringify([...totals]));
+      assert.equal(await pages('instructors'), RUN_AFTER + 1, 'kept whole: the 16th page and the ones after it cut');
       assert.equal(await pages('lessons'), 0, 'too long');
       assert.equal(await pages('students'), 0, 'too many bytes');
-      assert.equal(await pages('instructors'), RUN_AFTER + 1, 'kept whole: the 16th page and the ones after it cut');
     } finally {
       await small.close();
     }
@@ -179,15 +179,12 @@ describe('ResponseCache runs', () => {
     return { items: joined, ends: Uint32Array.from(items, (item) => (at += item.length + 1)) };
   };
 
-  it('asks for a list\'s run once, at its 16th missed page for the same data, and again after a failed read', () => {
+  it('asks for a list\'s run once, at its 16th missed page for the same data', () => {
     const cache = new ResponseCache(1 << 20);
     for (let i = 1; i < RUN_AFTER; i++) assert.equal(cache.wantsRun(tenant(), 'students'), false, `miss ${i}`);
     assert.equal(cache.wantsRun(tenant(), 'lessons'), false, 'each list counts its own');
     assert.equal(cache.wantsRun(tenant(), 'students'), true);
     assert.equal(cache.wantsRun(tenant(), 'students'), false, 'asked for once');
-    cache.runFailed(tenant(), 'students');
-    for (let i = 1; i < RUN_AFTER; i++) cache.wantsRun(tenant(), 'students');
-    assert.equal(cache.wantsRun(tenant(), 'students'), true, 'counted again from none after a failed read');
     for (let i = 1; i < RUN_AFTER; i++) cache.wantsRun(tenant(2), 'students');
     assert.equal(cache.wantsRun(tenant(2), 'students'), true, 'new data counts anew');
     assert.equal(new ResponseCache(0).wantsRun(tenant(), 'students'), false, 'no memory, no run');
@@ -222,6 +219,45 @@ describe('ResponseCache runs', () => {
     assert.equal(asked('students'), -1, 'not read again for the same data');
     assert.equal(asked('lessons'), -1);
     assert.equal(asked('students', 2), RUN_AFTER - 1, 'read for new data');
+  });
+
+  it('keeps a run only where free memory, cold entries or gzipping make its room, and lets a cold run go first', () => {
+    let now = 0;
+    let seed = 5;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const cache = new ResponseCache(100_000, { now: () => now, compressFrom: 1024, random });
+    const hot = () => ['/a', '/b', '/c', '/d'].forEach((path) => cache.get(tenant(), path));
+    // Full of answers that gzip cannot shrink, all read: no room for the run.
+    for (const path of ['/a', '/b', '/c', '/d']) cache.set(tenant(), path, randomBytes(22_000), 'application/json', 'v');
+    const list = run(Array.from({ length: 400 }, () => '{"id":"abcdefghij"}'));
+    assert.equal(cache.setRun(tenant(), 'students', list), false);
+    assert.equal(cache.size.entries, 4, 'nothing removed for it');
+    // Two of them cold: the run takes their room.
+    now += 31_000;
+    cache.get(tenant(), '/a');
+    cache.get(tenant(), '/b');
+    assert.equal(cache.setRun(tenant(), 'students', list), true);
+    assert.ok(cache.get(tenant(), '/a') && cache.get(tenant(), '/b'), 'the read answers kept');
+    // 31 s on, the run unread: room is made with it first.
+    now += 31_000;
+    hot();
+    cache.setCut(tenant(), '/e', randomBytes(22_000), 'application/json', 'v');
+    assert.equal(cache.run(tenant(), 'students'), undefined);
+    assert.ok(cache.get(tenant(), '/e'));
+    assert.ok(cache.get(tenant(), '/a') && cache.get(tenant(), '/b'));
+  });
+
+  it('keeps no run or page for a school\'s data older than the data met last', () => {
+    const cache = new ResponseCache(1 << 20);
+    const old = tenant(1);
+    assert.equal(cache.get(old, '/x'), undefined);
+    // A request bringing new data is met while one with the old data is still answered.
+    assert.equal(cache.get(tenant(2), '/x'), undefined);
+    assert.equal(cache.setRun(old, 'students', run(['{"id":"a"}'])), false);
+    cache.setCut(old, '/p', Buffer.from('{}'), 'application/json', 'v');
+    cache.set(old, '/q', Buffer.from('{}'), 'application/json', 'v');
+    assert.equal(cache.size.entries, 0);
+    assert.equal(cache.setRun(tenant(2), 'students', run(['{"id":"a"}'])), true);
   });
 
   it('removes an answer rather than a list kept whole when it must remove one of two picked at random', () => {
@@ -260,12 +296,15 @@ describe('ResponseCache runs', () => {
   });
 
   it('refuses a run over an eighth of the store, and makes room for one that fits', () => {
-    const cache = new ResponseCache(80_000, { random: () => 0 });
+    const cache = new ResponseCache(80_000, { random: () => 0, compressFrom: 1024 });
     assert.equal(cache.maxRunBytes, 10_000);
     assert.equal(cache.setRun(tenant(), 'students', run(Array.from({ length: 600 }, () => '{"id":"abcdefghij"}'))), false);
     assert.equal(cache.size.entries, 0);
-    for (let i = 0; i < 60; i++) cache.set(tenant(), `/p${i}`, Buffer.alloc(1000, 120), 'application/json', 'v');
+    // Full of answers that gzip shrinks: gzipping them makes the room.
+    for (let i = 0; i < 30; i++) cache.set(tenant(), `/p${i}`, Buffer.alloc(2000, 120), 'application/json', 'v');
+    assert.ok(cache.size.bytes > 70_000, `${cache.size.bytes} bytes`);
     assert.equal(cache.setRun(tenant(), 'students', run(Array.from({ length: 300 }, () => '{"id":"abcdefghij"}'))), true);
     assert.ok(cache.size.bytes <= 80_000, `${cache.size.bytes} bytes`);
+    assert.equal(cache.size.entries, 31, 'none removed');
   });
 });

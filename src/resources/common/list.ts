@@ -265,7 +265,7 @@ function runQuery(shape: Shape) {
   return prepared((kdb, q: { schoolId: string; limit: number }) => {
     const db = kdb as unknown as Untyped;
     return inSchool(db, shape, q)
-      .select(asBytes(kdb, sql.ref('item')).as('item'))
+      .select([asBytes(kdb, sql.ref('item')).as('item'), 'pos'])
       .orderBy('pos')
       .limit(boundLimit(q.limit));
   });
@@ -296,8 +296,10 @@ export async function readRun(reads: Reader, table: ListTable, schoolId: string,
   const [length] = (await queries.length(reads, { schoolId })) as { n: number | string }[];
   if (Number(length!.n) > maxItems) return null;
   // Its length may have changed since, on PostgreSQL: the read is bounded all the same.
-  const rows = (await queries.items(reads, { schoolId, limit: maxItems + 1 })) as { item: string | Buffer }[];
+  const rows = (await queries.items(reads, { schoolId, limit: maxItems + 1 })) as { item: string | Buffer; pos: number | string }[];
   if (rows.length > maxItems) return null;
+  // In order as read; a batch of PostgreSQL's reads (db/reader.ts) has no order of its own to keep it.
+  if (rows.some((row, i) => i > 0 && Number(row.pos) < Number(rows[i - 1]!.pos))) rows.sort((a, b) => Number(a.pos) - Number(b.pos));
   const items = rows.map(({ item }) => (typeof item === 'string' ? Buffer.from(item) : item));
   let bytes = Math.max(0, items.length - 1);
   for (const item of items) bytes += item.length;

@@ -182,13 +182,9 @@ export function serve(spec: Endpoint, { reads, cache }: Pick<ResourceOptions, 'r
   async function runOf(tenant: Tenant, table: ListTable): Promise<Run | undefined> {
     const kept = cache.run(tenant, table);
     if (kept !== undefined || !cache.wantsRun(tenant, table)) return kept;
-    let run: Run | null;
-    try {
-      run = await readRun(reads, table, tenant.id, Math.min(MAX_RUN_ITEMS, Math.floor(cache.maxRunBytes / MIN_ITEM_BYTES)), cache.maxRunBytes);
-    } catch (error) {
-      cache.runFailed(tenant, table);
-      throw error;
-    }
+    // A read that fails (the store slow or down) leaves the page to its own query, and the
+    // list to its pages' queries for this data: its answer reports the store as it always has.
+    const run = await readRun(reads, table, tenant.id, Math.min(MAX_RUN_ITEMS, Math.floor(cache.maxRunBytes / MIN_ITEM_BYTES)), cache.maxRunBytes).catch(() => null);
     return run !== null && cache.setRun(tenant, table, run) ? cache.run(tenant, table) : undefined;
   }
 
