@@ -8,7 +8,7 @@
  *   (unread for COLD_MS), else by gzipping the oldest compressible one (a hot one is kept as
  *   sent again: `unzipped`), else by removing the larger of two picked at random (an answer first);
  * - once full, a new answer is stored with probability ADMIT_WHEN_FULL;
- * - a list missed RUN_AFTER times is kept whole (`setRun`), its pages cut from it.
+ * - a list whose overlapping pages missed RUN_AFTER times is kept whole (`setRun`), its pages cut from it.
  */
 import { ALL_SCOPES } from '../domain/scopes.js';
 import type { Tenant } from '../domain/tenant.js';
@@ -79,9 +79,9 @@ const COLD_PICKS = 16;
  */
 const COLD_MS = 30_000;
 /**
- * A list is kept whole once this many of its pages were asked for and not stored, for the
- * same data: pages at any offset (not only multiples of the limit) are then all cut from one
- * copy of its items, however many distinct pages clients ask for.
+ * A list is kept whole once this many of its pages overlapping others were asked for and
+ * not stored, for the same data (common/route.ts counts them): pages at any offset are then
+ * all cut from one copy of its items, however many distinct pages clients ask for.
  */
 const RUN_AFTER = 16;
 /** A run holds at most this share of the store: a longer list is paged by its queries. */
@@ -329,8 +329,8 @@ export class ResponseCache {
 
   /**
    * Counts a page of `list` asked for and not stored (nor cut from a run); true at the
-   * RUN_AFTER-th for the school's data, once: its run is to be read now (`setRun`, or
-   * nothing when the read failed).
+   * RUN_AFTER-th for the school's data, once: its run is to be read now, and kept by
+   * `setRun` when it fits.
    */
   wantsRun(tenant: Tenant, list: ListTable): boolean {
     if (this.maxBytes === 0) return false;
