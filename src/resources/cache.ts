@@ -5,8 +5,8 @@
  *   byte and the key's scopes when it has not all of them: an import makes older ones unreachable;
  * - a school's entries of its earlier data leave as soon as a key's row brings its new data;
  * - memory is bounded (SCHOOL_DATA_RESPONSE_CACHE_MB); room is made by removing a cold entry
- *   (unread for COLD_MS), else by gzipping the oldest compressible one (a hot one is kept as
- *   sent again: `unzipped`), else by removing the larger of two picked at random (an answer first);
+ *   (unread for COLD_MS) or a cut page, else by gzipping the oldest compressible one (a hot one
+ *   is kept as sent again: `unzipped`), else by removing the larger of two picked at random;
  * - once full, a new answer is stored with probability ADMIT_WHEN_FULL;
  * - a list whose overlapping pages missed RUN_AFTER times is kept whole (`setRun`), its pages cut from it.
  */
@@ -38,6 +38,8 @@ interface Entry extends StoredResponse {
   unzipsSince: number;
   /** A list kept whole (its body is the run's items); undefined for an answer. */
   run: Run | undefined;
+  /** Whether it is a page cut from a run waiting in `cutPages` (a removed entry never is). */
+  cut: boolean;
 }
 
 /**
@@ -149,6 +151,13 @@ export class ResponseCache {
   private readonly runCounts = new Map<string, number>();
   /** The entries that are lists kept whole: few, each looked at when room is needed. */
   private readonly runs = new Set<Entry>();
+  /**
+   * The pages cut from runs and stored, in the order they were stored, from `cutHead` on
+   * (those removed since are passed over), and their bytes: they give their room first.
+   */
+  private cutPages: Entry[] = [];
+  private cutHead = 0;
+  private cutBytes = 0;
   private cuts = 0;
   /** Until when (the store's clock) no cold entry is sought: none was found last time (`removeCold`). */
   private noColdUntil = 0;
@@ -256,9 +265,10 @@ export class ResponseCache {
     // The key's characters as one string would hold them (the school's part is shared now: a bound).
     const bytes = body.length + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
     if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || !this.current(tenant.id, prefix) || this.byPrefix.get(prefix)?.has(target)) return;
-    const room = this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING;
+    const room = this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING + this.cutBytes;
     // Cold entries are not counted as room: a loop larger than the memory, slower than
-    // COLD_MS, would then replace an answer on every miss.
+    // COLD_MS, would then replace an answer on every miss. Cut pages are: cut again, each
+    // costs what a stored answer costs.
     if (bytes > room && this.random() >= ADMIT_WHEN_FULL) return;
     while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
     this.store(prefix, target, body, contentType, validator, bytes, body.length >= this.compressFrom);
@@ -267,14 +277,36 @@ export class ResponseCache {
   /**
    * Stores a page cut from a run as an answer, where free memory or cold answers make its
    * room: a page asked for again is then sent as stored, and cutting pages never removes an
-   * answer still read. It is never gzipped: cutting it again costs less than unzipping it.
+   * answer still read. It is never gzipped (cutting it again costs less than unzipping it),
+   * and it is the first entry to give its room to another.
    */
   setCut(tenant: Tenant, target: string, body: Buffer, contentType: string, validator: string): void {
     if (this.maxBytes === 0) return;
     const prefix = this.prefixOf(tenant);
     const bytes = body.length + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
     if (body.length > MAX_BODY_BYTES || !this.current(tenant.id, prefix) || this.byPrefix.get(prefix)?.has(target) || !this.roomFromCold(bytes, this.now())) return;
-    this.store(prefix, target, body, contentType, validator, bytes, false);
+    const entry = this.store(prefix, target, body, contentType, validator, bytes, false);
+    entry.cut = true;
+    this.cutPages.push(entry);
+    this.cutBytes += bytes;
+  }
+
+  /** Removes the cut page stored longest ago, the removed ones passed over; false when there is none. */
+  private removeCutPage(): boolean {
+    while (this.cutHead < this.cutPages.length) {
+      const entry = this.cutPages[this.cutHead++]!;
+      if (this.cutHead > 1024 && this.cutHead > this.cutPages.length / 2) {
+        this.cutPages = this.cutPages.slice(this.cutHead);
+        this.cutHead = 0;
+      }
+      if (entry.cut) {
+        this.remove(entry);
+        return true;
+      }
+    }
+    this.cutPages = [];
+    this.cutHead = 0;
+    return false;
   }
 
   /**
@@ -287,9 +319,9 @@ export class ResponseCache {
   }
 
   /** Adds an answer whose room is made, queued to be gzipped when `compressible`. */
-  private store(prefix: string, target: string, body: Buffer, contentType: string, validator: string, bytes: number, compressible: boolean): void {
+  private store(prefix: string, target: string, body: Buffer, contentType: string, validator: string, bytes: number, compressible: boolean): Entry {
     const entry: Entry = {
-      prefix, target, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, queued: compressible, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip, run: undefined,
+      prefix, target, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, queued: compressible, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip, run: undefined, cut: false,
     };
     this.add(entry);
     if (compressible) {
@@ -297,6 +329,7 @@ export class ResponseCache {
       this.toCompress.push(entry);
       while (this.compressibleBytes > this.plainBytes) this.compressOldest();
     }
+    return entry;
   }
 
   private add(entry: Entry): void {
@@ -354,23 +387,24 @@ export class ResponseCache {
     if (size > this.maxRunBytes || !this.current(tenant.id, prefix) || this.byPrefix.get(prefix)?.has(target)) return false;
     const bytes = size + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
     if (!this.roomFromCold(bytes, this.now())) {
-      if (bytes > this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING) return false;
+      if (bytes > this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING + this.cutBytes) return false;
+      while (this.bytes + bytes > this.maxBytes && this.removeCutPage());
       while (this.bytes + bytes > this.maxBytes && this.nextToCompress() !== undefined) this.compressOldest();
       if (this.bytes + bytes > this.maxBytes) return false;
     }
     this.add({
-      prefix, target, body: run.items, gzipped: false, plainLength: run.items.length, contentType: '', validator: '', slot: this.order.length, queued: false, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip, run,
+      prefix, target, body: run.items, gzipped: false, plainLength: run.items.length, contentType: '', validator: '', slot: this.order.length, queued: false, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip, run, cut: false,
     });
     return true;
   }
 
   /**
-   * Removes a cold entry, or when none is found, gzips the entry stored longest ago of
-   * those not yet tried, or when there is none, removes the larger of two entries picked at
-   * random (see above), an answer rather than a list kept whole.
+   * Removes a cold entry, or when none is found, the cut page stored longest ago, or gzips
+   * the entry stored longest ago of those not yet tried, or when there is none, removes the
+   * larger of two entries picked at random (see above), an answer rather than a list kept whole.
    */
   private makeRoom(): void {
-    if (this.removeCold(this.now())) return;
+    if (this.removeCold(this.now()) || this.removeCutPage()) return;
     if (this.nextToCompress() !== undefined) {
       this.compressOldest();
       return;
@@ -505,6 +539,10 @@ export class ResponseCache {
     if (school.size === 0) this.byPrefix.delete(entry.prefix);
     this.bytes -= entry.bytes;
     if (entry.run !== undefined) this.runs.delete(entry);
+    if (entry.cut) {
+      entry.cut = false;
+      this.cutBytes -= entry.bytes;
+    }
     if (entry.queued) {
       entry.queued = false;
       this.compressibleBytes -= entry.body.length;

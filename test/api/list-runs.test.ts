@@ -274,7 +274,7 @@ describe('ResponseCache runs', () => {
     assert.ok(cache.run(tenant(), 'students'), 'the run is still kept');
   });
 
-  it('stores a cut page where free memory or cold answers make its room, and never gzips it or a read answer for it', () => {
+  it('stores a cut page where free memory or cold answers make its room, and never gzips or removes a read answer for it', () => {
     let now = 0;
     let seed = 7;
     const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
@@ -282,10 +282,10 @@ describe('ResponseCache runs', () => {
     const page = (n: number) => Buffer.from(JSON.stringify({ items: Array.from({ length: n }, (_, i) => ({ id: `s${i}`, status: 'enrolled' })) }));
     cache.setCut(tenant(), '/cut1', page(200), 'application/json', 'c1');
     assert.equal(cache.get(tenant(), '/cut1')?.validator, 'c1', 'stored in free memory');
-    // The second answer's room is made by gzipping the first; a cut page is not gzipped.
+    // The answers' room is made with the cut page first, before any answer is gzipped.
     for (const path of ['/a', '/b']) cache.set(tenant(), path, page(200), 'application/json', path);
-    assert.equal(cache.get(tenant(), '/a')?.gzipped, true);
-    assert.equal(cache.get(tenant(), '/cut1')?.gzipped, false);
+    assert.equal(cache.get(tenant(), '/cut1'), undefined);
+    assert.equal(cache.get(tenant(), '/a')?.gzipped, false);
     const full = cache.size;
     cache.setCut(tenant(), '/cut2', page(200), 'application/json', 'c2');
     assert.equal(cache.get(tenant(), '/cut2'), undefined, 'no room: not stored');
@@ -297,6 +297,18 @@ describe('ResponseCache runs', () => {
     cache.setCut(tenant(), '/cut2', page(200), 'application/json', 'c2');
     assert.equal(cache.get(tenant(), '/cut2')?.validator, 'c2', 'stored in cold answers\' room');
     assert.equal(cache.get(tenant(), '/b')?.gzipped, false, 'the read answer kept as it was');
+  });
+
+  it('gives a cut page\'s room first to an answer: counted as room when full, removed before anything is gzipped', () => {
+    const cache = new ResponseCache(40_000, { compressFrom: 1024, random: () => 0.5 });
+    const page = () => Buffer.from(JSON.stringify({ items: Array.from({ length: 200 }, (_, i) => ({ id: `s${i}`, status: 'enrolled' })) }));
+    for (let i = 0; i < 5; i++) cache.setCut(tenant(), `/cut${i}`, page(), 'application/json', 'c');
+    const cutOnly = cache.size;
+    assert.ok(cutOnly.bytes > 30_000, `${cutOnly.bytes} bytes of cut pages`);
+    // Full of cut pages: an answer is admitted all the same (random 0.5 would refuse it), and takes their room.
+    for (const path of ['/a', '/b', '/c', '/d']) cache.set(tenant(), path, page(), 'application/json', path);
+    for (const path of ['/a', '/b', '/c', '/d']) assert.equal(cache.get(tenant(), path)?.gzipped, false, path);
+    assert.ok(cache.size.entries < cutOnly.entries + 4, 'cut pages removed');
   });
 
   it('refuses a run over an eighth of the store, and makes room for one that fits', () => {
