@@ -18,6 +18,8 @@ interface StoredAnswerCounts {
   misses: number;
   /** Pages cut from a list kept whole (each a miss of its own stored answer). */
   cuts: number;
+  /** Reads of a list to keep it whole that failed. */
+  runReadFailures: number;
   bytes: number;
 }
 
@@ -97,7 +99,7 @@ export class ApiMetrics {
   private dependencies: readonly DependencyState[] = [];
 
   /** What the stored answers of the app recording here hold and served (src/resources/cache.ts). */
-  private storedAnswers: () => StoredAnswerCounts = () => ({ hits: 0, misses: 0, cuts: 0, bytes: 0 });
+  private storedAnswers: () => StoredAnswerCounts = () => ({ hits: 0, misses: 0, cuts: 0, runReadFailures: 0, bytes: 0 });
 
   constructor() {
     // prom-client reads these two at each scrape (Registry and the cluster aggregation call
@@ -131,6 +133,9 @@ export class ApiMetrics {
     }));
     this.registry.registerMetric(metricOf('school_data_stored_list_cuts_total', 'API list pages cut from a list kept whole with the stored answers, not queried (each also a missed lookup)', 'counter', () => [
       { labels: {}, value: this.storedAnswers().cuts },
+    ]));
+    this.registry.registerMetric(metricOf('school_data_stored_list_read_failures_total', 'Reads of a whole list to keep with the stored answers that failed (the page asked for was then queried)', 'counter', () => [
+      { labels: {}, value: this.storedAnswers().runReadFailures },
     ]));
     this.registry.registerMetric(metricOf('school_data_stored_answer_bytes', 'Memory held by stored API answers (SCHOOL_DATA_RESPONSE_CACHE_MB bounds it)', 'gauge', () => [
       { labels: {}, value: this.storedAnswers().bytes },

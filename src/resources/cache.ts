@@ -40,6 +40,8 @@ interface Entry extends StoredResponse {
   run: Run | undefined;
   /** Whether it is a page cut from a run waiting in `cutPages` (a removed entry never is). */
   cut: boolean;
+  /** For a cut page, the run it was cut from: reading the page is reading the run. */
+  source: Entry | undefined;
 }
 
 /**
@@ -158,6 +160,10 @@ export class ResponseCache {
   private cutPages: Entry[] = [];
   private cutHead = 0;
   private cutBytes = 0;
+  /** Slots of `cutPages` and `toCompress` from their heads on whose entries left: compacted when many (`compact`). */
+  private cutDead = 0;
+  private toCompressDead = 0;
+  private runReadFailures = 0;
   private cuts = 0;
   /** Until when (the store's clock) no cold entry is sought: none was found last time (`removeCold`). */
   private noColdUntil = 0;
@@ -226,7 +232,10 @@ export class ResponseCache {
   /** The entry found for a request, marked as read now. */
   private read(tenant: Tenant, target: string): Entry | undefined {
     const found = this.find(tenant, target);
-    if (found !== undefined) found.readAt = this.now();
+    if (found !== undefined) {
+      found.readAt = this.now();
+      if (found.source !== undefined) found.source.readAt = found.readAt;
+    }
     return found;
   }
 
@@ -280,13 +289,18 @@ export class ResponseCache {
    * answer still read. It is never gzipped (cutting it again costs less than unzipping it),
    * and it is the first entry to give its room to another.
    */
-  setCut(tenant: Tenant, target: string, body: Buffer, contentType: string, validator: string): void {
+  setCut(tenant: Tenant, list: ListTable, target: string, body: Buffer, contentType: string, validator: string): void {
     if (this.maxBytes === 0) return;
     const prefix = this.prefixOf(tenant);
+    const source = this.byPrefix.get(prefix)?.get(runKey(list));
+    if (source === undefined) return;
     const bytes = body.length + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
     if (body.length > MAX_BODY_BYTES || !this.current(tenant.id, prefix) || this.byPrefix.get(prefix)?.has(target) || !this.roomFromCold(bytes, this.now())) return;
+    // Its run may have been the cold entry that made its room.
+    if (this.byPrefix.get(prefix)?.get(runKey(list)) !== source) return;
     const entry = this.store(prefix, target, body, contentType, validator, bytes, false);
     entry.cut = true;
+    entry.source = source;
     this.cutPages.push(entry);
     this.cutBytes += bytes;
   }
@@ -295,14 +309,14 @@ export class ResponseCache {
   private removeCutPage(): boolean {
     while (this.cutHead < this.cutPages.length) {
       const entry = this.cutPages[this.cutHead++]!;
-      if (this.cutHead > 1024 && this.cutHead > this.cutPages.length / 2) {
-        this.cutPages = this.cutPages.slice(this.cutHead);
-        this.cutHead = 0;
-      }
       if (entry.cut) {
+        // Its slot is passed: not a dead one.
+        entry.cut = false;
+        this.cutBytes -= entry.bytes;
         this.remove(entry);
         return true;
       }
+      this.cutDead -= 1;
     }
     this.cutPages = [];
     this.cutHead = 0;
@@ -321,7 +335,7 @@ export class ResponseCache {
   /** Adds an answer whose room is made, queued to be gzipped when `compressible`. */
   private store(prefix: string, target: string, body: Buffer, contentType: string, validator: string, bytes: number, compressible: boolean): Entry {
     const entry: Entry = {
-      prefix, target, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, queued: compressible, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip, run: undefined, cut: false,
+      prefix, target, body: ownMemory(body), gzipped: false, plainLength: body.length, contentType, validator, slot: this.order.length, queued: compressible, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip, run: undefined, cut: false, source: undefined,
     };
     this.add(entry);
     if (compressible) {
@@ -367,7 +381,10 @@ export class ResponseCache {
    */
   wantsRun(tenant: Tenant, list: ListTable): boolean {
     if (this.maxBytes === 0) return false;
-    const key = `${this.prefixOf(tenant)}${runKey(list)}`;
+    const prefix = this.prefixOf(tenant);
+    // A request of a school's older data (met before the last import) has no run to read.
+    if (!this.current(tenant.id, prefix)) return false;
+    const key = `${prefix}${runKey(list)}`;
     const count = this.runCounts.get(key) ?? 0;
     if (count === RUN_ASKED) return false;
     if (this.runCounts.size >= MAX_RUN_COUNTS) this.runCounts.clear();
@@ -393,7 +410,7 @@ export class ResponseCache {
       if (this.bytes + bytes > this.maxBytes) return false;
     }
     this.add({
-      prefix, target, body: run.items, gzipped: false, plainLength: run.items.length, contentType: '', validator: '', slot: this.order.length, queued: false, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip, run, cut: false,
+      prefix, target, body: run.items, gzipped: false, plainLength: run.items.length, contentType: '', validator: '', slot: this.order.length, queued: false, readAt: this.now(), bytes, unzips: 0, unzipsSince: 0, unzipped: this.onUnzip, run, cut: false, source: undefined,
     });
     return true;
   }
@@ -444,7 +461,10 @@ export class ResponseCache {
 
   /** The entry stored longest ago of those not yet tried, the removed ones passed over. */
   private nextToCompress(): Entry | undefined {
-    while (this.toCompressHead < this.toCompress.length && !this.toCompress[this.toCompressHead]!.queued) this.passToCompressHead();
+    while (this.toCompressHead < this.toCompress.length && !this.toCompress[this.toCompressHead]!.queued) {
+      this.passToCompressHead();
+      this.toCompressDead -= 1;
+    }
     return this.toCompress[this.toCompressHead];
   }
 
@@ -494,7 +514,7 @@ export class ResponseCache {
     const grown = plain.length - entry.body.length;
     // Else only when gzipping others makes its room: nothing that is read is removed for it,
     // and it is not gzipped again at once (which would gzip every answer kept as sent, for nothing).
-    if (!this.roomFromCold(grown, now) && (entry.unzips < HOT_UNZIPS || grown > this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING)) return;
+    if (!this.roomFromCold(grown, now) && (entry.unzips < HOT_UNZIPS || grown > this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING + this.cutBytes)) return;
     entry.body = ownMemory(plain);
     entry.gzipped = false;
     entry.unzips = 0;
@@ -524,8 +544,13 @@ export class ResponseCache {
    * one per request that passed the access check to a route of the API; and the pages cut
    * from a run (each also a miss of its own answer).
    */
-  get lookups(): { hits: number; misses: number; cuts: number } {
-    return { hits: this.hits, misses: this.misses, cuts: this.cuts };
+  get lookups(): { hits: number; misses: number; cuts: number; runReadFailures: number } {
+    return { hits: this.hits, misses: this.misses, cuts: this.cuts, runReadFailures: this.runReadFailures };
+  }
+
+  /** A list's read to keep it whole failed (its page was then queried): counted for the metrics. */
+  runReadFailed(): void {
+    this.runReadFailures += 1;
   }
 
   private remove(entry: Entry): void {
@@ -538,14 +563,59 @@ export class ResponseCache {
     school.delete(entry.target);
     if (school.size === 0) this.byPrefix.delete(entry.prefix);
     this.bytes -= entry.bytes;
-    if (entry.run !== undefined) this.runs.delete(entry);
+    if (entry.run !== undefined) {
+      this.runs.delete(entry);
+      this.orphan(entry);
+    }
     if (entry.cut) {
       entry.cut = false;
       this.cutBytes -= entry.bytes;
+      this.cutDead += 1;
     }
+    entry.source = undefined;
     if (entry.queued) {
       entry.queued = false;
       this.compressibleBytes -= entry.body.length;
+      this.toCompressDead += 1;
+    }
+    this.compact();
+  }
+
+  /**
+   * The pages cut from `run`, which left: no longer cut again for nothing, they become
+   * answers like the others, gzipped when room is needed.
+   */
+  private orphan(run: Entry): void {
+    for (let i = this.cutHead; i < this.cutPages.length; i++) {
+      const page = this.cutPages[i]!;
+      if (!page.cut || page.source !== run) continue;
+      page.cut = false;
+      page.source = undefined;
+      this.cutBytes -= page.bytes;
+      this.cutDead += 1;
+      if (page.body.length >= this.compressFrom) {
+        page.queued = true;
+        this.toCompress.push(page);
+        this.compressibleBytes += page.body.length;
+      }
+    }
+  }
+
+  /**
+   * Drops the slots of entries that left from the queues of cut pages and answers to gzip,
+   * once they are more than their live ones: what left is then no longer held in memory by
+   * a queue that room has not been needed from for a while.
+   */
+  private compact(): void {
+    if (this.cutDead > 1024 && this.cutDead > this.cutPages.length - this.cutHead - this.cutDead) {
+      this.cutPages = this.cutPages.slice(this.cutHead).filter((e) => e.cut);
+      this.cutHead = 0;
+      this.cutDead = 0;
+    }
+    if (this.toCompressDead > 1024 && this.toCompressDead > this.toCompress.length - this.toCompressHead - this.toCompressDead) {
+      this.toCompress = this.toCompress.slice(this.toCompressHead).filter((e) => e.queued);
+      this.toCompressHead = 0;
+      this.toCompressDead = 0;
     }
   }
 }

@@ -227,28 +227,26 @@ describe('ResponseCache runs', () => {
 
   it('keeps a run only where free memory, cold entries or gzipping make its room, and lets a cold run go first', () => {
     let now = 0;
-    let seed = 5;
-    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
-    const cache = new ResponseCache(100_000, { now: () => now, compressFrom: 1024, random });
-    const hot = () => ['/a', '/b', '/c', '/d'].forEach((path) => cache.get(tenant(), path));
+    // Picks the entry in the middle of the store; admits an answer when full only when set to 0.
+    let r = 0.5;
+    const cache = new ResponseCache(100_000, { now: () => now, compressFrom: 1024, random: () => r });
     // Full of answers that gzip cannot shrink, all read: no room for the run.
     for (const path of ['/a', '/b', '/c', '/d']) cache.set(tenant(), path, randomBytes(22_000), 'application/json', 'v');
     const list = run(Array.from({ length: 400 }, () => '{"id":"abcdefghij"}'));
     assert.equal(cache.setRun(tenant(), 'students', list), false);
     assert.equal(cache.size.entries, 4, 'nothing removed for it');
-    // Two of them cold: the run takes their room.
+    // /c cold (the entry picked): the run takes its room.
     now += 31_000;
-    cache.get(tenant(), '/a');
-    cache.get(tenant(), '/b');
+    for (const path of ['/a', '/b', '/d']) cache.get(tenant(), path);
     assert.equal(cache.setRun(tenant(), 'students', list), true);
-    assert.ok(cache.get(tenant(), '/a') && cache.get(tenant(), '/b'), 'the read answers kept');
-    // 31 s on, the run unread: room is made with it first.
+    assert.equal(cache.get(tenant(), '/c'), undefined);
+    // 31 s on, the run unread: room for a new answer is made with it first.
     now += 31_000;
-    hot();
-    cache.setCut(tenant(), '/e', randomBytes(22_000), 'application/json', 'v');
+    for (const path of ['/a', '/b', '/d']) cache.get(tenant(), path);
+    r = 0;
+    cache.set(tenant(), '/e', randomBytes(22_000), 'application/json', 'v');
     assert.equal(cache.run(tenant(), 'students'), undefined);
-    assert.ok(cache.get(tenant(), '/e'));
-    assert.ok(cache.get(tenant(), '/a') && cache.get(tenant(), '/b'));
+    for (const path of ['/a', '/b', '/d', '/e']) assert.ok(cache.get(tenant(), path), path);
   });
 
   it('keeps no run or page for a school\'s data older than the data met last', () => {
@@ -258,7 +256,8 @@ describe('ResponseCache runs', () => {
     // A request bringing new data is met while one with the old data is still answered.
     assert.equal(cache.get(tenant(2), '/x'), undefined);
     assert.equal(cache.setRun(old, 'students', run(['{"id":"a"}'])), false);
-    cache.setCut(old, '/p', Buffer.from('{}'), 'application/json', 'v');
+    cache.setCut(old, 'students', '/p', Buffer.from('{}'), 'application/json', 'v');
+    assert.equal(cache.wantsRun(old, 'lessons'), false, 'no run read for it either');
     cache.set(old, '/q', Buffer.from('{}'), 'application/json', 'v');
     assert.equal(cache.size.entries, 0);
     assert.equal(cache.setRun(tenant(2), 'students', run(['{"id":"a"}'])), true);
@@ -280,21 +279,26 @@ describe('ResponseCache runs', () => {
     const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
     const cache = new ResponseCache(20_000, { compressFrom: 1024, now: () => now, random });
     const page = (n: number) => Buffer.from(JSON.stringify({ items: Array.from({ length: n }, (_, i) => ({ id: `s${i}`, status: 'enrolled' })) }));
-    cache.setCut(tenant(), '/cut1', page(200), 'application/json', 'c1');
+    const list = run(['{"id":"a"}']);
+    cache.setCut(tenant(), 'students', '/cut0', page(200), 'application/json', 'c0');
+    assert.equal(cache.get(tenant(), '/cut0'), undefined, 'no run kept: nothing to cut again, not stored as a cut page');
+    assert.equal(cache.setRun(tenant(), 'students', list), true);
+    cache.setCut(tenant(), 'students', '/cut1', page(200), 'application/json', 'c1');
     assert.equal(cache.get(tenant(), '/cut1')?.validator, 'c1', 'stored in free memory');
     // The answers' room is made with the cut page first, before any answer is gzipped.
     for (const path of ['/a', '/b']) cache.set(tenant(), path, page(200), 'application/json', path);
     assert.equal(cache.get(tenant(), '/cut1'), undefined);
     assert.equal(cache.get(tenant(), '/a')?.gzipped, false);
     const full = cache.size;
-    cache.setCut(tenant(), '/cut2', page(200), 'application/json', 'c2');
+    cache.setCut(tenant(), 'students', '/cut2', page(200), 'application/json', 'c2');
     assert.equal(cache.get(tenant(), '/cut2'), undefined, 'no room: not stored');
     assert.deepEqual(cache.size, full, 'nothing removed or gzipped for it');
     assert.equal(cache.get(tenant(), '/b')?.gzipped, false);
-    // 31 s later, only /b read since: the others are cold, and make the cut page's room.
+    // 31 s later, only /b and the run read since: the others are cold, and make the cut page's room.
     now += 31_000;
     assert.ok(cache.get(tenant(), '/b'));
-    cache.setCut(tenant(), '/cut2', page(200), 'application/json', 'c2');
+    assert.ok(cache.run(tenant(), 'students'));
+    cache.setCut(tenant(), 'students', '/cut2', page(200), 'application/json', 'c2');
     assert.equal(cache.get(tenant(), '/cut2')?.validator, 'c2', 'stored in cold answers\' room');
     assert.equal(cache.get(tenant(), '/b')?.gzipped, false, 'the read answer kept as it was');
   });
@@ -302,13 +306,58 @@ describe('ResponseCache runs', () => {
   it('gives a cut page\'s room first to an answer: counted as room when full, removed before anything is gzipped', () => {
     const cache = new ResponseCache(40_000, { compressFrom: 1024, random: () => 0.5 });
     const page = () => Buffer.from(JSON.stringify({ items: Array.from({ length: 200 }, (_, i) => ({ id: `s${i}`, status: 'enrolled' })) }));
-    for (let i = 0; i < 5; i++) cache.setCut(tenant(), `/cut${i}`, page(), 'application/json', 'c');
+    assert.equal(cache.setRun(tenant(), 'students', run(['{"id":"a"}'])), true);
+    for (let i = 0; i < 5; i++) cache.setCut(tenant(), 'students', `/cut${i}`, page(), 'application/json', 'c');
     const cutOnly = cache.size;
     assert.ok(cutOnly.bytes > 30_000, `${cutOnly.bytes} bytes of cut pages`);
     // Full of cut pages: an answer is admitted all the same (random 0.5 would refuse it), and takes their room.
     for (const path of ['/a', '/b', '/c', '/d']) cache.set(tenant(), path, page(), 'application/json', path);
     for (const path of ['/a', '/b', '/c', '/d']) assert.equal(cache.get(tenant(), path)?.gzipped, false, path);
     assert.ok(cache.size.entries < cutOnly.entries + 4, 'cut pages removed');
+  });
+
+  it('keeps a run read while its stored pages are, and makes its pages answers like any when it leaves', () => {
+    let now = 0;
+    const cache = new ResponseCache(20_000, { now: () => now, compressFrom: 1024 });
+    assert.equal(cache.setRun(tenant(), 'students', run(['{"id":"a"}'])), true);
+    cache.setCut(tenant(), 'students', '/cut', Buffer.alloc(5000, 120), 'application/json', 'c');
+    // 20 s twice, the stored page read each time: the run is not cold.
+    for (let i = 0; i < 2; i++) {
+      now += 20_000;
+      assert.ok(cache.get(tenant(), '/cut'));
+    }
+    // Room sought from cold entries: none is.
+    cache.setCut(tenant(), 'students', '/cut2', Buffer.alloc(14_000, 120), 'application/json', 'c');
+    assert.ok(cache.run(tenant(), 'students'), 'kept: its page was read');
+    assert.equal(cache.get(tenant(), '/cut2'), undefined);
+    // 40 s unread, the run is the first to leave when room is needed; its page is no longer
+    // counted as a cut page (nothing to cut it again from), but as an answer to gzip.
+    cache.set(tenant(), '/p', Buffer.alloc(12_000, 120), 'application/json', 'p');
+    now += 40_000;
+    const counts = cache as unknown as { cutBytes: number };
+    assert.ok(counts.cutBytes > 5000);
+    assert.equal(cache.setRun(tenant(), 'lessons', run(Array.from({ length: 100 }, () => '{"id":"abcdefghij"}'))), true);
+    assert.equal(cache.run(tenant(), 'students'), undefined);
+    assert.equal(counts.cutBytes, 0);
+    const page = cache.get(tenant(), '/cut') as unknown as { queued: boolean; cut: boolean } | undefined;
+    assert.ok(page === undefined || (page.queued && !page.cut), 'the page, if kept, is queued to gzip');
+    // A new school data: the run and its page leave.
+    assert.equal(cache.get(tenant(2), '/cut'), undefined);
+    assert.equal(cache.size.entries, 0);
+  });
+
+  it('lets go of the entries that left, in the queues of cut pages and answers to gzip', () => {
+    const cache = new ResponseCache(64 << 20, { compressFrom: 1024 });
+    assert.equal(cache.setRun(tenant(), 'students', run(['{"id":"a"}'])), true);
+    for (let i = 0; i < 3000; i++) {
+      cache.setCut(tenant(), 'students', `/cut${i}`, Buffer.alloc(2000, 120), 'application/json', 'c');
+      cache.set(tenant(), `/p${i}`, Buffer.alloc(2000, 120), 'application/json', 'v');
+    }
+    // New data for the school: every entry leaves, and the queues do not keep them.
+    assert.equal(cache.get(tenant(2), '/p0'), undefined);
+    assert.equal(cache.size.entries, 0);
+    const queues = cache as unknown as { cutPages: unknown[]; toCompress: unknown[] };
+    assert.ok(queues.cutPages.length < 1100 && queues.toCompress.length < 1100, `${queues.cutPages.length} and ${queues.toCompress.length} slots held`);
   });
 
   it('refuses a run over an eighth of the store, and makes room for one that fits', () => {

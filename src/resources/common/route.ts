@@ -188,15 +188,19 @@ export function serve(spec: Endpoint, { reads, cache }: Pick<ResourceOptions, 'r
     const kept = cache.run(tenant, table);
     if (kept !== undefined || page.offset % page.limit === 0 || !cache.wantsRun(tenant, table)) return kept;
     // A read that fails (the store slow or down) leaves the page to its own query, and the
-    // list to its pages' queries for this data: its answer reports the store as it always has.
-    const run = await readRun(reads, table, tenant.id, Math.min(MAX_RUN_ITEMS, Math.floor(cache.maxRunBytes / MIN_ITEM_BYTES)), cache.maxRunBytes).catch(() => null);
+    // list to its pages' queries for this data: its answer reports the store as it always
+    // has. Counted (school_data_stored_list_read_failures_total).
+    const run = await readRun(reads, table, tenant.id, Math.min(MAX_RUN_ITEMS, Math.floor(cache.maxRunBytes / MIN_ITEM_BYTES)), cache.maxRunBytes).catch(() => {
+      cache.runReadFailed();
+      return null;
+    });
     return run !== null && cache.setRun(tenant, table, run) ? cache.run(tenant, table) : undefined;
   }
 
-  /** The page cut from `run`, stored where there is room for it (`setCut`). */
-  function cutAnswer(tenant: Tenant, target: string, run: Run, page: { limit: number; offset: number }, validator = validatorOf(tenant, target)): Answer {
+  /** The page cut from `run` (the list's), stored where there is room for it (`setCut`). */
+  function cutAnswer(tenant: Tenant, table: ListTable, target: string, run: Run, page: { limit: number; offset: number }, validator = validatorOf(tenant, target)): Answer {
     const body = cutPage(run, page.limit, page.offset);
-    cache.setCut(tenant, target, body, JSON_CONTENT_TYPE, validator);
+    cache.setCut(tenant, table, target, body, JSON_CONTENT_TYPE, validator);
     return dataAnswer(plain(body), JSON_CONTENT_TYPE, validator);
   }
 
@@ -210,7 +214,7 @@ export function serve(spec: Endpoint, { reads, cache }: Pick<ResourceOptions, 'r
     cut(tenant, target) {
       const page = list === undefined ? undefined : plainPage(target);
       const run = page === undefined ? undefined : cache.run(tenant, list!);
-      return run === undefined ? undefined : cutAnswer(tenant, target, run, page!);
+      return run === undefined ? undefined : cutAnswer(tenant, list!, target, run, page!);
     },
     cuts(tenant, target) {
       return list !== undefined && cache.holdsRun(tenant, list) && plainPage(target) !== undefined;
@@ -224,7 +228,7 @@ export function serve(spec: Endpoint, { reads, cache }: Pick<ResourceOptions, 'r
       if (unchanged(method, headers, validator)) return dataAnswer(NO_BODY, JSON_CONTENT_TYPE, validator);
       // A page of a list kept whole is cut from its run.
       const run = list !== undefined && cache.enabled && pageOnly(query) ? await runOf(tenant, list, query) : undefined;
-      if (run !== undefined) return cutAnswer(tenant, target, run, query as { limit: number; offset: number }, validator);
+      if (run !== undefined) return cutAnswer(tenant, list!, target, run, query as { limit: number; offset: number }, validator);
       const made = await spec.answer({ query, params, tenant, reads });
       if (made === null) throw missing;
       const bytes = Buffer.isBuffer(made) ? made : utf8(typeof made === 'string' ? made : serialize(made));
