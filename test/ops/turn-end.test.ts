@@ -73,9 +73,11 @@ describe('answers held while queries start', () => {
     spin(HOLD_AT_MOST_MS);
     beforeQuery();
     assert.deepEqual(written, ['a', 'b'], 'the first waited long enough: both leave');
+    const heldAt = performance.now();
     holdUntilTurnEnd(() => written.push('c'));
     beforeQuery();
-    assert.deepEqual(written, ['a', 'b'], 'a newly held answer waits again');
+    // (Unless this process was held up for HOLD_AT_MOST_MS in between, as in the test above.)
+    if (performance.now() - heldAt < HOLD_AT_MOST_MS) assert.deepEqual(written, ['a', 'b'], 'a newly held answer waits again');
     await nextTurn();
     assert.deepEqual(written, ['a', 'b', 'c']);
   });
