@@ -127,6 +127,85 @@ function ownMemory(body: Buffer): Buffer {
   return own;
 }
 
+/**
+ * Entries in the order they were queued, from the head on. An entry is in the queue while
+ * `isIn` says so: one whose mark the store cleared (it left, or was taken) is passed over,
+ * and the slots of those that left are dropped once they are more than the live ones
+ * (`left`, `compact`), so a queue that is seldom taken from holds no memory of what left.
+ */
+class EntryQueue {
+  private items: Entry[] = [];
+  private head = 0;
+  /** Slots from the head on whose entries left. */
+  private dead = 0;
+  private readonly isIn: (entry: Entry) => boolean;
+
+  constructor(isIn: (entry: Entry) => boolean) {
+    this.isIn = isIn;
+  }
+
+  /** Slots held (tests read it). */
+  get length(): number {
+    return this.items.length;
+  }
+
+  push(entry: Entry): void {
+    this.items.push(entry);
+  }
+
+  /** The first entry still in, those that left passed over. */
+  first(): Entry | undefined {
+    let passed = false;
+    while (this.head < this.items.length && !this.isIn(this.items[this.head]!)) {
+      this.head += 1;
+      this.dead -= 1;
+      passed = true;
+    }
+    if (passed) this.trim();
+    return this.items[this.head];
+  }
+
+  /** Takes the first entry still in (the caller clears its mark). */
+  shift(): Entry | undefined {
+    const entry = this.first();
+    if (entry !== undefined) {
+      this.head += 1;
+      this.trim();
+    }
+    return entry;
+  }
+
+  /** Lets go of the slots before the head: all of them at the end, else once they are most. */
+  private trim(): void {
+    if (this.head === this.items.length) {
+      this.items = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head > this.items.length / 2) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /** One of its entries left (its mark cleared), its slot still held. */
+  left(): void {
+    this.dead += 1;
+  }
+
+  /** Drops the slots of those that left once they are more than the live ones. */
+  compact(): void {
+    if (this.dead > 1024 && this.dead > this.items.length - this.head - this.dead) {
+      this.items = this.items.slice(this.head).filter(this.isIn);
+      this.head = 0;
+      this.dead = 0;
+    }
+  }
+
+  /** The entries still in, first to last. */
+  *[Symbol.iterator](): Generator<Entry> {
+    for (let i = this.head; i < this.items.length; i++) if (this.isIn(this.items[i]!)) yield this.items[i]!;
+  }
+}
+
 export class ResponseCache {
   /**
    * The entries by their school's part of the key, then by request target: a look-up makes
@@ -139,12 +218,8 @@ export class ResponseCache {
   private readonly schools = new Map<string, { data: string; prefixes: string[] }>();
   private readonly order: Entry[] = [];
   private bytes = 0;
-  /**
-   * The entries that may yet be gzipped, in the order they were stored, from
-   * `toCompressHead` on; those removed since they were queued are passed over.
-   */
-  private toCompress: Entry[] = [];
-  private toCompressHead = 0;
+  /** The entries that may yet be gzipped (`queued`), in the order they were stored. */
+  private readonly toCompress = new EntryQueue((entry) => entry.queued);
   /** The bodies of those still `queued`, in bytes. */
   private compressibleBytes = 0;
   private hits = 0;
@@ -153,16 +228,9 @@ export class ResponseCache {
   private readonly runCounts = new Map<string, number>();
   /** The entries that are lists kept whole: few, each looked at when room is needed. */
   private readonly runs = new Set<Entry>();
-  /**
-   * The pages cut from runs and stored, in the order they were stored, from `cutHead` on
-   * (those removed since are passed over), and their bytes: they give their room first.
-   */
-  private cutPages: Entry[] = [];
-  private cutHead = 0;
+  /** The pages cut from runs and stored (`cut`), in the order they were stored, and their bytes: they give their room first. */
+  private readonly cutPages = new EntryQueue((entry) => entry.cut);
   private cutBytes = 0;
-  /** Slots of `cutPages` and `toCompress` from their heads on whose entries left: compacted when many (`compact`). */
-  private cutDead = 0;
-  private toCompressDead = 0;
   private runReadFailures = 0;
   private cuts = 0;
   /** Until when (the store's clock) no cold entry is sought: none was found last time (`removeCold`). */
@@ -305,22 +373,14 @@ export class ResponseCache {
     this.cutBytes += bytes;
   }
 
-  /** Removes the cut page stored longest ago, the removed ones passed over; false when there is none. */
+  /** Removes the cut page stored longest ago; false when there is none. */
   private removeCutPage(): boolean {
-    while (this.cutHead < this.cutPages.length) {
-      const entry = this.cutPages[this.cutHead++]!;
-      if (entry.cut) {
-        // Its slot is passed: not a dead one.
-        entry.cut = false;
-        this.cutBytes -= entry.bytes;
-        this.remove(entry);
-        return true;
-      }
-      this.cutDead -= 1;
-    }
-    this.cutPages = [];
-    this.cutHead = 0;
-    return false;
+    const entry = this.cutPages.shift();
+    if (entry === undefined) return false;
+    entry.cut = false;
+    this.cutBytes -= entry.bytes;
+    this.remove(entry);
+    return true;
   }
 
   /**
@@ -459,30 +519,14 @@ export class ResponseCache {
     return false;
   }
 
-  /** The entry stored longest ago of those not yet tried, the removed ones passed over. */
+  /** The entry stored longest ago of those not yet tried. */
   private nextToCompress(): Entry | undefined {
-    while (this.toCompressHead < this.toCompress.length && !this.toCompress[this.toCompressHead]!.queued) {
-      this.passToCompressHead();
-      this.toCompressDead -= 1;
-    }
-    return this.toCompress[this.toCompressHead];
-  }
-
-  private passToCompressHead(): void {
-    this.toCompressHead += 1;
-    if (this.toCompressHead === this.toCompress.length) {
-      this.toCompress = [];
-      this.toCompressHead = 0;
-    } else if (this.toCompressHead > 1024 && this.toCompressHead > this.toCompress.length / 2) {
-      this.toCompress = this.toCompress.slice(this.toCompressHead);
-      this.toCompressHead = 0;
-    }
+    return this.toCompress.first();
   }
 
   /** Gzips the entry stored longest ago of those not yet tried (there is one while `compressibleBytes` is above 0). */
   private compressOldest(): void {
-    const entry = this.nextToCompress()!;
-    this.passToCompressHead();
+    const entry = this.toCompress.shift()!;
     entry.queued = false;
     this.compressibleBytes -= entry.body.length;
     const gzipped = gzip(entry.body);
@@ -570,15 +614,16 @@ export class ResponseCache {
     if (entry.cut) {
       entry.cut = false;
       this.cutBytes -= entry.bytes;
-      this.cutDead += 1;
+      this.cutPages.left();
     }
     entry.source = undefined;
     if (entry.queued) {
       entry.queued = false;
       this.compressibleBytes -= entry.body.length;
-      this.toCompressDead += 1;
+      this.toCompress.left();
     }
-    this.compact();
+    this.cutPages.compact();
+    this.toCompress.compact();
   }
 
   /**
@@ -586,36 +631,17 @@ export class ResponseCache {
    * answers like the others, gzipped when room is needed.
    */
   private orphan(run: Entry): void {
-    for (let i = this.cutHead; i < this.cutPages.length; i++) {
-      const page = this.cutPages[i]!;
-      if (!page.cut || page.source !== run) continue;
+    for (const page of this.cutPages) {
+      if (page.source !== run) continue;
       page.cut = false;
       page.source = undefined;
       this.cutBytes -= page.bytes;
-      this.cutDead += 1;
+      this.cutPages.left();
       if (page.body.length >= this.compressFrom) {
         page.queued = true;
         this.toCompress.push(page);
         this.compressibleBytes += page.body.length;
       }
-    }
-  }
-
-  /**
-   * Drops the slots of entries that left from the queues of cut pages and answers to gzip,
-   * once they are more than their live ones: what left is then no longer held in memory by
-   * a queue that room has not been needed from for a while.
-   */
-  private compact(): void {
-    if (this.cutDead > 1024 && this.cutDead > this.cutPages.length - this.cutHead - this.cutDead) {
-      this.cutPages = this.cutPages.slice(this.cutHead).filter((e) => e.cut);
-      this.cutHead = 0;
-      this.cutDead = 0;
-    }
-    if (this.toCompressDead > 1024 && this.toCompressDead > this.toCompress.length - this.toCompressHead - this.toCompressDead) {
-      this.toCompress = this.toCompress.slice(this.toCompressHead).filter((e) => e.queued);
-      this.toCompressHead = 0;
-      this.toCompressDead = 0;
     }
   }
 }
