@@ -16,7 +16,8 @@ import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
 import { ApiMetrics } from '../../src/ops/metrics.js';
 import { ResponseCache } from '../../src/resources/cache.js';
-import type { Run } from '../../src/resources/common/list.js';
+import type { Reader } from '../../src/db/reader.js';
+import { readRun, type Run } from '../../src/resources/common/list.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { stableHeaders, type TestResponse } from '../helpers/http.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -150,6 +151,69 @@ describe('lists kept whole', () => {
     assert.equal((now.json() as typeof first).items[0]!.full_name, 'Другое имя');
     assert.deepEqual(comparable(now), comparable(await queried.request(path, { key })));
     assert.equal(await cuts(), before, 'the new data\'s page was queried');
+  });
+
+  /**
+   * The store's reader, each statement run through `change` (its text, and its rows when asked
+   * for); everything else of the reader as it is (the key lookup uses more of SQLite's).
+   */
+  const readsThrough = (change: (sql: string, rows: () => unknown[] | Promise<unknown[]>) => unknown[] | Promise<unknown[]>): Reader => {
+    const real = store.reads;
+    const run = (sql: string, parameters: readonly unknown[]) => change(sql, () => real.run<unknown>(sql, parameters));
+    return new Proxy(real, {
+      get(target, name) {
+        if (name === 'run') return run;
+        const value: unknown = Reflect.get(target, name, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  };
+
+  it('leaves a page to its own query when its list cannot be read whole, counts the failure, and does not read the list again for the same data', async () => {
+    // Once `failing` is set, any statement the pages' queries never ran fails: the list's whole read.
+    const seen = new Set<string>();
+    let failing = false;
+    const reads = readsThrough((sql, rows) => {
+      if (failing && !seen.has(sql)) throw new Error('the store is down');
+      seen.add(sql);
+      return rows();
+    });
+    const failed = new ApiMetrics();
+    const app = await startTestApp({ store: { ...store, reads }, metrics: failed, config: { rateLimitVip: 100_000 } });
+    const counted = async (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(await failed.exposition())?.[1] ?? NaN);
+    // Overlapping pages of one shape (limit 3, offsets not multiples of 3).
+    const offsets = Array.from({ length: 3 * RUN_AFTER }, (_, i) => i).filter((i) => i % 3 !== 0);
+    const page = async (offset: number) => {
+      const path = `${API}/vehicles?limit=3&offset=${offset}`;
+      assert.deepEqual(comparable(await app.request(path, { key })), comparable(await queried.request(path, { key })), path);
+    };
+    try {
+      for (const offset of offsets.slice(0, RUN_AFTER - 1)) await page(offset);
+      failing = true;
+      await page(offsets[RUN_AFTER - 1]!);
+      assert.equal(await counted('school_data_stored_list_read_failures_total'), 1);
+      failing = false;
+      for (const offset of offsets.slice(RUN_AFTER)) await page(offset);
+      assert.equal(await counted('school_data_stored_list_cuts_total'), 0, 'not read again for the same data: every page queried');
+      assert.equal(await counted('school_data_stored_list_read_failures_total'), 1);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('keeps a list\'s items in their order when its rows come back in another (a batch of PostgreSQL\'s reads has none of its own)', async () => {
+    const reversed = readsThrough((_sql, rows) => {
+      const reverse = (got: unknown[]) => (got.length > 1 && typeof got[0] === 'object' && got[0] !== null && 'pos' in got[0] ? [...got].reverse() : got);
+      const got = rows();
+      return Array.isArray(got) ? reverse(got) : got.then(reverse);
+    });
+    for (const list of ['students', 'lessons'] as const) {
+      const inOrder = await readRun(store.reads, list, schoolId, 10_000, 1 << 24);
+      assert.ok(inOrder !== null && inOrder.ends.length === totals.get(list), list);
+      const read = await readRun(reversed, list, schoolId, 10_000, 1 << 24);
+      assert.ok(read !== null && read.items.equals(inOrder.items), `${list}: its items in their order`);
+      assert.deepEqual([...read.ends], [...inOrder.ends], list);
+    }
   });
 
   it('keeps no list longer than its share of the store, by its length or its bytes: its pages are all queried', async () => {
