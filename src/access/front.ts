@@ -33,8 +33,11 @@ export interface FrontRoute {
    * decoded from the target), or a failure for the error answer (src/edge/errors.ts).
    */
   answer(request: RouteRequest): Promise<Answer>;
-  /** The answer made at once from memory (a page cut from a list kept whole), when there is one; counted. */
-  cut(tenant: Tenant, target: string): Answer | undefined;
+  /**
+   * The answer made at once from memory (a page cut from a list kept whole, or its 304),
+   * when there is one; a cut counted.
+   */
+  cut(request: Omit<RouteRequest, 'params'>): Answer | undefined;
   /** Whether `cut` would give one now; nothing counted. */
   cuts(tenant: Tenant, target: string): boolean;
 }
@@ -185,7 +188,7 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
       // answer it stored meanwhile is its own, not a hit).
       missed();
     } else {
-      const found = stored(tenant, exchange.url) ?? route.cut(tenant, exchange.url);
+      const found = stored(tenant, exchange.url) ?? route.cut({ tenant, target: exchange.url, method: exchange.method, headers: exchange.headers });
       if (found !== undefined) {
         write(exchange, res, found);
         return;

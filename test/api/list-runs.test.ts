@@ -119,7 +119,7 @@ describe('lists kept whole', () => {
     }
   });
 
-  it('gives a client that takes gzip the cut page gzipped, and answers 304 to its entity tag', async () => {
+  it('gives a client that takes gzip the cut page gzipped, and answers 304 to its entity tag without cutting it', async () => {
     const path = `${API}/students?limit=30&offset=11`;
     const made = await queried.request(path, { key });
     const zipped = await kept.request(path, { key, headers: { 'accept-encoding': 'gzip' } });
@@ -127,6 +127,14 @@ describe('lists kept whole', () => {
     assert.equal(gunzipSync(zipped.body).toString(), made.text);
     const again = await kept.request(path, { key, headers: { 'if-none-match': made.headers.etag as string } });
     assert.equal(again.status, 304);
+    // A page not stored, asked for with its current tag: 304, and nothing cut.
+    const other = `${API}/students?limit=29&offset=12`;
+    const tag = (await queried.request(other, { key })).headers.etag as string;
+    const before = await cuts();
+    assert.equal((await kept.request(other, { key, headers: { 'if-none-match': tag } })).status, 304);
+    assert.equal(await cuts(), before, 'nothing cut for a client that holds the page');
+    assert.equal((await kept.request(other, { key })).status, 200);
+    assert.equal(await cuts(), before + 1);
   });
 
   it('queries a page narrowed by anything but the school, as before', async () => {

@@ -162,9 +162,10 @@ export interface Served {
   /**
    * For a list whose run is kept (cache.ts): the page a target asks for in the plain form
    * `plainPage` reads, cut from the run at once, as `answer` would make it; else undefined.
-   * Counted as a cut (the caller's lookup counted its miss).
+   * Counted as a cut (the caller's lookup counted its miss). A client that holds the page's
+   * current tag is answered 304 as by `answer`: nothing cut or counted.
    */
-  cut(tenant: Tenant, target: string): Answer | undefined;
+  cut(asked: Pick<Asked, 'tenant' | 'target' | 'method' | 'headers'>): Answer | undefined;
   /** Whether `cut` would give an answer now; nothing counted. */
   cuts(tenant: Tenant, target: string): boolean;
 }
@@ -211,10 +212,12 @@ export function serve(spec: Endpoint, { reads, cache }: Pick<ResourceOptions, 'r
       const at = asked.target.indexOf('?');
       return served.answer({ ...asked, query: decode(at === -1 ? {} : parseQuery(asked.target.slice(at + 1))) });
     },
-    cut(tenant, target) {
-      const page = list === undefined ? undefined : plainPage(target);
-      const run = page === undefined ? undefined : cache.run(tenant, list!);
-      return run === undefined ? undefined : cutAnswer(tenant, list!, target, run, page!);
+    cut({ tenant, target, method, headers }) {
+      const page = list === undefined || !cache.holdsRun(tenant, list) ? undefined : plainPage(target);
+      if (page === undefined) return undefined;
+      const validator = validatorOf(tenant, target);
+      if (unchanged(method, headers, validator)) return dataAnswer(NO_BODY, JSON_CONTENT_TYPE, validator);
+      return cutAnswer(tenant, list!, target, cache.run(tenant, list!)!, page, validator);
     },
     cuts(tenant, target) {
       return list !== undefined && cache.holdsRun(tenant, list) && plainPage(target) !== undefined;
