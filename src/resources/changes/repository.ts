@@ -103,6 +103,16 @@ function prunedOf(q: Window): RawBuilder<number> {
 }
 
 /**
+ * The page's last change (the next cursor's place) and its batch's stamp: the row of `shown`
+ * that `lastFirst` orders first.
+ */
+function tailOf(lastFirst: RawBuilder<unknown>, q: Window): RawBuilder<unknown> {
+  return sql`select c.seq, c.resource, c.id, b.stamp
+      from (select seq, resource, id from shown order by ${lastFirst} limit 1) as c
+      cross join change_batches b where b.school_id = ${q.schoolId} and b.seq = c.seq`;
+}
+
+/**
  * A change as the feed serves it: its place `c` (seq, resource, id), its batch `b`, `record`
  * its list's stored item (null for a deletion). Ids are letters, digits, `_` and `-`
  * (src/domain/ids.ts) and times stored text, so neither needs escaping.
@@ -140,11 +150,7 @@ function postgresPage(tables: ListTable[], places: RawBuilder<unknown>, q: Windo
     select parts.part, parts.items, body.n, tail.seq, tail.resource, tail.id, tail.stamp,
       ${prunedOf(q)} as pruned
     from (select count(*) as n from page) as body
-    left join (
-      select c.seq, c.resource, c.id, b.stamp
-      from (select seq, resource, id from shown order by k desc limit 1) as c
-      join change_batches b on b.school_id = ${q.schoolId} and b.seq = c.seq
-    ) as tail on 1 = 1
+    left join (${tailOf(sql`k desc`, q)}) as tail on 1 = 1
     left join parts on 1 = 1`;
 }
 
@@ -170,11 +176,7 @@ function sqlitePage(db: Kysely<Database>, tables: ListTable[], places: RawBuilde
         order by c.seq, c.resource, c.id
       ) as made
     ) as parts
-    left join (
-      select c.seq, c.resource, c.id, b.stamp
-      from (select seq, resource, id from shown order by seq desc, resource desc, id desc limit 1) as c
-      cross join change_batches b where b.school_id = ${q.schoolId} and b.seq = c.seq
-    ) as tail on 1 = 1`;
+    left join (${tailOf(sql`seq desc, resource desc, id desc`, q)}) as tail on 1 = 1`;
 }
 
 const changesAfter = prepared((db, q: Window) => {
