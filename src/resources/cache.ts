@@ -93,8 +93,10 @@ const RUN_SHARE = 1 / 8;
 /** The key of a list's run among its school's answers: no request target begins with a line feed. */
 const runKey = (list: ListTable) => `\n${list}`;
 /**
- * Set for a school's list once its run was asked for: it is not read again for the same data,
- * kept, left, failed or found too long (a store too full to keep it would read it again and again).
+ * Set for a school's list once its run was asked for: it is not read again for the same data
+ * while kept, nor once it failed, was found too long or could not be kept (a store too full to
+ * keep it would read it again and again). A run that left unread for COLD_MS counts its pages
+ * anew: a scroll that paused is read once more when it resumes, at most once per COLD_MS.
  */
 const RUN_ASKED = -1;
 /** Counts of missed pages kept at most (a school's leave with its data): a backstop. */
@@ -503,6 +505,7 @@ export class ResponseCache {
     // A list kept whole and no longer read leaves first: it holds most room, and is found at once.
     for (const run of this.runs) {
       if (run.readAt < coldSince) {
+        this.runCounts.delete(run.prefix + run.target);
         this.remove(run);
         return true;
       }

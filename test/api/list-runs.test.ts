@@ -280,7 +280,7 @@ describe('ResponseCache runs', () => {
     assert.equal(cache.size.bytes, 0);
   });
 
-  it('reads a list whole once for the same data, whether its run stays, leaves or is too long', () => {
+  it('reads a list whole once for the same data while it stays or when it could not be kept, and again once it left unread', () => {
     let now = 0;
     // random 0: the entry stored first (the run) is the one picked when room is needed.
     const cache = new ResponseCache(300_000, { now: () => now, random: () => 0 });
@@ -292,8 +292,15 @@ describe('ResponseCache runs', () => {
     now += 31_000;
     for (const path of ['/a', '/b', '/c']) cache.set(tenant(), path, Buffer.alloc(100_000, 120), 'application/json', 'v');
     assert.equal(cache.run(tenant(), 'students'), undefined);
-    assert.equal(asked('students'), -1, 'not read again for the same data');
-    assert.equal(asked('lessons'), -1);
+    assert.equal(asked('lessons'), -1, 'never kept: not read again for the same data');
+    assert.equal(asked('students'), RUN_AFTER - 1, 'left unread: read again at its 16th missed page');
+    // Kept again, then removed while read (the larger of two random picks): not read again.
+    assert.equal(cache.setRun(tenant(), 'students', run(['{"id":"a"}'])), true);
+    cache.set(tenant(), '/d', Buffer.alloc(100_000, 120), 'application/json', 'v');
+    assert.ok(cache.run(tenant(), 'students'), 'read');
+    for (const path of ['/e', '/f']) cache.set(tenant(), path, Buffer.alloc(100_000, 120), 'application/json', 'v');
+    assert.equal(cache.run(tenant(), 'students'), undefined);
+    assert.equal(asked('students'), -1, 'removed while read: not read again for the same data');
     assert.equal(asked('students', 2), RUN_AFTER - 1, 'read for new data');
   });
 
