@@ -99,7 +99,10 @@ const runKey = (list: ListTable) => `\n${list}`;
  * anew: a scroll that paused is read once more when it resumes, at most once per COLD_MS.
  */
 const RUN_ASKED = -1;
-/** Counts of missed pages kept at most (a school's leave with its data): a backstop. */
+/**
+ * Counts of missed pages kept at most (a school's leave with its data): a backstop, cleared
+ * whole when reached, after which a list not kept may be read once more for the same data.
+ */
 const MAX_RUN_COUNTS = 50_000;
 
 export interface ResponseCacheOptions {

@@ -1,6 +1,6 @@
 /**
  * Lists kept whole (src/resources/cache.ts, `setRun`; common/list.ts, `cutPage`): once
- * 16 overlapping pages of a list were missed for the same data, the list is read whole once and
+ * 16 overlapping pages of a list were missed for the same data, the list is read whole and
  * any page of it, at any offset, is cut from that run, to the bytes and headers its query
  * gives, and stored where there is room; a page narrowed by anything but the school is still
  * queried, and an import's new data is read anew.

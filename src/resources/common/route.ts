@@ -163,7 +163,7 @@ export interface Served {
    * For a list whose run is kept (cache.ts): the page a target asks for in the plain form
    * `plainPage` reads, cut from the run at once, as `answer` would make it; else undefined.
    * Counted as a cut (the caller's lookup counted its miss). A client that holds the page's
-   * current tag is answered 304 as by `answer`: nothing cut or counted.
+   * current tag is answered 304 as by `answer`: nothing cut, no cut counted, the run not marked read.
    */
   cut(asked: Pick<Asked, 'tenant' | 'target' | 'method' | 'headers'>): Answer | undefined;
   /** Whether `cut` would give an answer now; nothing counted. */
