@@ -100,8 +100,10 @@ const runKey = (list: ListTable) => `\n${list}`;
  */
 const RUN_ASKED = -1;
 /**
- * Counts of missed pages kept at most (a school's leave with its data): a backstop, cleared
- * whole when reached, after which a list not kept may be read once more for the same data.
+ * Counts of missed pages kept at most (a school's leave with its data): a backstop. When it
+ * is reached the counts still counting are dropped, the marks of lists asked for kept; when
+ * those alone are half of it, everything is dropped (a list not kept may then be read once
+ * more). Each drop leaves room for half of it at least: it runs once per that many counts.
  */
 const MAX_RUN_COUNTS = 50_000;
 
@@ -452,9 +454,15 @@ export class ResponseCache {
     const key = `${prefix}${runKey(list)}`;
     const count = this.runCounts.get(key) ?? 0;
     if (count === RUN_ASKED) return false;
-    if (this.runCounts.size >= MAX_RUN_COUNTS) this.runCounts.clear();
+    if (this.runCounts.size >= MAX_RUN_COUNTS) this.forgetCounts();
     this.runCounts.set(key, count + 1 >= RUN_AFTER ? RUN_ASKED : count + 1);
     return count + 1 >= RUN_AFTER;
+  }
+
+  /** Drops the counts of missed pages still counting, and the RUN_ASKED marks too when they are half of MAX_RUN_COUNTS. */
+  private forgetCounts(): void {
+    for (const [key, count] of this.runCounts) if (count !== RUN_ASKED) this.runCounts.delete(key);
+    if (this.runCounts.size >= MAX_RUN_COUNTS / 2) this.runCounts.clear();
   }
 
   /**

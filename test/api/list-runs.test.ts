@@ -266,6 +266,28 @@ describe('ResponseCache runs', () => {
     assert.equal(new ResponseCache(0).wantsRun(tenant(), 'students'), false, 'no memory, no run');
   });
 
+  it('keeps the marks of lists asked for when its counts reach their bound (50,000), until those marks are half of it', () => {
+    const cache = new ResponseCache(1 << 20);
+    const schools = new Map<string, ReturnType<typeof tenant>>();
+    const of = (id: string) => schools.get(id) ?? schools.set(id, { ...tenant(), id }).get(id)!;
+    const miss = (n: number) => cache.wantsRun(of(`s${Math.floor(n / LISTS.length)}`), LISTS[n % LISTS.length]!);
+    const ask = (n: number) => Array.from({ length: RUN_AFTER }, () => miss(n)).lastIndexOf(true);
+    const counts = (cache as unknown as { runCounts: Map<string, number> }).runCounts;
+    assert.equal(ask(0), RUN_AFTER - 1);
+    // Lists missed once each, to the bound: the next count drops them, not the list asked for.
+    let n = 1;
+    while (counts.size < 50_000) miss(n++);
+    miss(n++);
+    assert.equal(counts.size, 2);
+    assert.equal(ask(0), -1, 'asked for once, still');
+    // Marks of lists asked for, half the bound: the next drop takes them too.
+    for (let asked = 1; asked < 25_000; asked++) ask(n++);
+    while (counts.size < 50_000) miss(n++);
+    miss(n++);
+    assert.equal(counts.size, 1);
+    assert.equal(ask(0), RUN_AFTER - 1, 'dropped: asked for again');
+  });
+
   it('keeps a run for its school\'s data, counted in its bytes, and lets it go with that data', () => {
     const cache = new ResponseCache(1 << 20);
     const kept = run(['{"id":"a"}', '{"id":"b"}']);
