@@ -64,7 +64,7 @@ class SchemaIntrospector extends PostgresIntrospector {
     for (const row of rows) {
       if (!options.withInternalKyselyTables && row.table.startsWith('kysely_migration')) continue;
       let table = tables.get(row.table);
-      if (table === undefined) tables.set(row.table, (table = { name: row.table, schema: row.schema, isView: row.kind === 'v', columns: [] }));
+      if (table === undefined) tables.set(row.table, (table = { name: row.table, schema: row.schema, isView: row.kind === 'v', isForeign: false, columns: [] })); // no foreign table: relkind r, v or p
       table.columns.push({
         name: row.column,
         dataType: row.type,
