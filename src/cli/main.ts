@@ -285,7 +285,8 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof CommanderError) {
       // --help and --version end here too, with exit code 0.
       if (err.exitCode === 0) return 0;
-      process.stderr.write(`school-data: ${redactKeys(usageError(program, args, err))}\n`);
+      // Commander echoes what it refused (an option, extra arguments): made one printable line.
+      process.stderr.write(`school-data: ${redactKeys(printable(usageError(program, args, err)))}\n`);
       return 2;
     }
     // A key pasted where an id or a name was asked for is not echoed to the terminal (or a job's log).

@@ -356,6 +356,9 @@ describe('school-data CLI', () => {
     fails(await cli(), /give a command: serve, migrate, .* \(see npx school-data --help\)/);
     fails(await cli('school', 'create', '--plan', 'VIP'), /--name.*\(see npx school-data school create --help\)/);
     fails(await cli('key', 'list', '--school', 'x', '--bogus'), /unknown option '--bogus' \(see npx school-data key list --help\)/);
+    // What commander echoes back is made printable: still one line.
+    fails(await cli('key', 'list', '--school', 'x', '--bo\ngus'), /unknown option '--bo\\ngus'/);
+    fails(await cli('migrate', 'one\ntwo'), /too many arguments for 'migrate'.* \(see npx school-data migrate --help\)/);
     // An option given twice is refused, not the last one taken: which of the two was meant?
     fails(await cli('key', 'list', '--school', 'a', '--school=b'), /^school-data: option '--school' is given more than once: give it once \(see npx school-data key list --help\)$/m);
     fails(await cli('key', 'roll', '--key', 'k', '--overlap', '1h', '--overlap', 'now'), /option '--overlap' is given more than once/);
