@@ -139,7 +139,7 @@ export async function buildApp(deps: AppDeps) {
     const recordAnswer = metrics.recorderFor(route.url);
     route.config = { ...route.config, recordAnswer };
     const endpoint = served.get(route.url);
-    if ([route.method].flat().includes('GET')) frontRoutes.add(route.url, endpoint === undefined ? null : { url: route.url, recordAnswer, answer: (request) => endpoint.answerTarget(request), cut: (request) => endpoint.cut(request), cuts: (tenant, target) => endpoint.cuts(tenant, target) });
+    if ([route.method].flat().includes('GET')) frontRoutes.add(route.url, endpoint === undefined ? null : { url: route.url, recordAnswer, answer: (request) => endpoint.answerTarget(request), cut: (tenant, target, method, headers) => endpoint.cut(tenant, target, method, headers), cuts: (tenant, target) => endpoint.cuts(tenant, target) });
   });
   app.addHook('onRequest', checkEdge);
   app.addHook('onRequest', checkAccess);

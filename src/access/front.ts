@@ -37,7 +37,7 @@ export interface FrontRoute {
    * The answer made at once from memory (a page cut from a list kept whole, or its 304),
    * when there is one; a cut counted.
    */
-  cut(request: Omit<RouteRequest, 'params'>): Answer | undefined;
+  cut(tenant: Tenant, target: string, method: string, headers: IncomingHttpHeaders): Answer | undefined;
   /** Whether `cut` would give one now; nothing counted. */
   cuts(tenant: Tenant, target: string): boolean;
 }
@@ -188,7 +188,7 @@ export function frontOf(deps: FrontDeps, app: Listener): Listener {
       // answer it stored meanwhile is its own, not a hit).
       missed();
     } else {
-      const found = stored(tenant, exchange.url) ?? route.cut({ tenant, target: exchange.url, method: exchange.method, headers: exchange.headers });
+      const found = stored(tenant, exchange.url) ?? route.cut(tenant, exchange.url, exchange.method, exchange.headers);
       if (found !== undefined) {
         write(exchange, res, found);
         return;

@@ -349,11 +349,9 @@ export class ResponseCache {
     // The key's characters as one string would hold them (the school's part is shared now: a bound).
     const bytes = body.length + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
     if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || !this.current(tenant.id, prefix) || this.byPrefix.get(prefix)?.has(target)) return;
-    const room = this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING + this.cutBytes;
-    // Cold entries are not counted as room: a loop larger than the memory, slower than
-    // COLD_MS, would then replace an answer on every miss. Cut pages are: cut again, each
-    // costs what a stored answer costs.
-    if (bytes > room && this.random() >= ADMIT_WHEN_FULL) return;
+    // Cold entries are not counted as room (`room`): a loop larger than the memory, slower
+    // than COLD_MS, would then replace an answer on every miss.
+    if (bytes > this.room && this.random() >= ADMIT_WHEN_FULL) return;
     while (this.bytes + bytes > this.maxBytes && this.order.length > 0) this.makeRoom();
     this.store(prefix, target, body, contentType, validator, bytes, body.length >= this.compressFrom);
   }
@@ -380,14 +378,28 @@ export class ResponseCache {
     this.cutBytes += bytes;
   }
 
+  /**
+   * The room an entry may count on without removing one that is read: free memory, what
+   * gzipping the queued answers is expected to save, and the cut pages (cut again, each costs
+   * what a stored answer costs). Cold entries are not counted (`set` says why).
+   */
+  private get room(): number {
+    return this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING + this.cutBytes;
+  }
+
   /** Removes the cut page stored longest ago; false when there is none. */
   private removeCutPage(): boolean {
     const entry = this.cutPages.shift();
     if (entry === undefined) return false;
-    entry.cut = false;
-    this.cutBytes -= entry.bytes;
+    this.uncut(entry);
     this.remove(entry);
     return true;
+  }
+
+  /** `entry` is no longer a cut page (its slot in `cutPages` is the caller's to account for). */
+  private uncut(entry: Entry): void {
+    entry.cut = false;
+    this.cutBytes -= entry.bytes;
   }
 
   /**
@@ -477,7 +489,7 @@ export class ResponseCache {
     if (size > this.maxRunBytes || !this.current(tenant.id, prefix) || this.byPrefix.get(prefix)?.has(target)) return false;
     const bytes = size + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
     if (!this.roomFromCold(bytes, this.now())) {
-      if (bytes > this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING + this.cutBytes) return false;
+      if (bytes > this.room) return false;
       while (this.bytes + bytes > this.maxBytes && this.removeCutPage());
       while (this.bytes + bytes > this.maxBytes && this.nextToCompress() !== undefined) this.compressOldest();
       if (this.bytes + bytes > this.maxBytes) return false;
@@ -572,7 +584,7 @@ export class ResponseCache {
     const grown = plain.length - entry.body.length;
     // Else only when gzipping others makes its room: nothing that is read is removed for it,
     // and it is not gzipped again at once (which would gzip every answer kept as sent, for nothing).
-    if (!this.roomFromCold(grown, now) && (entry.unzips < HOT_UNZIPS || grown > this.maxBytes - this.bytes + this.compressibleBytes * EXPECTED_SAVING + this.cutBytes)) return;
+    if (!this.roomFromCold(grown, now) && (entry.unzips < HOT_UNZIPS || grown > this.room)) return;
     entry.body = ownMemory(plain);
     entry.gzipped = false;
     entry.unzips = 0;
@@ -626,8 +638,7 @@ export class ResponseCache {
       this.orphan(entry);
     }
     if (entry.cut) {
-      entry.cut = false;
-      this.cutBytes -= entry.bytes;
+      this.uncut(entry);
       this.cutPages.left();
     }
     entry.source = undefined;
@@ -647,9 +658,8 @@ export class ResponseCache {
   private orphan(run: Entry): void {
     for (const page of this.cutPages) {
       if (page.source !== run) continue;
-      page.cut = false;
+      this.uncut(page);
       page.source = undefined;
-      this.cutBytes -= page.bytes;
       this.cutPages.left();
       if (page.body.length >= this.compressFrom) {
         page.queued = true;

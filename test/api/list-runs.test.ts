@@ -30,6 +30,12 @@ const RUN_AFTER = 16;
 /** The school's data, made again alike for each import. */
 const data = () => generateSchoolData({ seed: 5, students: 60, now: new Date('2026-06-01T00:00:00Z'), timezone: 'Europe/Moscow' });
 
+/** A series' value in `from`'s exposition (its name and labels as written there). */
+const seriesValue = async (from: ApiMetrics, series: string) => {
+  const line = (await from.exposition()).split('\n').find((l) => l.startsWith(`${series} `));
+  return Number(line?.slice(series.length + 1) ?? NaN);
+};
+
 const comparable = (res: TestResponse) => ({ status: res.status, headers: stableHeaders(res), text: res.text });
 /** A problem's body names its request: left out where two requests' answers are compared. */
 const withoutId = (answer: ReturnType<typeof comparable>) => ({ ...answer, text: answer.text.replace(/"request_id":"[^"]*"/, '') });
@@ -42,8 +48,8 @@ describe('lists kept whole', () => {
   let key: string;
   let schoolId: string;
   const totals = new Map<string, number>();
-  const hits = async () => Number(/^school_data_stored_answer_lookups_total\{result="hit"\} (\d+)$/m.exec(await metrics.exposition())?.[1] ?? NaN);
-  const cuts = async () => Number(/^school_data_stored_list_cuts_total (\d+)$/m.exec(await metrics.exposition())?.[1] ?? NaN);
+  const hits = () => seriesValue(metrics, 'school_data_stored_answer_lookups_total{result="hit"}');
+  const cuts = () => seriesValue(metrics, 'school_data_stored_list_cuts_total');
 
   before(async () => {
     store = await createTestStore();
@@ -188,7 +194,7 @@ describe('lists kept whole', () => {
     });
     const failed = new ApiMetrics();
     const app = await startTestApp({ store: { ...store, reads }, metrics: failed, config: { rateLimitVip: 100_000 } });
-    const counted = async (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(await failed.exposition())?.[1] ?? NaN);
+    const counted = (name: string) => seriesValue(failed, name);
     // Overlapping pages of one shape (limit 3, offsets not multiples of 3).
     const offsets = Array.from({ length: 3 * RUN_AFTER }, (_, i) => i).filter((i) => i % 3 !== 0);
     const page = async (offset: number) => {

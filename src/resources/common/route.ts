@@ -165,7 +165,7 @@ export interface Served {
    * Counted as a cut (the caller's lookup counted its miss). A client that holds the page's
    * current tag is answered 304 as by `answer`: nothing cut, no cut counted, the run not marked read.
    */
-  cut(asked: Pick<Asked, 'tenant' | 'target' | 'method' | 'headers'>): Answer | undefined;
+  cut(tenant: Tenant, target: string, method: string | undefined, headers: IncomingHttpHeaders): Answer | undefined;
   /** Whether `cut` would give an answer now; nothing counted. */
   cuts(tenant: Tenant, target: string): boolean;
 }
@@ -212,7 +212,7 @@ export function serve(spec: Endpoint, { reads, cache }: Pick<ResourceOptions, 'r
       const at = asked.target.indexOf('?');
       return served.answer({ ...asked, query: decode(at === -1 ? {} : parseQuery(asked.target.slice(at + 1))) });
     },
-    cut({ tenant, target, method, headers }) {
+    cut(tenant, target, method, headers) {
       const page = list === undefined || !cache.holdsRun(tenant, list) ? undefined : plainPage(target);
       if (page === undefined) return undefined;
       const validator = validatorOf(tenant, target);
