@@ -129,7 +129,6 @@ export class PlainScanner {
   private scan(buffer: Buffer): void {
     const fileStart = this.atFileStart;
     this.atFileStart = false;
-    let start = 0;
     let i = 0;
     const n = buffer.length;
     if (this.cutting !== NOTHING) {
@@ -158,7 +157,6 @@ export class PlainScanner {
             continue;
           }
           if (b !== QUOTE) throw new NotPlain();
-          start = i;
           this.begin(MEMBER_NAME);
           break;
         case NAME_COLON:
@@ -185,7 +183,6 @@ export class PlainScanner {
             continue;
           }
           if (!(this.memberIsArray ? opens(b) : b === QUOTE)) throw new NotPlain();
-          start = i;
           this.begin(this.memberIsArray ? ENTRY_VALUE_BYTES : ENTRY_NAME);
           break;
         case ENTRY_COLON:
@@ -194,7 +191,6 @@ export class PlainScanner {
           continue;
         case ENTRY_VALUE:
           if (!opens(b)) throw new NotPlain();
-          start = i;
           this.begin(ENTRY_VALUE_BYTES);
           break;
         case AFTER_ENTRY:
@@ -205,12 +201,12 @@ export class PlainScanner {
         default:
           throw new NotPlain();
       }
-      // A value or a name begins at `start`: cut it out, here or in the writes to come.
+      // A value or a name begins at `i`: cut it out, here or in the writes to come.
       if (this.cutting !== ENTRY_VALUE_BYTES) {
         this.nameAt = this.mark;
         this.mark = marked;
       }
-      i = this.cut(buffer, start);
+      i = this.cut(buffer, i);
       if (i === n) return;
     }
   }

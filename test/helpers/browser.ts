@@ -51,7 +51,7 @@ async function unpackedChromium(): Promise<string> {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const age = Date.now() - (fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
       if (age > UNPACK_WAIT_MS) fs.rmSync(lock, { recursive: true, force: true });
-      else if (Date.now() > deadline) throw new Error(`Chromium: still locked by another process (${lock})`);
+      else if (Date.now() > deadline) throw new Error(`Chromium: still locked by another process (${lock})`, { cause: err });
       else await sleep(100);
     }
   }
