@@ -121,8 +121,10 @@ const changeJson = (record: RawBuilder<unknown>) =>
   sql<string>`'{"resource":"' || c.resource || '","id":"' || c.id || '","change":"' || (case when c.live = 0 then 'delete' else 'upsert' end) || '","changed_at":"' || b.committed_at || '","record":' || ${record} || '}'`;
 
 /**
- * A change's record: its list's stored item, sought by its id in the list of its resource
- * (null when its row is gone), or JSON null for a deletion.
+ * A change's record: its list's stored item, sought by its id in the list of its resource,
+ * or JSON null for a deletion. A live change's row is there: the import writes a row and its
+ * change mark in one transaction, and a page reads one snapshot (a missing row would make the
+ * whole change SQL NULL, which the aggregate leaves out).
  */
 function recordOf(tables: ListTable[], q: Window): RawBuilder<unknown> {
   const lists = tables.map((t) => sql`when ${sql.lit(t)} then (select item from ${sql.table(t)} r where r.school_id = ${q.schoolId} and r.id = c.id)`);
