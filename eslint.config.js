@@ -1,11 +1,12 @@
 import js from '@eslint/js';
+import { defineConfig, globalIgnores } from 'eslint/config';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
-export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'data/', 'client/dist/', 'coverage/'] },
+export default defineConfig(
+  globalIgnores(['dist/', 'node_modules/', 'data/', 'client/dist/', 'coverage/']),
   js.configs.recommended,
-  ...tseslint.configs.recommendedTypeChecked,
+  tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
       globals: globals.node,
