@@ -11,6 +11,7 @@ import { CompiledQuery, sql } from 'kysely';
 import { announceKeyChanges } from '../../src/db/index.js';
 import { importData } from '../../src/importer/index.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
 const RESOURCES = ['students', 'instructors', 'vehicles', 'lessons', 'contracts', 'payments', 'leads'] as const;
@@ -171,8 +172,11 @@ describe('the changes feed', () => {
     }
   });
 
-  it('gives the place after the page\'s last item as the cursor: read with some resources, it misses nothing of the others', async () => {
+  it('gives the place after the page\'s last item as the cursor: read with other resources, it gives their changes after that place', async () => {
     const lead = { id: 'l-b-late', full_name: 'Поздний', phone: '+79990000043', email: null, category: 'B', source: 'website', status: 'new', student_id: null, created_at: '2026-03-06T10:00:00Z' };
+    const early = { ...lead, id: 'l-b-early', phone: '+79990000044' };
+    assert.ok((await importData(t.store.db, w.b.id, { leads: [early] })).ok);
+    assert.ok((await importData(t.store.db, w.b.id, { students: [student('s-b-mid', 'Средний')] })).ok);
     const imported = await importData(t.store.db, w.b.id, { leads: [lead] });
     assert.ok(imported.ok && imported.seq !== null, JSON.stringify(imported));
     const students = await page(w.b.key, '?resources=students&limit=1000');
@@ -181,6 +185,8 @@ describe('the changes feed', () => {
     assert.deepEqual(Buffer.from(students.meta.next_cursor, 'base64url').toString('latin1').split('.').slice(5), [last.resource, last.id]);
     const leads = await page(w.b.key, `?resources=leads&after=${students.meta.next_cursor}`);
     assert.ok(leads.items.some((c) => c.id === 'l-b-late'), 'the lead imported after the last student is after the cursor');
+    // One imported before the last student is before it: a resource not read yet is read from the beginning.
+    assert.ok(!leads.items.some((c) => c.id === 'l-b-early'), 'the lead imported before the last student is not after the cursor');
     // No item: the cursor given back.
     const none = await page(w.b.key, `?resources=students&after=${students.meta.next_cursor}`);
     assert.deepEqual([none.items, none.meta.next_cursor], [[], students.meta.next_cursor]);
@@ -305,6 +311,43 @@ describe('the changes feed', () => {
     assert.deepEqual((await readAll(w.lone.key, before.cursor)).changes.map((c) => c.id), ['instead']);
   });
 
+  it('checks a cursor again when deletions were pruned between its check and its page: 410, not a page without them', async () => {
+    const lone = (id: string) => ({ ...student(id, 'Между'), group_id: 'g9', branch_id: null });
+    assert.ok((await importData(t.store.db, w.lone.id, { students: [lone('mid-a')] })).ok);
+    const saved = (await readAll(w.lone.key)).cursor;
+    const deleted = await importData(t.store.db, w.lone.id, { deleted: { students: ['mid-a'] } });
+    assert.ok(deleted.ok && deleted.seq !== null);
+    await sql`update change_batches set committed_at = '2000-01-01T00:00:00Z' where school_id = ${w.lone.id} and seq <= ${deleted.seq}`.execute(t.store.db);
+    // The import that prunes that deletion's tombstone commits right after the cursor's check has
+    // read the store, before the page is read (on PostgreSQL, two statements and two snapshots).
+    const reads = t.store.reads;
+    const run = reads.run.bind(reads);
+    /** The reader's own method again: the hook is a property of the instance. */
+    const unhook = () => delete (reads as { run?: unknown }).run;
+    let pruned = false;
+    reads.run = <R>(text: string, values: readonly unknown[]): R[] | Promise<R[]> => {
+      const rows = run<R>(text, values);
+      if (!text.includes('tombstones_dropped_resource')) return rows;
+      unhook();
+      return (async () => {
+        const checked = await rows;
+        const later = await importData(t.store.db, w.lone.id, { students: [lone('mid-b')] }, { tombstoneDays: 90 });
+        assert.ok(later.ok, JSON.stringify(later));
+        pruned = true;
+        // On SQLite the page would otherwise be read in the check's own turn, and so its snapshot.
+        await new Promise((resolve) => setImmediate(resolve));
+        return checked;
+      })();
+    };
+    try {
+      const res = await t.request(`/api/public/v1/changes?after=${saved}&limit=7`, { key: w.lone.key });
+      assert.ok(pruned, 'the pruning import ran between the check and the page');
+      assert.equal(res.status, 410, res.text);
+    } finally {
+      unhook();
+    }
+  });
+
   it('still reads a cursor of version 1, which has no stamp', async () => {
     const { cursor } = await readAll(w.a.key);
     const [, tag, seq] = Buffer.from(cursor, 'base64url').toString('latin1').split('.');
@@ -412,5 +455,60 @@ describe('the changes feed', () => {
     // order they are numbered in; the parts and the last place are found by that number.
     const textSorts = nodes.filter((n) => n['Node Type'] === 'Sort' && (n['Sort Key'] as string[]).some((k) => /resource|\bid\b/.test(k)));
     assert.deepEqual(textSorts, []);
+  });
+});
+
+describe('the changes feed on a server that has not heard of an import yet', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only: on SQLite every turn reads the data version' }, () => {
+  let store: TestStore;
+  let t: TestApp;
+  let w: World;
+  /** While set, the announcements of key changes wait here instead of reaching the server. */
+  let held: (() => void)[] | null = null;
+
+  before(async () => {
+    store = await createTestStore();
+    const watchKeys = store.watchKeys.bind(store);
+    (store as { watchKeys: TestStore['watchKeys'] }).watchKeys = (options) => {
+      const watch = watchKeys(options);
+      if (watch !== null) {
+        const own = watch as unknown as { announced: (...args: unknown[]) => void };
+        const announced = own.announced.bind(watch);
+        own.announced = (...args) => (held === null ? announced(...args) : void held.push(() => announced(...args)));
+      }
+      return watch;
+    };
+    t = await startTestApp({ store, config: { rateLimitVip: 100_000 } });
+    w = await seedWorld(store.db);
+  });
+  after(async () => {
+    await t.close();
+    await store.close();
+  });
+
+  it('takes the cursor of a page it gave out of that import', async () => {
+    const first = (await t.request('/api/public/v1/changes?limit=1000', { key: w.lone.key })).json() as Feed;
+    // Read again: the server keeps the key's row, and with it the school's data version.
+    assert.equal((await t.request(`/api/public/v1/changes?after=${first.meta.next_cursor}`, { key: w.lone.key })).status, 200);
+    held = [];
+    const importing = importData(store.db, w.lone.id, { students: [{ id: 'heard-late', full_name: 'Поздно', phone: '+79990000001', email: 'heard-late@example.ru', category: 'B', status: 'learning_theory', group_id: 'g9', branch_id: null, created_at: '2026-01-10T09:00:00Z' }] });
+    try {
+      // An announcement comes after the import's commit (it is held back from the server); a
+      // failed import ends the wait too, and the page below says so.
+      let settled = false;
+      void importing.finally(() => (settled = true));
+      while (held.length === 0 && !settled) await new Promise((resolve) => setTimeout(resolve, 2));
+      // Committed; the server has not heard. A page read now has the import's change (another target than the read above, so not a stored answer).
+      const res = await t.request(`/api/public/v1/changes?after=${first.meta.next_cursor}&limit=7`, { key: w.lone.key });
+      const page = res.json() as Feed;
+      assert.deepEqual(page.items.map((c) => c.id), ['heard-late'], res.text);
+      const next = await t.request(`/api/public/v1/changes?after=${page.meta.next_cursor}`, { key: w.lone.key });
+      assert.equal(next.status, 200, next.text);
+    } finally {
+      const release = held;
+      held = null;
+      for (const announce of release) announce();
+    }
+    const imported = await importing;
+    assert.ok(imported.ok, JSON.stringify(imported));
   });
 });

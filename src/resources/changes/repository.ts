@@ -214,15 +214,26 @@ const feedState = prepared((db, p: { schoolId: string; seq: number; resource: st
       ),
     )
     .select((eb) => eb.selectFrom('change_batches').select('stamp').where('change_batches.school_id', '=', p.schoolId).where('change_batches.seq', '=', p.seq).as('stamp'))
+    .select('data_version')
     .where('id', '=', p.schoolId),
 );
 
 /**
- * What a cursor at `place` is checked against: the highest seq of the tombstones the
- * school has pruned (0: none), whether the place comes before the last tombstone pruned in
- * that seq, and the stamp of the batch `place.seq` (null: none).
+ * What a cursor at `place` is checked against, read from the store now: the highest seq of
+ * the tombstones the school has pruned (0: none), whether the place comes before the last
+ * tombstone pruned in that seq, the stamp of the batch `place.seq` (null: none), and the
+ * school's data version (its last import's seq).
  */
-export async function cursorState(reads: Reader, schoolId: string, place: Place): Promise<{ droppedThrough: number; beforeLastDropped: boolean; stamp: string | null }> {
+export async function cursorState(
+  reads: Reader,
+  schoolId: string,
+  place: Place,
+): Promise<{ droppedThrough: number; beforeLastDropped: boolean; stamp: string | null; dataVersion: number }> {
   const [row] = await feedState(reads, { schoolId, seq: place.seq, resource: place.resource, id: place.id });
-  return { droppedThrough: Number(row?.dropped ?? 0), beforeLastDropped: Number(row?.before_last_dropped ?? 0) === 1, stamp: row?.stamp ?? null };
+  return {
+    droppedThrough: Number(row?.dropped ?? 0),
+    beforeLastDropped: Number(row?.before_last_dropped ?? 0) === 1,
+    stamp: row?.stamp ?? null,
+    dataVersion: Number(row?.data_version ?? 0),
+  };
 }

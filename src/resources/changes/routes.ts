@@ -1,6 +1,5 @@
 import type { Reader } from '../../db/index.js';
 import { scopeBit, type ScopeSet } from '../../domain/scopes.js';
-import type { Tenant } from '../../domain/tenant.js';
 import { utf8 } from '../../edge/answer.js';
 import { Problem } from '../../problems/index.js';
 import { endpoint } from '../common/route.js';
@@ -39,15 +38,16 @@ function resourcesOf(names: ListTable[] | undefined, scopes: ScopeSet): ListTabl
 }
 
 /**
- * The place a decoded `after` names (the beginning when it is left out), checked against
- * what the school's feed still holds: a cursor before deletions pruned since it was given
- * out, ahead of the data, or at a seq whose batch has another stamp (the data was restored
- * from an older copy and imported into since) is expired.
+ * Checks the place a decoded `after` names against what the school's feed holds now, and
+ * gives the seq of the last pruned tombstone it was checked against. A cursor before
+ * deletions pruned since it was given out, ahead of the data, or at a seq whose batch has
+ * another stamp (the data was restored from an older copy and imported into since) is
+ * expired. The data version is the one read here, not the key row's: on PostgreSQL a server
+ * may keep that row a moment after an import commits, while a page of it is already out.
  */
-async function placeOf(reads: Reader, place: Place | undefined, tenant: Tenant): Promise<Place> {
-  if (place === undefined) return START;
-  if (place.seq > tenant.dataVersion) throw CURSOR_EXPIRED;
-  const { droppedThrough: through, beforeLastDropped, stamp } = await cursorState(reads, tenant.id, place);
+async function checkPlace(reads: Reader, place: Place, schoolId: string): Promise<number> {
+  const { droppedThrough: through, beforeLastDropped, stamp, dataVersion } = await cursorState(reads, schoolId, place);
+  if (place.seq > dataVersion) throw CURSOR_EXPIRED;
   // The beginning (an empty first page's cursor) misses nothing: a read from it sees what is
   // left. Nor does a cursor given out after the last pruning (a copy read from the beginning
   // since): tombstones pruned before its reader started were never the reader's to see. A
@@ -56,7 +56,7 @@ async function placeOf(reads: Reader, place: Place | undefined, tenant: Tenant):
   const missedTombstones = place.seq > 0 && prunedSince && (place.seq < through || (place.seq === through && beforeLastDropped));
   const otherBatch = place.seq > 0 && place.stamp !== undefined && place.stamp !== stamp;
   if ((through > 0 && missedTombstones) || otherBatch) throw CURSOR_EXPIRED;
-  return place;
+  return through;
 }
 
 /** What a key reads whose scopes hold none of the feed's resources (finance only). */
@@ -95,11 +95,16 @@ export const changeEndpoints = [
       const cursor = query.after === undefined ? undefined : placeIn(tenant.id, query.after);
       if (cursor === null) throw Problem.invalid([{ name: 'after', reason: CURSOR_REFUSED }]);
       const resources = resourcesOf(query.resources, tenant.scopes);
-      const after = await placeOf(reads, cursor, tenant);
-      const page = resources.length === 0 ? NOTHING : await changePage(reads, tenant.id, resources, after, query.limit);
+      const checkedThrough = cursor === undefined ? 0 : await checkPlace(reads, cursor, tenant.id);
+      const page = resources.length === 0 ? NOTHING : await changePage(reads, tenant.id, resources, cursor ?? START, query.limit);
+      // On PostgreSQL the check and the page are two statements, each in a snapshot of its own
+      // (on SQLite, one turn's): tombstones pruned between them are missing from the page. The
+      // cursor is then checked again, in a snapshot at least as late as the page's: pruning
+      // only moves on, so a place it still passes had nothing to see in what was pruned.
+      if (cursor !== undefined && page !== NOTHING && page.pruned !== checkedThrough) await checkPlace(reads, cursor, tenant.id);
       // The place after the page's last item, or the place given when there is none: a
-      // place in the school's whole sequence, so a cursor read with some resources misses
-      // nothing when it is used with others.
+      // place in the school's whole sequence, whichever resources were read (with others,
+      // it gives their changes after that place only).
       const next = page.last ? encodeCursor(tenant.id, page.last, page.pruned) : (query.after?.text ?? encodeCursor(tenant.id, START, page.pruned));
       return bodyOf('{"items":[', page.items, `],"meta":{"next_cursor":"${next}","has_more":${page.more},"limit":${query.limit}}}`);
     },
