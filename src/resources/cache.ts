@@ -49,6 +49,10 @@ interface Entry extends StoredResponse {
  * and the allocator's records of its body (measured: docs/performance.md, "Memory").
  */
 const ENTRY_OVERHEAD = 600;
+
+/** The body of an entry that left. */
+const NO_BODY = Buffer.alloc(0);
+
 /** When full, a new answer is stored with this probability: a workload of more answers than fit keeps a stable share. */
 const ADMIT_WHEN_FULL = 1 / 8;
 /**
@@ -649,6 +653,10 @@ export class ResponseCache {
     }
     this.cutPages.compact();
     this.toCompress.compact();
+    // Its slot may stay in a queue until the queue is compacted or taken from: what it held
+    // goes now, so the memory held is the memory counted.
+    entry.body = NO_BODY;
+    entry.run = undefined;
   }
 
   /**

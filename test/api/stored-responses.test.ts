@@ -519,6 +519,17 @@ describe('ResponseCache', () => {
     for (let i = 0; i < 40; i++) assert.deepEqual(plainBody(kept[i]!), json(100 + i));
   });
 
+  it('holds nothing of the answers that left, though their slots wait in the queue of answers to gzip', () => {
+    const cache = new ResponseCache(32 * 1024 * 1024, { compressFrom: 1024 });
+    for (let i = 0; i < 100; i++) cache.set(tenant('s', 1), `/p${i}`, json(i), 'application/json', 'v');
+    const left = Array.from({ length: 100 }, (_, i) => cache.get(tenant('s', 1), `/p${i}`)!);
+    // A request brings the school's new data: its answers leave; with room to spare, nothing is gzipped, so the queue is not taken from.
+    assert.equal(cache.get(tenant('s', 2), '/p0'), undefined);
+    assert.deepEqual(cache.size, { entries: 0, bytes: 0 });
+    assert.equal((cache as unknown as { toCompress: unknown[] }).toCompress.length, 100, 'the slots are still there');
+    assert.ok(left.every((e) => e.body.length === 0), 'an answer that left still holds its body');
+  });
+
   it('makes room with answers no one has read for 30 s before it gzips answers that are read', () => {
     const size = json(0).length;
     const limit = 10 * (size + 700);
