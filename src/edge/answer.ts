@@ -9,6 +9,7 @@
 import { transcode } from 'node:buffer';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { ResponseRecorder } from '../ops/metrics.js';
 import { withoutPort } from '../domain/addresses.js';
@@ -204,10 +205,16 @@ export function noteArrival(request: FastifyRequest, unmatched: ResponseRecorder
   request.recordAnswer = route.url === undefined ? unmatched : (route.config.recordAnswer ?? unmatched);
 }
 
-/** The client's address as Fastify sees it (the trusted proxies' setting applied); '' when the connection is already gone. */
+/**
+ * The client's address as Fastify sees it (the trusted proxies' setting applied); '' when the
+ * connection is already gone. A trusted proxy may pass on what a client wrote itself in
+ * X-Forwarded-For: text that is no address (it could be anything, a key too) is neither logged
+ * nor kept in the key's request log; the TCP peer is (an allowlist refuses such a request).
+ */
 function clientAddress(request: Exchange): string {
   try {
-    return withoutPort(request.ip ?? '');
+    const address = withoutPort(request.ip ?? '');
+    return address === '' || isIP(address) !== 0 ? address : withoutPort(request.raw.socket.remoteAddress ?? '');
   } catch {
     return '';
   }

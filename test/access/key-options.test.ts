@@ -220,6 +220,12 @@ describe('key options on the request path', () => {
       proxied.logs.join('').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { requestId?: string; req?: { remoteAddress?: string } }).find((l) => l.requestId === res.headers['x-request-id'])?.req?.remoteAddress;
     assert.equal(addressLogged(refused), '198.51.100.1');
     assert.equal(addressLogged(withPort), '203.0.113.7');
+    // What a client wrote itself, passed on by the proxy, is not an address: the proxy's is logged
+    // (never that text: here a key, which the app's close checks no log line holds).
+    const written = await proxied.request('/api/public/v1/students', { key: w.a.key, headers: { 'x-forwarded-for': w.a.key } });
+    assert.equal(written.status, 200);
+    assert.equal(addressLogged(written), '127.0.0.1');
+    assert.equal((await proxied.request('/api/public/v1/students', { key: k.key, headers: { 'x-forwarded-for': 'not-an-address' } })).status, 403);
     // A bad key is 401 whatever the address; the allowlist comes after the key.
     assert.equal((await t.request('/api/public/v1/students', { key: w.revokedKey })).status, 401);
     // A change takes effect on the next request.
