@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import { generateKey, holdsKey } from '../access/keys.js';
+import { generateKey, holdsKey, UNUSED_GRACE_MS } from '../access/keys.js';
 import { announceKeyChanges, onPostgres, type Step } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { parseAllowlist } from '../domain/addresses.js';
@@ -120,13 +120,16 @@ function addDays(timestamp: string, days: number): string {
   return formatTimestamp(Date.parse(timestamp) + days * DAY_MS);
 }
 
+/** Whether a key whose unused period ends at `unusedAt` is unused at `now`: UNUSED_GRACE_MS later. */
+const unusedBy = (unusedAt: string, now: string) => Date.parse(unusedAt) + UNUSED_GRACE_MS <= Date.parse(now);
+
 function cardOf(row: CardRow, policy: KeyPolicy, now: string): KeyCard {
   const expired = row.expires_at !== null && row.expires_at <= now;
   const revoked = row.revoked_at !== null || (row.retires_at !== null && row.retires_at <= now);
   const status: KeyStatus = expired && (row.revoked_at === null || row.revoke_reason === 'expired') ? 'expired' : revoked ? 'revoked' : 'active';
   const unusedAt = policy.unusedDays > 0 ? addDays(row.last_used_at ?? row.created_at, policy.unusedDays) : null;
   let reason = row.revoke_reason as RevokeReason | null;
-  if (status === 'active' && unusedAt !== null && unusedAt <= now) return cardOf({ ...row, revoked_at: unusedAt, revoke_reason: 'unused' }, policy, now);
+  if (status === 'active' && unusedAt !== null && unusedBy(unusedAt, now)) return cardOf({ ...row, revoked_at: unusedAt, revoke_reason: 'unused' }, policy, now);
   if (reason === null && status === 'revoked') reason = 'rolled';
   if (reason === null && status === 'expired') reason = 'expired';
   // A key that expires or retires by then is never revoked as unused.
@@ -426,7 +429,8 @@ export async function setAllowlist(db: Kysely<Database>, keyId: string, allow: s
 
 /** The active keys (of `schoolId`, when given) whose expiry, rolled end or unused period has passed at `now`. */
 function endedKeys(db: Kysely<Database> | Transaction<Database>, now: string, policy: KeyPolicy, schoolId?: string) {
-  const unusedBefore = policy.unusedDays > 0 ? formatTimestamp(Date.parse(now) - policy.unusedDays * DAY_MS) : null;
+  // The grace: a use may reach the database seconds late, and a key used in time is never marked unused.
+  const unusedBefore = policy.unusedDays > 0 ? formatTimestamp(Date.parse(now) - policy.unusedDays * DAY_MS - UNUSED_GRACE_MS) : null;
   let query = db
     .selectFrom('api_keys')
     .select(['id', 'school_id', 'created_at', 'last_used_at', 'expires_at', 'retires_at'])
@@ -453,7 +457,7 @@ async function sweepIn(trx: Kysely<Database> | Transaction<Database>, now: strin
     if (key.retires_at !== null && key.retires_at <= now) ends.push([key.retires_at, 'rolled', 'revoked']);
     if (policy.unusedDays > 0) {
       const at = addDays(key.last_used_at ?? key.created_at, policy.unusedDays);
-      if (at <= now) ends.push([at, 'unused', 'revoked_unused']);
+      if (unusedBy(at, now)) ends.push([at, 'unused', 'revoked_unused']);
     }
     ends.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     const [at, reason, event] = ends[0]!;

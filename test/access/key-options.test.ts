@@ -182,6 +182,24 @@ describe('key options on the request path', () => {
     assert.deepEqual([soonCard.status, soonCard.unused_revoke_at], ['active', null]);
   });
 
+  it('unused keys: judged so a minute after the period ends, so a use that reaches the database seconds late is never missed', async () => {
+    const school = await freshSchool();
+    const inGrace = await keyWith({}, school);
+    const past = await keyWith({}, school);
+    const lastUsed = (key: { id: string }, afterPeriod: number) =>
+      t.store.db.updateTable('api_keys').set({ last_used_at: formatTimestamp(Date.now() - 90 * DAY - afterPeriod) }).where('id', '=', key.id).execute();
+    await lastUsed(inGrace, 30_000);
+    await lastUsed(past, 90_000);
+    await announceKeyChanges(t.store.db);
+    // The sweep (a key list runs one) marks only the key past the grace, dated at its period's end.
+    const cards = await listKeys(t.store.db, school, { unusedDays: 90 });
+    const card = (id: string) => cards.find((c) => c.id === id)!;
+    assert.deepEqual([card(inGrace.id).status, card(past.id).status, card(past.id).revoke_reason], ['active', 'revoked', 'unused']);
+    assert.ok(card(past.id).revoked_at! < formatTimestamp(Date.now() - 60_000));
+    assert.equal((await t.request('/api/public/v1/students', { key: inGrace.key })).status, 200);
+    assert.equal((await t.request('/api/public/v1/students', { key: past.key })).status, 401);
+  });
+
   it('allowlist: 403 address_not_allowed from elsewhere; X-Forwarded-For counts only from a trusted proxy', async () => {
     const school = await freshSchool();
     const k = await keyWith({ allow: ['203.0.113.7', '10.0.0.0/8'] }, school);
