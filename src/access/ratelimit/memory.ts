@@ -16,9 +16,10 @@ export class MemoryRateLimiter implements RateLimiter {
   private readonly windows = new Map<string, Window>();
   private readonly sweeper: NodeJS.Timeout;
 
+  /** Milliseconds on a clock that only moves on (the process's own): a wall clock set back would stretch every window. */
   private readonly now: () => number;
 
-  constructor(now: () => number = Date.now) {
+  constructor(now: () => number = () => performance.now()) {
     this.now = now;
     // Ended windows are dropped so memory follows the active schools, not all schools ever seen.
     this.sweeper = setInterval(() => this.sweep(), WINDOW_SECONDS * 1000);
