@@ -352,7 +352,7 @@ export class ResponseCache {
     const prefix = this.prefixOf(tenant);
     // The key's characters as one string would hold them (the school's part is shared now: a bound).
     const bytes = body.length + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
-    if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || !this.current(tenant.id, prefix) || this.byPrefix.get(prefix)?.has(target)) return;
+    if (body.length > MAX_BODY_BYTES || bytes > this.maxBytes || !this.current(tenant, prefix) || this.byPrefix.get(prefix)?.has(target)) return;
     // Cold entries are not counted as room (`room`): a loop larger than the memory, slower
     // than COLD_MS, would then replace an answer on every miss.
     if (bytes > this.room && this.random() >= ADMIT_WHEN_FULL) return;
@@ -372,7 +372,7 @@ export class ResponseCache {
     const source = this.byPrefix.get(prefix)?.get(runKey(list));
     if (source === undefined) return;
     const bytes = body.length + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
-    if (body.length > MAX_BODY_BYTES || !this.current(tenant.id, prefix) || this.byPrefix.get(prefix)?.has(target) || !this.roomFromCold(bytes, this.now())) return;
+    if (body.length > MAX_BODY_BYTES || !this.current(tenant, prefix) || this.byPrefix.get(prefix)?.has(target) || !this.roomFromCold(bytes, this.now())) return;
     // Its run may have been the cold entry that made its room.
     if (this.byPrefix.get(prefix)?.get(runKey(list)) !== source) return;
     const entry = this.store(prefix, target, body, contentType, validator, bytes, false);
@@ -411,8 +411,15 @@ export class ResponseCache {
    * before an import, answered after a newer row was met, stores nothing that no one would
    * read or remove with that data.
    */
-  private current(schoolId: string, prefix: string): boolean {
-    return this.schools.get(schoolId)?.prefixes.includes(prefix) ?? false;
+  private current(tenant: Tenant, prefix: string): boolean {
+    const school = this.schools.get(tenant.id);
+    if (school === undefined) return false;
+    if (school.prefixes.includes(prefix)) return true;
+    // A row met while the school's data was another (one read before an import, met after a
+    // newer row, took the school back a moment): current again once its data is the school's.
+    if (school.data !== `${tenant.dataVersion}.${tenant.dataStamp}`) return false;
+    school.prefixes.push(prefix);
+    return true;
   }
 
   /** Adds an answer whose room is made, queued to be gzipped when `compressible`. */
@@ -466,7 +473,7 @@ export class ResponseCache {
     if (this.maxBytes === 0) return false;
     const prefix = this.prefixOf(tenant);
     // A request of a school's older data (met before the last import) has no run to read.
-    if (!this.current(tenant.id, prefix)) return false;
+    if (!this.current(tenant, prefix)) return false;
     const key = `${prefix}${runKey(list)}`;
     const count = this.runCounts.get(key) ?? 0;
     if (count === RUN_ASKED) return false;
@@ -490,7 +497,7 @@ export class ResponseCache {
     const prefix = this.prefixOf(tenant);
     const target = runKey(list);
     const size = run.items.length + run.ends.byteLength;
-    if (size > this.maxRunBytes || !this.current(tenant.id, prefix) || this.byPrefix.get(prefix)?.has(target)) return false;
+    if (size > this.maxRunBytes || !this.current(tenant, prefix) || this.byPrefix.get(prefix)?.has(target)) return false;
     const bytes = size + (prefix.length + 1 + target.length) * 2 + ENTRY_OVERHEAD;
     if (!this.roomFromCold(bytes, this.now())) {
       if (bytes > this.room) return false;

@@ -296,6 +296,19 @@ describe('ResponseCache', () => {
     assert.equal(cache.get({ ...limited, scopes: scopeSetOf(['students', 'lessons']) }, '/a'), undefined);
   });
 
+  it('stores again for a key limited to some scopes once a row read before an import has come and gone', () => {
+    const cache = new ResponseCache(1 << 20);
+    const limited = { ...tenant('s', 2), scopes: scopeSetOf(['students']) };
+    cache.set(tenant('s', 2), '/a', body(10), 'application/json', 'all');
+    cache.set(limited, '/b', body(10), 'application/json', 'students');
+    // A request whose key row was read before the import is met, then another key's newer row.
+    assert.equal(cache.get(tenant('s', 1), '/x'), undefined);
+    assert.equal(cache.get(tenant('s', 2), '/a'), undefined, 'the newer answers left with the older row');
+    // The limited key's row (met before all that) has the school's data again: its answers are stored.
+    cache.set(limited, '/b', body(10), 'application/json', 'students');
+    assert.equal(cache.get(limited, '/b')?.validator, 'students');
+  });
+
   it('stores an answer whose room was made by removing its own school\'s last one', () => {
     const one = body(100).length + ('s\n1.AAAAAAAA\nEurope/Moscow\nRUB\n/a'.length * 2) + 600;
     // Admitted when full (random 0), and making room removes the one entry there is.
