@@ -10,8 +10,9 @@ export const KEY_PREFIX = 'service_pk_';
 /**
  * How long after its unused period ends a key is judged unused, by a request or a sweep: a use
  * reaches the database a few seconds late (the usage flush, at most 5 s apart; a Redis entry
- * claimed by an instance that died, 5 s more), and a key row on PostgreSQL is kept up to 5 s;
- * a key used within its period must never be judged unused for want of that use.
+ * claimed by an instance that died, 5 s more), and a key row on PostgreSQL is kept up to 5 s:
+ * a key used within its period is not judged unused for want of that use. (A use still waiting
+ * in Redis while every instance is down for longer can be missed by a sweep: docs/decisions.md.)
  */
 export const UNUSED_GRACE_MS = 60_000;
 

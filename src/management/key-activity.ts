@@ -15,7 +15,7 @@ export interface KeyRequestEntry {
   target: string;
   status: number;
   request_id: string;
-  /** Client address (request.ip). */
+  /** Client address (request.ip, or the TCP peer when that is no address). */
   address: string;
   /** Response time, ms, rounded to 0.1. */
   duration_ms: number;

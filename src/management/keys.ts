@@ -120,8 +120,8 @@ function addDays(timestamp: string, days: number): string {
   return formatTimestamp(Date.parse(timestamp) + days * DAY_MS);
 }
 
-/** Whether a key whose unused period ends at `unusedAt` is unused at `now`: UNUSED_GRACE_MS later. */
-const unusedBy = (unusedAt: string, now: string) => Date.parse(unusedAt) + UNUSED_GRACE_MS <= Date.parse(now);
+/** When a key whose unused period ends at `unusedAt` is judged unused: UNUSED_GRACE_MS later. */
+const judgedUnusedAt = (unusedAt: string) => formatTimestamp(Date.parse(unusedAt) + UNUSED_GRACE_MS);
 
 function cardOf(row: CardRow, policy: KeyPolicy, now: string): KeyCard {
   const expired = row.expires_at !== null && row.expires_at <= now;
@@ -129,11 +129,11 @@ function cardOf(row: CardRow, policy: KeyPolicy, now: string): KeyCard {
   const status: KeyStatus = expired && (row.revoked_at === null || row.revoke_reason === 'expired') ? 'expired' : revoked ? 'revoked' : 'active';
   const unusedAt = policy.unusedDays > 0 ? addDays(row.last_used_at ?? row.created_at, policy.unusedDays) : null;
   let reason = row.revoke_reason as RevokeReason | null;
-  if (status === 'active' && unusedAt !== null && unusedBy(unusedAt, now)) return cardOf({ ...row, revoked_at: unusedAt, revoke_reason: 'unused' }, policy, now);
+  if (status === 'active' && unusedAt !== null && judgedUnusedAt(unusedAt) <= now) return cardOf({ ...row, revoked_at: unusedAt, revoke_reason: 'unused' }, policy, now);
   if (reason === null && status === 'revoked') reason = 'rolled';
   if (reason === null && status === 'expired') reason = 'expired';
-  // A key that expires or retires by then is never revoked as unused.
-  const endsFirst = unusedAt !== null && [row.expires_at, row.retires_at].some((end) => end !== null && end <= unusedAt);
+  // A key that expires or retires before it is judged unused is never revoked as unused.
+  const endsFirst = unusedAt !== null && [row.expires_at, row.retires_at].some((end) => end !== null && end <= judgedUnusedAt(unusedAt));
   return {
     id: row.id,
     name: row.name,
@@ -451,16 +451,18 @@ async function sweepIn(trx: Kysely<Database> | Transaction<Database>, now: strin
   const ended = await endedKeys(trx, now, policy, schoolId).execute();
   let count = 0;
   for (const key of ended) {
-    // The earliest end that has passed decides the reason and the moment.
-    const ends: [string, RevokeReason, KeyEvent][] = [];
-    if (key.expires_at !== null && key.expires_at <= now) ends.push([key.expires_at, 'expired', 'expired']);
-    if (key.retires_at !== null && key.retires_at <= now) ends.push([key.retires_at, 'rolled', 'revoked']);
+    // The earliest end that has passed decides the reason and the moment: disuse counts from
+    // when it is judged (its grace later), and is dated at the period's end.
+    const ends: [string, string, RevokeReason, KeyEvent][] = [];
+    if (key.expires_at !== null && key.expires_at <= now) ends.push([key.expires_at, key.expires_at, 'expired', 'expired']);
+    if (key.retires_at !== null && key.retires_at <= now) ends.push([key.retires_at, key.retires_at, 'rolled', 'revoked']);
     if (policy.unusedDays > 0) {
       const at = addDays(key.last_used_at ?? key.created_at, policy.unusedDays);
-      if (unusedBy(at, now)) ends.push([at, 'unused', 'revoked_unused']);
+      const judged = judgedUnusedAt(at);
+      if (judged <= now) ends.push([judged, at, 'unused', 'revoked_unused']);
     }
     ends.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    const [at, reason, event] = ends[0]!;
+    const [, at, reason, event] = ends[0]!;
     // Only the sweep that marks the key records its event, whichever instance runs it.
     const marked = await trx.updateTable('api_keys').set({ revoked_at: at, revoke_reason: reason }).where('id', '=', key.id).where('revoked_at', 'is', null).executeTakeFirst();
     if (Number(marked.numUpdatedRows) !== 1) continue;

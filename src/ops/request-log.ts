@@ -40,7 +40,7 @@ export interface KeyRequest {
   target: string;
   status: number;
   requestId: string;
-  /** The client address (Fastify's request.ip). */
+  /** The client address (Fastify's request.ip, or the TCP peer when that is no address: src/edge/answer.ts). */
   address: string;
   durationMs: number;
 }
@@ -51,7 +51,7 @@ export interface AccessRecord {
   method: string;
   /** The request target as received; keys in it are masked here. */
   url: string;
-  /** The client's address (Fastify's request.ip: the forwarded one behind a trusted proxy). */
+  /** The client's address (Fastify's request.ip: the forwarded one behind a trusted proxy; the TCP peer when that is no address). */
   remoteAddress: string | undefined;
   remotePort: number | undefined;
   status: number;

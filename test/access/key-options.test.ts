@@ -182,7 +182,7 @@ describe('key options on the request path', () => {
     assert.deepEqual([soonCard.status, soonCard.unused_revoke_at], ['active', null]);
   });
 
-  it('unused keys: judged so a minute after the period ends, so a use that reaches the database seconds late is never missed', async () => {
+  it('unused keys: judged so a minute after the period ends, so a use that reaches the database seconds late counts; an expiry within it ends the key first', async () => {
     const school = await freshSchool();
     const inGrace = await keyWith({}, school);
     const past = await keyWith({}, school);
@@ -198,6 +198,12 @@ describe('key options on the request path', () => {
     assert.ok(card(past.id).revoked_at! < formatTimestamp(Date.now() - 60_000));
     assert.equal((await t.request('/api/public/v1/students', { key: inGrace.key })).status, 200);
     assert.equal((await t.request('/api/public/v1/students', { key: past.key })).status, 401);
+    // A key that expired within that minute ended by its expiry, whenever the sweep runs.
+    const expiring = await keyWith({}, school);
+    const periodEnd = Date.now() - 90_000;
+    await t.store.db.updateTable('api_keys').set({ last_used_at: formatTimestamp(periodEnd - 90 * DAY), expires_at: formatTimestamp(periodEnd + 25_000) }).where('id', '=', expiring.id).execute();
+    const swept = (await listKeys(t.store.db, school, { unusedDays: 90 })).find((c) => c.id === expiring.id)!;
+    assert.deepEqual([swept.status, swept.revoke_reason, swept.revoked_at], ['expired', 'expired', formatTimestamp(periodEnd + 25_000)]);
   });
 
   it('allowlist: 403 address_not_allowed from elsewhere; X-Forwarded-For counts only from a trusted proxy', async () => {

@@ -90,6 +90,23 @@ describe('memory limiter windows', () => {
     assert.equal(limiter.consume('s', 1).allowed, false, 'the new window began 30 s ago');
     await limiter.close();
   });
+
+  it('by default ends a window on the process\'s own clock, which a wall clock set back does not stretch', async () => {
+    const wallClock = Date.now;
+    let wall = wallClock();
+    Date.now = () => wall;
+    const limiter = new MemoryRateLimiter();
+    try {
+      assert.equal(limiter.consume('s', 5).allowed, true);
+      wall -= 3_600_000;
+      const decision = limiter.consume('s', 5);
+      assert.equal(decision.remaining, 3);
+      assert.ok(decision.resetSeconds <= 60, `${decision.resetSeconds} s to the window's end`);
+    } finally {
+      Date.now = wallClock;
+      await limiter.close();
+    }
+  });
 });
 
 if (process.env.REDIS_URL) {
