@@ -60,7 +60,7 @@ export async function buildApp(deps: AppDeps) {
 
   const accessLog = new AccessLog(lineWriter(logger), logger.isLevelEnabled('info'));
   const socketAnswers = socketAnswerRecords(accessLog, metrics, 'api', unmatched);
-  const writer = answerWriter({ accessLog, unmatched, closing: () => !app.server.listening, keyRequests: (r) => usage.logRequest(r) });
+  const writer = answerWriter({ accessLog, unmatched, closing: () => !app.server.listening, keyRequests: (r) => usage.logRequest(r), cutWritten: () => cache.cutWritten() });
   const send = writer.send;
   const answerError = errorAnswer(logger, database);
   const onError = errorHandler(answerError, send);

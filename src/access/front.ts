@@ -35,7 +35,7 @@ export interface FrontRoute {
   answer(request: RouteRequest): Promise<Answer>;
   /**
    * The answer made at once from memory (a page cut from a list kept whole, or its 304),
-   * when there is one; a cut counted.
+   * when there is one (a cut is counted when it is written).
    */
   cut(tenant: Tenant, target: string, method: string, headers: IncomingHttpHeaders): Answer | undefined;
   /** Whether `cut` would give one now; nothing counted. */

@@ -37,6 +37,8 @@ export interface Answer {
   validator?: string;
   /** The connection is closed after it (as it is for every answer while the server closes). */
   close?: boolean;
+  /** A page cut from a list kept whole (src/resources/cache.ts): counted when it is written. */
+  cut?: boolean;
 }
 
 /** Cache-Control of problems (and of answers without a validator): never stored anywhere. */
@@ -136,9 +138,9 @@ export function plain(body: Buffer | string): KeptBody {
   return { body: bytes, gzipped: false, plainLength: bytes.length };
 }
 
-/** The answer carrying a JSON body (stored or just made), which may be compressed; with a validator, it may be 304. */
-export function dataAnswer(body: KeptBody, contentType: string, validator?: string): Answer {
-  return { status: 200, headers: [], contentType, body, compressible: true, cacheControl: validator === undefined ? NO_STORE : REVALIDATE, validator };
+/** The answer carrying a JSON body (stored or just made), which may be compressed; with a validator, it may be 304; `cut`: a page cut from a list kept whole. */
+export function dataAnswer(body: KeptBody, contentType: string, validator?: string, cut = false): Answer {
+  return { status: 200, headers: [], contentType, body, compressible: true, cacheControl: validator === undefined ? NO_STORE : REVALIDATE, validator, cut };
 }
 
 /** Per Problem (a Problem is never changed): its own headers, flattened once. */
@@ -162,6 +164,8 @@ export interface WriterDeps {
   closing: () => boolean;
   /** Takes each answered request made with a key, for the key's request log. */
   keyRequests?: (request: KeyRequest) => void;
+  /** Told of each page cut from a list kept whole that is written (a request refused after its page was begun is not). */
+  cutWritten?: () => void;
 }
 
 /** Writes `answer` as the answer to the reply's request. */
@@ -222,7 +226,7 @@ function clientAddress(request: Exchange): string {
 
 /** The app's writer, bound to its access log, metrics and listener. */
 export function answerWriter(deps: WriterDeps): Writer {
-  const { accessLog, unmatched, closing, keyRequests } = deps;
+  const { accessLog, unmatched, closing, keyRequests, cutWritten } = deps;
 
   function write(request: Exchange, res: ServerResponse, status: number, headers: string[], bytes: Buffer | string, closes: boolean): void {
     const raw = request.raw;
@@ -249,6 +253,7 @@ export function answerWriter(deps: WriterDeps): Writer {
   }
 
   function writeAnswer(request: Exchange, res: ServerResponse, answer: Answer): void {
+    if (answer.cut === true) cutWritten?.();
     const method = request.raw.method;
     const body = answer.body;
     const negotiated = answer.compressible ? chosenEncoding(method, request.headers) : undefined;

@@ -451,12 +451,15 @@ export class ResponseCache {
     return Math.floor(this.maxBytes * RUN_SHARE);
   }
 
-  /** The run of `list` kept for the tenant's school and data, marked read, a page cut from it counted. */
+  /** The run of `list` kept for the tenant's school and data, marked read. */
   run(tenant: Tenant, list: ListTable): Run | undefined {
     if (this.maxBytes === 0) return undefined;
-    const run = this.read(tenant, runKey(list))?.run;
-    if (run !== undefined) this.cuts += 1;
-    return run;
+    return this.read(tenant, runKey(list))?.run;
+  }
+
+  /** A page cut from a run was written (its answer's writer tells: a request refused after its page was cut counts none). */
+  cutWritten(): void {
+    this.cuts += 1;
   }
 
   /** Whether the run of `list` is kept for the tenant's school and data; nothing marked or counted. */

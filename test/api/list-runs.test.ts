@@ -20,6 +20,7 @@ import type { Reader } from '../../src/db/reader.js';
 import { readRun, type Run } from '../../src/resources/common/list.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { stableHeaders, type TestResponse } from '../helpers/http.js';
+import { REDIS_ONLY } from '../helpers/redis.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 const API = '/api/public/v1';
@@ -304,6 +305,8 @@ describe('ResponseCache runs', () => {
     assert.equal(cache.run(tenant(), 'students'), kept);
     assert.equal(cache.run(tenant(), 'lessons'), undefined);
     assert.ok(cache.size.bytes > kept.items.length + kept.ends.byteLength, `${cache.size.bytes} bytes`);
+    assert.equal(cache.lookups.cuts, 0, 'a cut is counted when its answer is written');
+    cache.cutWritten();
     assert.equal(cache.lookups.cuts, 1);
     // A request bringing the school's new data: the run of the old data leaves.
     assert.equal(cache.run(tenant(2), 'students'), undefined);
@@ -481,5 +484,39 @@ describe('ResponseCache runs', () => {
     assert.equal(cache.setRun(tenant(), 'students', run(Array.from({ length: 300 }, () => '{"id":"abcdefghij"}'))), true);
     assert.ok(cache.size.bytes <= 80_000, `${cache.size.bytes} bytes`);
     assert.equal(cache.size.entries, 31, 'none removed');
+  });
+});
+
+describe('a list kept whole, with the limit counted in Redis', { skip: REDIS_ONLY }, () => {
+  let store: TestStore;
+  let metrics: ApiMetrics;
+  let t: TestApp;
+  let key: string;
+  const cuts = () => seriesValue(metrics, 'school_data_stored_list_cuts_total');
+
+  before(async () => {
+    store = await createTestStore();
+    metrics = new ApiMetrics();
+    t = await startTestApp({ store, metrics, config: { rateLimitProfi: 20 } });
+    const school = await createSchool(store.db, { name: 'Runs in Redis', plan: 'Profi', timezone: 'Europe/Moscow', id: `t_runs_${randomBytes(5).toString('hex')}` });
+    assert.ok(school.ok);
+    assert.ok((await importData(store.db, school.value.id, data())).ok);
+    const created = await createKey(store.db, school.value.id, 'runs');
+    assert.ok(created.ok);
+    key = created.value.key;
+  });
+  after(async () => {
+    await t.close();
+    await store.close();
+  });
+
+  it('counts a page cut only when its answer is written: a request refused after its page was begun counts none', async () => {
+    for (let i = 0; i < RUN_AFTER; i++) assert.equal((await t.request(`${API}/students?limit=${3 + i}&offset=${i + 1}`, { key })).status, 200);
+    assert.equal(await cuts(), 1, 'the list was read whole at the 16th page, and that page cut');
+    // Written so the front leaves them to the endpoint, which begins them while Redis decides (the limit is 20 a minute).
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) statuses.push((await t.request(`${API}/students?limit=05&offset=${i + 1}`, { key })).status);
+    assert.deepEqual(statuses, [200, 200, 200, 200, 429, 429, 429, 429]);
+    assert.equal(await cuts(), 1 + 4);
   });
 });

@@ -162,8 +162,9 @@ export interface Served {
   /**
    * For a list whose run is kept (cache.ts): the page a target asks for in the plain form
    * `plainPage` reads, cut from the run at once, as `answer` would make it; else undefined.
-   * Counted as a cut (the caller's lookup counted its miss). A client that holds the page's
-   * current tag is answered 304 as by `answer`: nothing cut, no cut counted, the run not marked read.
+   * Counted as a cut when it is written (the caller's lookup counted its miss). A client that
+   * holds the page's current tag is answered 304 as by `answer`: nothing cut, no cut counted,
+   * the run not marked read.
    */
   cut(tenant: Tenant, target: string, method: string | undefined, headers: IncomingHttpHeaders): Answer | undefined;
   /** Whether `cut` would give an answer now; nothing counted. */
@@ -202,7 +203,7 @@ export function serve(spec: Endpoint, { reads, cache }: Pick<ResourceOptions, 'r
   function cutAnswer(tenant: Tenant, table: ListTable, target: string, run: Run, page: { limit: number; offset: number }, validator = validatorOf(tenant, target)): Answer {
     const body = cutPage(run, page.limit, page.offset);
     cache.setCut(tenant, table, target, body, JSON_CONTENT_TYPE, validator);
-    return dataAnswer(plain(body), JSON_CONTENT_TYPE, validator);
+    return dataAnswer(plain(body), JSON_CONTENT_TYPE, validator, true);
   }
 
   const served: Served = {
