@@ -144,6 +144,11 @@ let dummyHash: Promise<string> | null = null;
  * reached in about the same time.
  */
 export async function verifyDirector(db: Kysely<Database>, email: string, password: string): Promise<Director | null> {
+  return (await verified(db, email, password))?.director ?? null;
+}
+
+/** The director `email` names when `password` is theirs, with the stored hash it matched. */
+async function verified(db: Kysely<Database>, email: string, password: string): Promise<{ director: Director; passwordHash: string } | null> {
   const login = normaliseEmail(email);
   // An impossible address (a NUL byte would even be an error on PostgreSQL) is an unknown one.
   const row = checkEmail(login)
@@ -155,7 +160,7 @@ export async function verifyDirector(db: Kysely<Database>, email: string, passwo
     return null;
   }
   if (!(await verifyPassword(password, row.password_hash))) return null;
-  return { id: row.id, school_id: row.school_id, email: row.email, created_at: row.created_at };
+  return { director: { id: row.id, school_id: row.school_id, email: row.email, created_at: row.created_at }, passwordHash: row.password_hash };
 }
 
 /** A school's directors, or every director, by school then email. */
@@ -197,26 +202,36 @@ export async function setDirectorPassword(db: Kysely<Database>, email: string, p
   });
 }
 
+/** Why a password change was refused: the current password given is not (or no longer) the director's. */
+export const WRONG_CURRENT_PASSWORD = 'the current password is not right';
+/** Why a password change was refused: the session that asked ended while it was made (a sign-out, a reset). */
+export const SESSION_ENDED = 'the session that asked has ended';
+
 /**
- * A director changes their own password: the current one is required, and every session
- * of theirs ends. `then` runs in the same transaction (the cabinet starts the browser's new
- * session there), so the password and the sessions change together or not at all.
+ * A director changes their own password, from the session `sessionId`: the current one is
+ * required, and every session of theirs ends. `then` runs in the same transaction (the
+ * cabinet starts the browser's new session there), so the password and the sessions change
+ * together or not at all. Both are checked again in that transaction, after the new password
+ * is hashed: an operator's reset, the director's removal or a sign-out meanwhile wins.
  */
 export async function changeOwnPassword<T>(
   db: Kysely<Database>,
-  input: { email: string; current: string; next: string },
+  input: { email: string; current: string; next: string; sessionId: string },
   then: Step<T>,
   params: ScryptParams = DEFAULT_SCRYPT,
 ): Promise<Outcome<T>> {
-  const director = await verifyDirector(db, input.email, input.current);
-  if (!director) return { ok: false, reason: 'the current password is not right' };
+  const found = await verified(db, input.email, input.current);
+  if (!found) return { ok: false, reason: WRONG_CURRENT_PASSWORD };
   const badPassword = checkPassword(input.next);
   if (badPassword) return { ok: false, reason: badPassword };
   const password_hash = await hashPassword(input.next, params);
-  const value = await db.transaction().execute(async (trx) => {
-    await trx.updateTable('directors').set({ password_hash }).where('id', '=', director.id).execute();
-    await trx.deleteFrom('cabinet_sessions').where('director_id', '=', director.id).execute();
-    return then(trx);
+  const id = found.director.id;
+  return db.transaction().execute(async (trx): Promise<Outcome<T>> => {
+    const asking = await trx.selectFrom('cabinet_sessions').select('id').where('id', '=', input.sessionId).where('director_id', '=', id).executeTakeFirst();
+    if (!asking) return { ok: false, reason: SESSION_ENDED };
+    const changed = await trx.updateTable('directors').set({ password_hash }).where('id', '=', id).where('password_hash', '=', found.passwordHash).executeTakeFirst();
+    if (Number(changed.numUpdatedRows) !== 1) return { ok: false, reason: WRONG_CURRENT_PASSWORD };
+    await trx.deleteFrom('cabinet_sessions').where('director_id', '=', id).execute();
+    return { ok: true, value: await then(trx) };
   });
-  return { ok: true, value };
 }

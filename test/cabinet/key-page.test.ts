@@ -8,10 +8,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { formatTimestamp } from '../../src/domain/time.js';
-import { verifyDirector } from '../../src/management/directors.js';
+import { changeOwnPassword, SESSION_ENDED, setDirectorPassword, verifyDirector } from '../../src/management/directors.js';
 import { createKey, keyEvents } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { formFields, seedDirector, startTestCabinet, unescapeHtml, type CabinetBrowser, type TestCabinet } from '../helpers/cabinet.js';
+import { formFields, seedDirector, startTestCabinet, TEST_SCRYPT, unescapeHtml, type CabinetBrowser, type TestCabinet } from '../helpers/cabinet.js';
 import { createTestStore, refuseInserts, type TestStore } from '../helpers/store.js';
 
 const KEY = /service_pk_[0-9a-f]{32}/g;
@@ -381,6 +381,37 @@ describe('the director changes their own password', () => {
     assert.equal((await otherSessions.execute()).length, 1, 'left to the next sign-in');
     assert.equal((await t.browser().login(d.email, 'a brand new password 3')).status, 303);
     assert.equal((await otherSessions.execute()).length, 0);
+  });
+
+  it('loses to an operator\'s reset, or to a sign-out, made while the new password is hashed', async () => {
+    // The production hash for the new password: it takes a while, and the others land meanwhile.
+    const slow = { N: 2 ** 15, r: 8, p: 3 };
+    const signedIn = async () => {
+      const d = await seedDirector(store.db, 'VIP');
+      assert.equal((await t.browser().login(d.email, d.password)).status, 303);
+      const director = await store.db.selectFrom('directors').select('id').where('email', '=', d.email.toLowerCase()).executeTakeFirstOrThrow();
+      const session = await store.db.selectFrom('cabinet_sessions').select('id').where('director_id', '=', director.id).executeTakeFirstOrThrow();
+      return { d, directorId: director.id, sessionId: session.id };
+    };
+    const started: string[] = [];
+    const newSession = () => {
+      started.push('new');
+      return Promise.resolve('new session');
+    };
+    const reset = await signedIn();
+    const changing = changeOwnPassword(store.db, { email: reset.d.email, current: reset.d.password, next: 'a brand new password 5', sessionId: reset.sessionId }, newSession, slow);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.ok((await setDirectorPassword(store.db, reset.d.email, 'the operator\'s password 1', TEST_SCRYPT)).ok);
+    // The reset ended the director's sessions, the asking one too.
+    assert.deepEqual(await changing, { ok: false, reason: SESSION_ENDED });
+    assert.ok(await verifyDirector(store.db, reset.d.email, 'the operator\'s password 1'), 'the reset stands');
+    const out = await signedIn();
+    const changingOut = changeOwnPassword(store.db, { email: out.d.email, current: out.d.password, next: 'a brand new password 6', sessionId: out.sessionId }, newSession, slow);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await store.db.deleteFrom('cabinet_sessions').where('id', '=', out.sessionId).execute();
+    assert.deepEqual(await changingOut, { ok: false, reason: SESSION_ENDED });
+    assert.ok(await verifyDirector(store.db, out.d.email, out.d.password), 'the password stayed');
+    assert.deepEqual(started, [], 'no new session was started');
   });
 
   it('changes the password and the sessions together, or neither when the store fails halfway', async () => {

@@ -14,7 +14,7 @@ import { ID } from '../../domain/ids.js';
 import { KEY_SCOPES, type KeyScope } from '../../domain/scopes.js';
 import { isOneLine } from '../../domain/text.js';
 import { formatTimestamp, nextDay, parseDate, startOfLocalDay, YEAR_10000_MS } from '../../domain/time.js';
-import { changeOwnPassword, checkPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, passwordLength } from '../../management/directors.js';
+import { changeOwnPassword, checkPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, passwordLength, SESSION_ENDED } from '../../management/directors.js';
 import { keyDays, keyRequests } from '../../management/key-activity.js';
 import { createKey, findKey, isOverlap, KEY_NAME_MAX, keyEvents, MAX_ACTIVE_KEYS, keyNameLength, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
 import type { CabinetContext } from '../context.js';
@@ -233,10 +233,15 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     if (!admission.admitted) return sendPage(reply, admission.status, passwordPage(view, { kind: 'error', text: admission.status === 429 ? t.throttled : t.unavailable }));
     const { attempt } = admission;
     // This browser goes on signed in, under a new session: a copy of the old cookie is worthless.
-    const outcome = await changeOwnPassword(db, { email: view.viewer.director.email, current: formField(request.body, 'current') ?? '', next }, (trx) =>
+    const outcome = await changeOwnPassword(db, { email: view.viewer.director.email, current: formField(request.body, 'current') ?? '', next, sessionId: view.viewer.sessionId }, (trx) =>
       startSessionIn(trx, view.viewer, policy),
     );
-    // The new password passed the same rules above: only the current one can be wrong.
+    // Signed out (or all sessions ended) while the change was made: nothing changed, sign in again.
+    if (!outcome.ok && outcome.reason === SESSION_ENDED) {
+      request.log.warn({ ...attempt, outcome: 'session_ended' }, 'password change: the session ended meanwhile');
+      return reply.redirect('/login', 303);
+    }
+    // The new password passed the same rules above: only the current one can be wrong (or was changed meanwhile).
     if (!outcome.ok) {
       request.log.warn({ ...attempt, outcome: 'failed' }, 'password change: current password wrong');
       return refused(t.wrongCurrent);
