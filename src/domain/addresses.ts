@@ -110,3 +110,17 @@ export function trustedHops(entries: string): (address: string) => boolean {
   const list = blockListOf(entries.split(','));
   return (address) => addressAllowed(list, address);
 }
+
+/**
+ * A client address as a throttle counts it: an IPv6 address by its /64, which one machine (or
+ * one customer's line) is usually given whole, so it cannot spread its attempts over the
+ * addresses in it; an IPv4 one, or one mapped into IPv6, as itself. Anything else as it is.
+ */
+export function throttledAddress(address: string): string {
+  if (!ipaddr.isValid(address)) return address;
+  const parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  const v6 = parsed as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString();
+  return `${v6.parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
+}

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/index.js';
-import { parseAllowlist, withoutPort } from '../../src/domain/addresses.js';
+import { parseAllowlist, throttledAddress, withoutPort } from '../../src/domain/addresses.js';
 
 describe('address allowlists as typed', () => {
   it('keeps addresses and ranges whose address is the range\'s first, in their stored form', () => {
@@ -43,6 +43,20 @@ describe('address allowlists as typed', () => {
       ['', ''],
     ] as const) {
       assert.equal(withoutPort(reported), address, reported);
+    }
+  });
+
+  it('counts an IPv6 client by its /64 for the sign-in throttle, an IPv4 one by itself', () => {
+    for (const [address, counted] of [
+      ['2001:db8:1:2:aaaa::1', '2001:db8:1:2::/64'],
+      ['2001:db8:1:2:ffff:ffff:ffff:ffff', '2001:db8:1:2::/64'],
+      ['2001:DB8:0001:0002::9', '2001:db8:1:2::/64'],
+      ['::1', '0:0:0:0::/64'],
+      ['::ffff:203.0.113.7', '203.0.113.7'],
+      ['203.0.113.7', '203.0.113.7'],
+      ['garbage', 'garbage'],
+    ] as const) {
+      assert.equal(throttledAddress(address), counted, address);
     }
   });
 

@@ -227,9 +227,10 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     const refused = (text: string) => sendPage(reply, 400, passwordPage(view, { kind: 'error', text }));
     const badNext = passwordError(t, next);
     if (badNext !== null) return refused(badNext);
-    // The current password is tried like a sign-in, on the same buckets: a session left
-    // open (or taken) must not become a way to guess it without limit.
-    const admission = await admitPasswordAttempt(limiter, request, reply, view.viewer.director.email, 'cabinet_password_change');
+    // The current password is tried like a sign-in, per address and per session: a session
+    // left open (or taken) must not become a way to guess it without limit, and attempts at
+    // the account's sign-in (anyone's) do not keep its director from changing it.
+    const admission = await admitPasswordAttempt(limiter, request, reply, view.viewer.director.email, 'cabinet_password_change', { session: view.viewer.sessionId });
     if (!admission.admitted) return sendPage(reply, admission.status, passwordPage(view, { kind: 'error', text: admission.status === 429 ? t.throttled : t.unavailable }));
     const { attempt } = admission;
     // This browser goes on signed in, under a new session: a copy of the old cookie is worthless.
