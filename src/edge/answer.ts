@@ -228,11 +228,12 @@ function clientAddress(request: Exchange): string {
 export function answerWriter(deps: WriterDeps): Writer {
   const { accessLog, unmatched, closing, keyRequests, cutWritten } = deps;
 
-  function write(request: Exchange, res: ServerResponse, status: number, headers: string[], bytes: Buffer | string, closes: boolean): void {
+  function write(request: Exchange, res: ServerResponse, status: number, headers: string[], bytes: Buffer | string, closes: boolean, cut: boolean): void {
     const raw = request.raw;
     // A body still arriving closes the connection after the answer; one the parser refused gets its refusal alone (bodies.ts).
     const body = bodyState(raw);
     if (body === 'refused') return;
+    if (cut) cutWritten?.();
     if (body === 'arriving') answeringBeforeBody(raw.socket);
     if (closes || body === 'arriving') headers.push('Connection', 'close');
     const caller = request.caller ?? null;
@@ -253,7 +254,6 @@ export function answerWriter(deps: WriterDeps): Writer {
   }
 
   function writeAnswer(request: Exchange, res: ServerResponse, answer: Answer): void {
-    if (answer.cut === true) cutWritten?.();
     const method = request.raw.method;
     const body = answer.body;
     const negotiated = answer.compressible ? chosenEncoding(method, request.headers) : undefined;
@@ -280,8 +280,10 @@ export function answerWriter(deps: WriterDeps): Writer {
       headers.push('Content-Length', String(plainHead ? body.plainLength : typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.length));
     }
     const closes = answer.close === true || closing();
-    if (isRead(method) && request.arrivedInTurn === currentTurn()) holdUntilTurnEnd(() => write(request, res, status, headers, bytes, closes));
-    else write(request, res, status, headers, bytes, closes);
+    // A cut page sent as a 304 (If-None-Match: *) is not counted as one.
+    const cut = answer.cut === true && status !== 304;
+    if (isRead(method) && request.arrivedInTurn === currentTurn()) holdUntilTurnEnd(() => write(request, res, status, headers, bytes, closes, cut));
+    else write(request, res, status, headers, bytes, closes, cut);
   }
 
   return {

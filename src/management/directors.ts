@@ -226,12 +226,27 @@ export async function changeOwnPassword<T>(
   if (badPassword) return { ok: false, reason: badPassword };
   const password_hash = await hashPassword(input.next, params);
   const id = found.director.id;
-  return db.transaction().execute(async (trx): Promise<Outcome<T>> => {
-    const asking = await trx.selectFrom('cabinet_sessions').select('id').where('id', '=', input.sessionId).where('director_id', '=', id).executeTakeFirst();
-    if (!asking) return { ok: false, reason: SESSION_ENDED };
-    const changed = await trx.updateTable('directors').set({ password_hash }).where('id', '=', id).where('password_hash', '=', found.passwordHash).executeTakeFirst();
-    if (Number(changed.numUpdatedRows) !== 1) return { ok: false, reason: WRONG_CURRENT_PASSWORD };
-    await trx.deleteFrom('cabinet_sessions').where('director_id', '=', id).execute();
-    return { ok: true, value: await then(trx) };
-  });
+  try {
+    return await db.transaction().execute(async (trx): Promise<Outcome<T>> => {
+      // One statement, so the sessions it ends are the ones a sign-out has not (it waits for their rows).
+      const ended = await trx.deleteFrom('cabinet_sessions').where('director_id', '=', id).returning('id').execute();
+      if (!ended.some((session) => session.id === input.sessionId)) throw new Refused(SESSION_ENDED);
+      const changed = await trx.updateTable('directors').set({ password_hash }).where('id', '=', id).where('password_hash', '=', found.passwordHash).executeTakeFirst();
+      if (Number(changed.numUpdatedRows) !== 1) throw new Refused(WRONG_CURRENT_PASSWORD);
+      return { ok: true, value: await then(trx) };
+    });
+  } catch (error) {
+    if (error instanceof Refused) return { ok: false, reason: error.reason };
+    throw error;
+  }
+}
+
+/** A password change refused inside its transaction: thrown to roll back what it had written. */
+class Refused extends Error {
+  readonly reason: string;
+
+  constructor(reason: string) {
+    super(reason);
+    this.reason = reason;
+  }
 }

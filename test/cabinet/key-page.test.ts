@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { formatTimestamp } from '../../src/domain/time.js';
-import { changeOwnPassword, SESSION_ENDED, setDirectorPassword, verifyDirector } from '../../src/management/directors.js';
+import { changeOwnPassword, SESSION_ENDED, setDirectorPassword, verifyDirector, WRONG_CURRENT_PASSWORD } from '../../src/management/directors.js';
 import { createKey, keyEvents } from '../../src/management/keys.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { formFields, seedDirector, startTestCabinet, TEST_SCRYPT, unescapeHtml, type CabinetBrowser, type TestCabinet } from '../helpers/cabinet.js';
@@ -411,6 +411,15 @@ describe('the director changes their own password', () => {
     await store.db.deleteFrom('cabinet_sessions').where('id', '=', out.sessionId).execute();
     assert.deepEqual(await changingOut, { ok: false, reason: SESSION_ENDED });
     assert.ok(await verifyDirector(store.db, out.d.email, out.d.password), 'the password stayed');
+    // The password changed meanwhile while the asking session lived on (nothing in the service does
+    // that alone, but the check holds): refused as a wrong current password, and nothing written.
+    const moved = await signedIn();
+    const changingMoved = changeOwnPassword(store.db, { email: moved.d.email, current: moved.d.password, next: 'a brand new password 7', sessionId: moved.sessionId }, newSession, slow);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const elsewhere = await store.db.selectFrom('directors').select('password_hash').where('id', '!=', moved.directorId).executeTakeFirstOrThrow();
+    await store.db.updateTable('directors').set({ password_hash: elsewhere.password_hash }).where('id', '=', moved.directorId).execute();
+    assert.deepEqual(await changingMoved, { ok: false, reason: WRONG_CURRENT_PASSWORD });
+    assert.equal((await store.db.selectFrom('cabinet_sessions').select('id').where('id', '=', moved.sessionId).execute()).length, 1, 'its session was not ended');
     assert.deepEqual(started, [], 'no new session was started');
   });
 

@@ -237,10 +237,11 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     const outcome = await changeOwnPassword(db, { email: view.viewer.director.email, current: formField(request.body, 'current') ?? '', next, sessionId: view.viewer.sessionId }, (trx) =>
       startSessionIn(trx, view.viewer, policy),
     );
-    // Signed out (or all sessions ended) while the change was made: nothing changed, sign in again.
+    // Signed out, reset or removed while the change was made: nothing changed, sign in again.
     if (!outcome.ok && outcome.reason === SESSION_ENDED) {
       request.log.warn({ ...attempt, outcome: 'session_ended' }, 'password change: the session ended meanwhile');
-      return reply.redirect('/login', 303);
+      reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS);
+      return reply.redirect('/login?expired=1', 303);
     }
     // The new password passed the same rules above: only the current one can be wrong (or was changed meanwhile).
     if (!outcome.ok) {
