@@ -3,8 +3,9 @@
  * change), on the same rate limiter as the API (memory, or Redis shared by every
  * instance) under bucket names of its own. Every attempt counts, right or wrong: per
  * client address (an IPv6 one by its /64), so one machine cannot try many accounts, and
- * per account (a password change: per session), so many machines cannot try one. The account bucket is named by a hash of the email,
- * known or not, so neither the bucket nor the answer tells whether an account exists.
+ * per account (a password change: per session), so many machines cannot try one. The
+ * account bucket is named by a hash of the email, known or not, so neither the bucket nor
+ * the answer tells whether an account exists.
  */
 import { hash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';

@@ -217,8 +217,12 @@ export function noteArrival(request: FastifyRequest, unmatched: ResponseRecorder
  */
 function clientAddress(request: Exchange): string {
   try {
-    const address = withoutPort(request.ip ?? '');
-    return address === '' || isIP(address) !== 0 ? address : withoutPort(request.raw.socket.remoteAddress ?? '');
+    const ip = request.ip ?? '';
+    const peer = request.raw.socket.remoteAddress;
+    // Only a forwarded address can be something else: the peer's is taken as it is.
+    if (ip === peer) return withoutPort(ip);
+    const address = withoutPort(ip);
+    return address === '' || isIP(address) !== 0 ? address : withoutPort(peer ?? '');
   } catch {
     return '';
   }

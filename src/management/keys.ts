@@ -129,11 +129,12 @@ function cardOf(row: CardRow, policy: KeyPolicy, now: string): KeyCard {
   const status: KeyStatus = expired && (row.revoked_at === null || row.revoke_reason === 'expired') ? 'expired' : revoked ? 'revoked' : 'active';
   const unusedAt = policy.unusedDays > 0 ? addDays(row.last_used_at ?? row.created_at, policy.unusedDays) : null;
   let reason = row.revoke_reason as RevokeReason | null;
-  if (status === 'active' && unusedAt !== null && judgedUnusedAt(unusedAt) <= now) return cardOf({ ...row, revoked_at: unusedAt, revoke_reason: 'unused' }, policy, now);
+  const judgedAt = unusedAt === null ? null : judgedUnusedAt(unusedAt);
+  if (status === 'active' && judgedAt !== null && judgedAt <= now) return cardOf({ ...row, revoked_at: unusedAt, revoke_reason: 'unused' }, policy, now);
   if (reason === null && status === 'revoked') reason = 'rolled';
   if (reason === null && status === 'expired') reason = 'expired';
   // A key that expires or retires before it is judged unused is never revoked as unused.
-  const endsFirst = unusedAt !== null && [row.expires_at, row.retires_at].some((end) => end !== null && end <= judgedUnusedAt(unusedAt));
+  const endsFirst = judgedAt !== null && [row.expires_at, row.retires_at].some((end) => end !== null && end <= judgedAt);
   return {
     id: row.id,
     name: row.name,

@@ -96,6 +96,8 @@ const RUN_AFTER = 16;
 const RUN_SHARE = 1 / 8;
 /** The key of a list's run among its school's answers: no request target begins with a line feed. */
 const runKey = (list: ListTable) => `\n${list}`;
+/** The part of an entry's key that names the school's data (version and stamp). */
+const dataOf = (tenant: Tenant) => `${tenant.dataVersion}.${tenant.dataStamp}`;
 /**
  * Set for a school's list once its run was asked for: it is not read again for the same data
  * while kept, nor once it failed, was found too long or could not be kept (a store too full to
@@ -271,7 +273,7 @@ export class ResponseCache {
   private prefixOf(tenant: Tenant): string {
     let prefix = this.prefixes.get(tenant);
     if (prefix === undefined) {
-      const data = `${tenant.dataVersion}.${tenant.dataStamp}`;
+      const data = dataOf(tenant);
       const base = `${tenant.id}\n${data}\n${tenant.timezone}\n${tenant.currency}`;
       // A key limited to some scopes gets answers of its own (the changes feed differs by scope).
       prefix = tenant.scopes === ALL_SCOPES ? base : `${base}\n${tenant.scopes}`;
@@ -417,7 +419,7 @@ export class ResponseCache {
     if (school.prefixes.includes(prefix)) return true;
     // A row met while the school's data was another (one read before an import, met after a
     // newer row, took the school back a moment): current again once its data is the school's.
-    if (school.data !== `${tenant.dataVersion}.${tenant.dataStamp}`) return false;
+    if (school.data !== dataOf(tenant)) return false;
     school.prefixes.push(prefix);
     return true;
   }
