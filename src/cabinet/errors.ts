@@ -10,6 +10,7 @@ import { isLockWait, isStoreUnavailable } from '../db/index.js';
 import type { SafeHtml } from './html.js';
 import { chooseLocale, type ErrorPage, type Locale } from './i18n/index.js';
 import type { FormRefusal } from './security.js';
+import { COOKIE_OPTIONS, SESSION_COOKIE } from './session.js';
 import { errorPage } from './views/pages.js';
 
 /** What an error page says: one of the catalogue's pages, or a refused form's reason. */
@@ -28,6 +29,24 @@ export class CabinetError extends Error {
     this.status = status;
     this.text = text;
   }
+}
+
+/**
+ * The session that asked for a change ended while it was made (a sign-out, an operator's
+ * reset, a password change): thrown inside the change's transaction, so nothing changed.
+ */
+export class SessionEnded extends Error {
+  override name = 'SessionEnded';
+
+  constructor() {
+    super('the session ended while the change was made');
+  }
+}
+
+/** Sends a browser whose session has ended to sign in again, its cookie cleared. */
+export function signInAgain(reply: FastifyReply): FastifyReply {
+  reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS);
+  return reply.redirect('/login?expired=1', 303);
 }
 
 /** Another school's key, a malformed id and a key that never was look exactly alike. */
@@ -61,6 +80,10 @@ function sendError(request: FastifyRequest, reply: FastifyReply, status: number,
 
 export function cabinetErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof CabinetError) return sendError(request, reply, error.status, error.text);
+  if (error instanceof SessionEnded) {
+    request.log.warn({ event: 'cabinet_session_ended' }, error.message);
+    return signInAgain(reply);
+  }
   // The request's own body failed to arrive (the client dropped it, or was too slow): the
   // error is the connection's, not the store's, and nobody is left to read an answer. Only
   // the request stream's own error: a request whose client left while the store failed

@@ -6,10 +6,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { formRefused, type FormKind } from './errors.js';
+import { formRefused, signInAgain, type FormKind } from './errors.js';
 import { formField } from './form.js';
 import { formRefusal } from './security.js';
-import { COOKIE_OPTIONS, findSession, SESSION_COOKIE, type SessionPolicy, type SignedIn } from './session.js';
+import { findSession, SESSION_COOKIE, type SessionPolicy, type SignedIn } from './session.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -33,10 +33,8 @@ export function checkForm(request: FastifyRequest, expected: string | undefined,
 export function signedIn(db: Kysely<Database>, policy: SessionPolicy) {
   return async function requireSignIn(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const lookup = await findSession(db, request.cookies[SESSION_COOKIE], policy);
-    if (lookup.state !== 'active') {
-      if (lookup.state === 'expired') reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS);
-      return reply.redirect(lookup.state === 'expired' ? '/login?expired=1' : '/login', 303);
-    }
+    if (lookup.state === 'expired') return signInAgain(reply);
+    if (lookup.state !== 'active') return reply.redirect('/login', 303);
     request.cabinet = lookup.session;
     request.log = request.log.child({ directorId: lookup.session.director.id, schoolId: lookup.session.school.id });
     if (request.method === 'POST') checkForm(request, lookup.session.csrf, 'page');

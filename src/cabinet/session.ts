@@ -8,7 +8,7 @@
 import { hash } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Config } from '../config/index.js';
-import { isLockWait, withoutLockWait } from '../db/index.js';
+import { isLockWait, onPostgres, withoutLockWait } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { formatTimestamp, nowTimestamp } from '../domain/time.js';
 import { randomToken, TOKEN_FORMAT } from './security.js';
@@ -131,6 +131,19 @@ export async function findSession(db: Kysely<Database>, token: string | undefine
 
 export async function endSession(db: Kysely<Database>, id: string): Promise<void> {
   await db.deleteFrom('cabinet_sessions').where('id', '=', id).execute();
+}
+
+/**
+ * Whether the session `id` is still valid, held so for the rest of the caller's transaction: on
+ * PostgreSQL its row is locked against a sign-out, a reset or a password change until the
+ * transaction ends (SQLite's transactions take the write lock first). A change the session
+ * asked for runs this first, so that one that ended after its page was checked changes nothing.
+ */
+export async function holdSession(trx: Transaction<Database>, id: string): Promise<boolean> {
+  const now = nowTimestamp();
+  let query = trx.selectFrom('cabinet_sessions').select('id').where('id', '=', id).where('idle_expires_at', '>', now).where('expires_at', '>', now);
+  if (onPostgres(trx)) query = query.forShare();
+  return (await query.executeTakeFirst()) !== undefined;
 }
 
 /**

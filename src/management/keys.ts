@@ -331,11 +331,20 @@ async function loadCard(db: Kysely<Database>, keyId: string, policy: KeyPolicy):
  * Revokes a key. Immediate: every API request that starts after this returns is
  * refused, on every server (a PostgreSQL server that kept the key has dropped it:
  * src/db/watch.ts).
- * With `schoolId`, only that school's key can be revoked (the cabinet's case).
+ * With `schoolId`, only that school's key can be revoked (the cabinet's case); `first` runs
+ * first in its transaction.
  */
-export async function revokeKey(db: Kysely<Database>, keyId: string, schoolId?: string, actor: Actor = OPERATOR, policy: KeyPolicy = { unusedDays: 0 }): Promise<Outcome<KeyCard>> {
+export async function revokeKey(
+  db: Kysely<Database>,
+  keyId: string,
+  schoolId?: string,
+  actor: Actor = OPERATOR,
+  policy: KeyPolicy = { unusedDays: 0 },
+  first: Step = noStep,
+): Promise<Outcome<KeyCard>> {
   const now = formatTimestamp(Date.now());
   await db.transaction().execute(async (trx) => {
+    await first(trx);
     // A key that has already ended (expired, overlap over, unused) keeps that reason and event.
     if ((await sweepKeyIn(trx, keyId, now, policy, schoolId)) === undefined) return;
     let update = trx.updateTable('api_keys').set({ revoked_at: now, revoke_reason: 'revoked' }).where('id', '=', keyId).where('revoked_at', 'is', null);
@@ -404,11 +413,20 @@ export async function rollKey(
   return { ok: true, value: { created: outcome.value, old: await loadCard(db, keyId, policy) } };
 }
 
-/** Replaces a key's allowlist (null: any address). Takes effect on the next request. */
-export async function setAllowlist(db: Kysely<Database>, keyId: string, allow: string[] | null, actor: Actor = OPERATOR, policy: KeyPolicy = { unusedDays: 0 }, schoolId?: string): Promise<Outcome<KeyCard>> {
+/** Replaces a key's allowlist (null: any address). Takes effect on the next request. `first` runs first in its transaction. */
+export async function setAllowlist(
+  db: Kysely<Database>,
+  keyId: string,
+  allow: string[] | null,
+  actor: Actor = OPERATOR,
+  policy: KeyPolicy = { unusedDays: 0 },
+  schoolId?: string,
+  first: Step = noStep,
+): Promise<Outcome<KeyCard>> {
   const now = formatTimestamp(Date.now());
   const stored = allow === null || allow.length === 0 ? null : allow.join(',');
   const outcome = await db.transaction().execute(async (trx): Promise<Outcome<null>> => {
+    await first(trx);
     // A key that has ended but is not yet marked so (expired, overlap over, unused) is marked first.
     if ((await sweepKeyIn(trx, keyId, now, policy, schoolId)) === undefined) return { ok: false, reason: `no key with id "${keyId}"` };
     const before = await trx.selectFrom('api_keys').select(['school_id', 'allow', 'revoked_at', 'revoke_reason']).where('id', '=', keyId).executeTakeFirstOrThrow();

@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { formatTimestamp } from '../../src/domain/time.js';
 import { changeOwnPassword, SESSION_ENDED, setDirectorPassword, verifyDirector, WRONG_CURRENT_PASSWORD } from '../../src/management/directors.js';
 import { createKey, keyEvents } from '../../src/management/keys.js';
@@ -319,6 +320,47 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.equal((await b.post('/settings/api/keys', { ...createForm, name: 'Accounting' })).status, 409, 'now it is');
   });
 
+  it(
+    'changes nothing for a session that ended after its page was checked: a revoke, an allowlist, a new key and a roll all send it to sign in again',
+    { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only: SQLite\'s transactions take the write lock first, so the window cannot be held open' },
+    async () => {
+      const waitingForSession = async () => {
+        const waiting = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike '%cabinet_sessions%for share%'`.execute(store.db);
+        return waiting.rows[0]!.n > 0;
+      };
+      const forms: Record<string, (path: string) => { page: string; action: string; fields: Record<string, string> }> = {
+        revoke: (path) => ({ page: `${path}/revoke`, action: `${path}/revoke`, fields: {} }),
+        allow: (path) => ({ page: path, action: `${path}/allow`, fields: { allow: '203.0.113.0/24' } }),
+        roll: (path) => ({ page: path, action: `${path}/roll`, fields: { overlap: 'now' } }),
+        create: () => ({ page: '/settings/api', action: '/settings/api/keys', fields: { name: 'Late' } }),
+      };
+      for (const [name, formOf] of Object.entries(forms)) {
+        const { b, schoolId } = await signedIn();
+        const made = await createKey(store.db, schoolId, 'Accounting');
+        assert.ok(made.ok);
+        const form = formOf(`/settings/api/keys/${made.value.id}`);
+        const fields = { ...formFields((await b.get(form.page)).text, form.action), ...form.fields };
+        const session = await store.db.selectFrom('cabinet_sessions as s').innerJoin('directors as d', 'd.id', 's.director_id').select('s.id').where('d.school_id', '=', schoolId).executeTakeFirstOrThrow();
+        // The session passes the page's check, then ends (a sign-out elsewhere) while the change waits for it.
+        let sent: ReturnType<CabinetBrowser['post']> | undefined;
+        await store.db.transaction().execute(async (trx) => {
+          await trx.selectFrom('cabinet_sessions').select('id').where('id', '=', session.id).forUpdate().execute();
+          sent = b.post(form.action, fields);
+          for (let i = 0; i < 200 && !(await waitingForSession()); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+          assert.ok(await waitingForSession(), `${name}: the change waits for the session`);
+          await trx.deleteFrom('cabinet_sessions').where('id', '=', session.id).execute();
+        });
+        const answer = await sent!;
+        assert.equal(answer.status, 303, `${name}: ${answer.text}`);
+        assert.equal(answer.location, '/login?expired=1', name);
+        assert.match(String(answer.headers['set-cookie']), /__Host-sd_session=;/, `${name}: the cookie is cleared`);
+        const keys = await store.db.selectFrom('api_keys').select(['id', 'revoked_at', 'retires_at', 'allow']).where('school_id', '=', schoolId).execute();
+        assert.deepEqual(keys, [{ id: made.value.id, revoked_at: null, retires_at: null, allow: null }], `${name}: the keys are as they were`);
+        assert.equal((await keyEvents(store.db, schoolId)).length, 1, `${name}: only the key's creation is recorded`);
+        assert.equal((await api.request(STUDENTS, { key: made.value.key })).status, 200, `${name}: the key works as before`);
+      }
+    },
+  );
 });
 
 describe('the director changes their own password', () => {

@@ -18,13 +18,13 @@ import { changeOwnPassword, checkPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LEN
 import { keyDays, keyRequests } from '../../management/key-activity.js';
 import { createKey, findKey, isOverlap, KEY_NAME_MAX, keyEvents, MAX_ACTIVE_KEYS, keyNameLength, listKeys, revokeKey, rollKey, setAllowlist, type KeyCard, type KeyOptions, type KeyPolicy } from '../../management/keys.js';
 import type { CabinetContext } from '../context.js';
-import { CabinetError, notFound, sendPage } from '../errors.js';
+import { CabinetError, notFound, sendPage, SessionEnded, signInAgain } from '../errors.js';
 import { formField, formTicked } from '../form.js';
 import { signedView } from '../view.js';
 import { signedIn } from '../guard.js';
 import type { Messages } from '../i18n/index.js';
 import { randomToken, TOKEN_FORMAT } from '../security.js';
-import { claimFormNonce, COOKIE_OPTIONS, SESSION_COOKIE, startSessionIn } from '../session.js';
+import { claimFormNonce, COOKIE_OPTIONS, holdSession, SESSION_COOKIE, startSessionIn } from '../session.js';
 import { admitPasswordAttempt } from '../throttle.js';
 import { keyPage, type KeyPageModel } from '../views/key.js';
 import { keyPath } from '../views/parts.js';
@@ -56,10 +56,18 @@ function passwordError(t: Messages['password'], next: string): string | null {
 const incomplete = () => new CabinetError(400, { page: 'incomplete' });
 const alreadySubmitted = () => new CabinetError(409, { page: 'alreadySent' });
 
-/** Claims a create or roll form's one-time token in the change's own transaction: refused (409) when it was used before. */
+/** The first step of every change a director asks for: their session must still be signed in (else nothing changes, SessionEnded). */
+const stillSignedIn =
+  (sessionId: string): Step =>
+  async (trx) => {
+    if (!(await holdSession(trx, sessionId))) throw new SessionEnded();
+  };
+
+/** The same, then a create or roll form's one-time token claimed: refused (409) when it was used before. */
 const claimOnce =
   (sessionId: string, nonce: string): Step =>
   async (trx) => {
+    await stillSignedIn(sessionId)(trx);
     if (!(await claimFormNonce(trx, sessionId, nonce))) throw alreadySubmitted();
   };
 
@@ -212,7 +220,7 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     const { viewer } = signedView(request);
     const keyId = request.params.id;
     if (!ID.test(keyId)) throw notFound();
-    const outcome = await revokeKey(db, keyId, viewer.school.id, viewer.director.email, keyPolicy);
+    const outcome = await revokeKey(db, keyId, viewer.school.id, viewer.director.email, keyPolicy, stillSignedIn(viewer.sessionId));
     if (!outcome.ok) throw notFound();
     request.log.info({ event: 'cabinet_key_revoked', keyId }, 'key revoked');
     return reply.redirect(`/settings/api?revoked=${encodeURIComponent(keyId)}`, 303);
@@ -240,8 +248,7 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     // Signed out, reset or removed while the change was made: nothing changed, sign in again.
     if (!outcome.ok && outcome.reason === SESSION_ENDED) {
       request.log.warn({ ...attempt, outcome: 'session_ended' }, 'password change: the session ended meanwhile');
-      reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS);
-      return reply.redirect('/login?expired=1', 303);
+      return signInAgain(reply);
     }
     // The new password passed the same rules above: only the current one can be wrong (or was changed meanwhile).
     if (!outcome.ok) {
@@ -269,7 +276,7 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
     const text = (formField(request.body, 'allow') ?? '').trim();
     const typed = typedAllowlist(view.locale.t.form, text);
     if (!typed.ok) return showKey(reply, view, 400, key.id, { allow: text, allowError: typed.error });
-    const outcome = await setAllowlist(db, key.id, typed.allow, view.viewer.director.email, keyPolicy, view.viewer.school.id);
+    const outcome = await setAllowlist(db, key.id, typed.allow, view.viewer.director.email, keyPolicy, view.viewer.school.id, stillSignedIn(view.viewer.sessionId));
     if (!outcome.ok) return notSaved();
     request.log.info({ event: 'cabinet_key_allowlist_changed', keyId: key.id }, 'key allowlist changed');
     return reply.redirect(`/settings/api/keys/${encodeURIComponent(key.id)}?saved=1`, 303);
