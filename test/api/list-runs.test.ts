@@ -19,6 +19,7 @@ import { ResponseCache } from '../../src/resources/cache.js';
 import type { Reader } from '../../src/db/reader.js';
 import { readRun, type Run } from '../../src/resources/common/list.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { pipelinedStatuses } from '../helpers/fuzz.js';
 import { stableHeaders, type TestResponse } from '../helpers/http.js';
 import { REDIS_ONLY } from '../helpers/redis.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -142,6 +143,16 @@ describe('lists kept whole', () => {
     assert.equal(await cuts(), before, 'nothing cut for a client that holds the page');
     assert.equal((await kept.request(other, { key })).status, 200);
     assert.equal(await cuts(), before + 1);
+  });
+
+  it('counts no cut for a page whose GET body the parser refused: its 400 is the one answer', async () => {
+    const head = (target: string) => `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nTransfer-Encoding: chunked\r\n\r\n`;
+    const before = await cuts();
+    // Cut at once from the run the earlier tests kept, then held to the turn's end, when the parser has refused the body.
+    assert.deepEqual(await pipelinedStatuses(kept.origin, kept.ca, `${head(`${API}/students?limit=7&offset=13`)}zz\r\nabc\r\n0\r\n\r\n`), [400]);
+    assert.equal(await cuts(), before, 'a page that was not written is no cut');
+    assert.equal((await kept.request(`${API}/students?limit=7&offset=14`, { key })).status, 200);
+    assert.equal(await cuts(), before + 1, 'the next page, written, is one');
   });
 
   it('queries a page narrowed by anything but the school, as before', async () => {
