@@ -513,15 +513,15 @@ export async function sweepKeys(db: Kysely<Database>, policy: KeyPolicy, schoolI
   return db.transaction().execute((trx) => sweepIn(trx, now, policy, schoolId));
 }
 
-/** A school's key events, newest first (at most `limit`); with `keyId`, that key's only. */
+/** A school's key events, newest first (all, or the latest `limit`); with `keyId`, that key's only. */
 export async function keyEvents(db: Kysely<Database>, schoolId: string, options: { keyId?: string; limit?: number } = {}): Promise<KeyEventEntry[]> {
   let query = db
     .selectFrom('key_events')
     .leftJoin('api_keys', 'api_keys.id', 'key_events.key_id')
     .select(['key_events.at', 'key_events.key_id', 'api_keys.name as key_name', 'api_keys.hint as key_hint', 'key_events.event', 'key_events.actor', 'key_events.detail'])
     .where('key_events.school_id', '=', schoolId)
-    .orderBy('key_events.seq', 'desc')
-    .limit(options.limit ?? 1000);
+    .orderBy('key_events.seq', 'desc');
+  if (options.limit !== undefined) query = query.limit(options.limit);
   if (options.keyId !== undefined) query = query.where('key_events.key_id', '=', options.keyId);
   const rows = await query.execute();
   return rows.map((r) => ({ ...r, event: r.event as KeyEvent, detail: r.detail === null ? null : (JSON.parse(r.detail) as Record<string, unknown>) }));

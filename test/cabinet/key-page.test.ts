@@ -320,6 +320,24 @@ describe('a key\'s page and options in the cabinet', () => {
     assert.equal((await b.post('/settings/api/keys', { ...createForm, name: 'Accounting' })).status, 409, 'now it is');
   });
 
+  it('shows a key\'s latest 200 events, and says so when it has more', async () => {
+    const { b, schoolId } = await signedIn();
+    const made = await createKey(store.db, schoolId, 'Busy');
+    assert.ok(made.ok);
+    const path = `/settings/api/keys/${made.value.id}`;
+    const rows = (text: string) => text.slice(text.indexOf('id="key-events"')).split('</table>')[0]!.split('<tr>').length - 2;
+    const few = await b.get(path);
+    assert.equal(rows(few.text), 1);
+    assert.ok(!few.text.includes('id="events-cut"'));
+    const at = formatTimestamp(Date.now());
+    const changes = Array.from({ length: 249 }, () => ({ school_id: schoolId, key_id: made.value.id, event: 'options_changed', actor: 'operator', at, detail: JSON.stringify({ allow: { from: null, to: null } }) }));
+    await store.db.insertInto('key_events').values(changes.slice(0, 125)).execute();
+    await store.db.insertInto('key_events').values(changes.slice(125)).execute();
+    const many = await b.get(path);
+    assert.equal(rows(many.text), 200);
+    assert.match(many.text, /id="events-cut">The latest 200 events are shown; your platform&#39;s operator can list them all\./);
+  });
+
   it(
     'changes nothing for a session that ended after its page was checked: a revoke, an allowlist, a new key and a roll all send it to sign in again',
     { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only: SQLite\'s transactions take the write lock first, so the window cannot be held open' },

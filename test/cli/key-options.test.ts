@@ -134,6 +134,18 @@ describe('school-data key options (CLI)', () => {
     assert.match(human.stdout, /options_changed/);
   });
 
+  it('lists every event of a long history, the first one too', async () => {
+    const k = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Busy');
+    // 1,200 allowlist changes, written as the command writes each (one event per change).
+    const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const changes = Array.from({ length: 1200 }, (_, i) => ({ school_id: 'ko-school', key_id: k.id, event: 'options_changed', actor: 'operator', at, detail: JSON.stringify({ allow: { from: null, to: [`192.0.2.${i % 250}`] } }) }));
+    for (let i = 0; i < changes.length; i += 200) await store.db.insertInto('key_events').values(changes.slice(i, i + 200)).execute();
+    const listed = await json<{ event: string }[]>('audit', 'list', '--school', 'ko-school', '--key', k.id);
+    assert.equal(listed.length, 1201);
+    assert.equal(listed.at(-1)!.event, 'created', 'the oldest event is listed, last');
+    assert.ok((await events()).length > 1201, 'and in the school\'s whole audit');
+  });
+
   it('prints a key\'s last requests (an empty log for a key not used yet)', async () => {
     const k = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Quiet');
     assert.deepEqual(await json('key', 'log', '--key', k.id), []);

@@ -120,6 +120,7 @@ export const en = {
     perDay: 'Requests per day',
     lastRequests: 'Last requests',
     events: 'Events',
+    eventsCut: (shown: number) => `The latest ${n(shown)} events are shown; your platform's operator can list them all.`,
     back: 'Back to API keys',
     noRequests: 'No requests recorded yet.',
     chartLabel: (total: number, days: number) => `Requests per day: ${n(total)} in ${days} days`,

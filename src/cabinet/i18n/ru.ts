@@ -123,6 +123,7 @@ export const ru: Messages = {
     perDay: 'Запросы по дням',
     lastRequests: 'Последние запросы',
     events: 'События',
+    eventsCut: (shown) => `Показаны последние ${n(shown)} ${plural(shown, 'событие', 'события', 'событий')}; оператор платформы может вывести их все.`,
     back: 'Назад к ключам API',
     noRequests: 'Запросов пока не было.',
     chartLabel: (total, count) => `Запросы по дням: ${requests(total)} за ${days(count)}`,

@@ -33,6 +33,9 @@ import { keysPage, newKeyPage, passwordPage, revokePage, type KeysModel } from '
 
 type FormText = Messages['form'];
 
+/** The events a key's page shows, newest first (`school-data audit list` prints every one). */
+const KEY_PAGE_EVENTS = 200;
+
 /** Why a key name cannot be used, in the words shown under the field; null when it can. */
 function keyNameError(t: FormText, name: string | null): string | null {
   const trimmed = name?.trim() ?? '';
@@ -142,9 +145,9 @@ export const keyRoutes: FastifyPluginCallback<CabinetContext> = (app, { db, conf
         const [requests, days, events] = await Promise.all([
           keyRequests(trx, schoolId, key.id),
           keyDays(trx, schoolId, key.id, 90),
-          keyEvents(trx, schoolId, { keyId: key.id, limit: 200 }),
+          keyEvents(trx, schoolId, { keyId: key.id, limit: KEY_PAGE_EVENTS + 1 }),
         ]);
-        return { key, requests, days, events };
+        return { key, requests, days, events: events.slice(0, KEY_PAGE_EVENTS), eventsCut: events.length > KEY_PAGE_EVENTS };
       });
     return sendPage(reply, status, keyPage(view, { ...model, nonce: randomToken(), ...extra }));
   }

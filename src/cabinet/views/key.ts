@@ -73,6 +73,8 @@ export interface KeyPageModel {
   requests: KeyRequestEntry[];
   days: KeyDay[];
   events: KeyEventEntry[];
+  /** True when the key has older events than `events` holds. */
+  eventsCut?: boolean;
   /** One-time token of the roll form. */
   nonce: string;
   allow?: string;
@@ -150,6 +152,7 @@ export function keyPage(view: SignedView, model: KeyPageModel): SafeHtml {
     <section>
       <h2>${t.events}</h2>
       ${eventsTable(locale, model.events, tz)}
+      ${model.eventsCut ? html`<p class="hint" id="events-cut">${t.eventsCut(model.events.length)}</p>` : ''}
     </section>
     <p><a class="button secondary" href="/settings/api">${t.back}</a></p>`,
   );
