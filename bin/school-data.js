@@ -7,6 +7,12 @@ let outputFailed = (err) => {
   process.exit(err.code === 'EPIPE' ? 0 : 1);
 };
 process.stdout.on('error', (err) => outputFailed(err));
+// The oldest Node.js line it runs on (package.json "engines"): older ones crash in the SQLite driver, without a word.
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 18)) {
+  process.stderr.write(`school-data: needs Node.js 22.18 or later; this is ${process.versions.node}\n`);
+  process.exit(1);
+}
 const main = new URL('../dist/bundle/main.js', import.meta.url);
 const { existsSync } = await import('node:fs');
 if (!existsSync(main)) {

@@ -30,6 +30,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
+// The tests run on Node.js's own type stripping, from 22.18 (package.json "engines").
+const [nodeMajor, nodeMinor] = process.versions.node.split('.').map(Number);
+if (nodeMajor < 22 || (nodeMajor === 22 && nodeMinor < 18)) {
+  process.stderr.write(`the tests need Node.js 22.18 or later; this is ${process.versions.node}\n`);
+  process.exit(1);
+}
+
 const FILE_TIMEOUT_MS = 6 * 60_000;
 const EXIT_GRACE_MS = 20_000;
 /** The last line node:test prints, once every test and hook of the file has ended. */

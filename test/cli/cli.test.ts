@@ -389,4 +389,14 @@ describe('school-data CLI', () => {
     });
     fails(r, /not built yet; run "npm run build"/);
   });
+
+  it('says in one line which Node.js it needs, on a line older than 22.18 (where the SQLite driver crashes)', async () => {
+    for (const version of ['20.20.2', '22.17.1']) {
+      // The process told it runs on `version` before the CLI starts (NODE_OPTIONS splits at spaces: none in the module).
+      const older = `--import=data:text/javascript,Object.defineProperty(process,'versions',{value:{...process.versions,node:'${version}'}})`;
+      const r = await runCli(['school', 'list'], { ...env, NODE_OPTIONS: older });
+      fails(r, new RegExp(`needs Node\\.js 22\\.18 or later; this is ${version.replaceAll('.', '\\.')}$`, 'm'));
+    }
+    assert.equal((await cli('school', 'list')).code, 0, 'this line runs it');
+  });
 });
