@@ -199,4 +199,18 @@ describe('the command line when its output fails, and the mistakes of scripts', 
     given.end('a-password-123\n');
     assert.deepEqual(await passwordFromStdin(given, 100), { password: 'a-password-123', generated: false });
   });
+
+  it('a password on stdin is its first line as UTF-8 text: an editor\'s byte order mark and line end left out, other encodings refused', async () => {
+    const piped = (bytes: Buffer) => {
+      const stdin = new PassThrough() as unknown as NodeJS.ReadStream & PassThrough;
+      stdin.end(bytes);
+      return passwordFromStdin(stdin, 100);
+    };
+    assert.deepEqual(await piped(Buffer.from('\uFEFFпароль-из-блокнота 1\r\nmore', 'utf8')), { password: 'пароль-из-блокнота 1', generated: false });
+    assert.deepEqual(await piped(Buffer.from('no line end at all 2', 'utf8')), { password: 'no line end at all 2', generated: false });
+    const notUtf8 = /^the password on stdin is not UTF-8 text; save it as UTF-8/;
+    await assert.rejects(piped(Buffer.from([0xff, 0xfe, ...Buffer.from(' invalid utf8 password\n')])), (err: unknown) => err instanceof CliError && notUtf8.test(err.message));
+    // Latin-1, as a file saved in another encoding has it.
+    await assert.rejects(piped(Buffer.from('mot de passe très long\n', 'latin1')), (err: unknown) => err instanceof CliError && notUtf8.test(err.message));
+  });
 });

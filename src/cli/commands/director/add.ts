@@ -40,11 +40,28 @@ export async function passwordFromStdin(stdin: NodeJS.ReadStream, waitMs = STDIN
     clearTimeout(timer);
     if (!stdin.destroyed) await reading.return?.();
   }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.length === 0) return { password: generatePassword(), generated: true };
-  const line = text.split(/\r?\n/, 1)[0] ?? '';
+  const bytes = Buffer.concat(chunks);
+  if (bytes.length === 0) return { password: generatePassword(), generated: true };
+  const end = bytes.indexOf(0x0a);
+  const line = firstLine(end === -1 ? bytes : bytes.subarray(0, end), end === -1 && size > STDIN_MAX_BYTES);
   if (line.length === 0) throw new CliError('the password on stdin is empty; pipe in the password, or nothing at all to have one generated');
   return { password: line, generated: false };
+}
+
+/**
+ * The password line's text: UTF-8, without its carriage return or a byte order mark an editor
+ * put before it (neither can be typed at the sign-in). Bytes that are no UTF-8 (a file saved in
+ * another encoding) are refused: decoded as replacement characters, the password could never be
+ * typed. A line cut at the read's limit is too long anyway (its length is refused after).
+ */
+function firstLine(bytes: Buffer, cut: boolean): string {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: !cut }).decode(bytes);
+  } catch {
+    throw new CliError('the password on stdin is not UTF-8 text; save it as UTF-8 (or pipe in nothing to have one generated)');
+  }
+  return text.replace(/\r$/, '');
 }
 
 /** What the human-readable output says of the password: a generated one is shown here, once. */
