@@ -9,6 +9,7 @@
  */
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { holdsKey } from '../access/keys.js';
 import type { Step } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { nowTimestamp } from '../domain/time.js';
@@ -85,6 +86,7 @@ export function normaliseEmail(email: string): string {
 
 function checkEmail(email: string): string | null {
   if (email.length > EMAIL_MAX_LENGTH || CONTROL.test(email) || !EMAIL.test(email)) return 'email must be an address such as director@example.com';
+  if (holdsKey(email)) return 'email must not hold an API key: a director\'s email is shown in lists and in the audit';
   return null;
 }
 

@@ -97,12 +97,13 @@ describe('the command line when its output fails, and the mistakes of scripts', 
     assert.equal(r.stderr, '');
   });
 
-  it('refuses a key as a school id, a school name or a key name', async () => {
+  it('refuses a key as a school id, a school name, a key name or a director\'s email', async () => {
     const key = `service_pk_${'ab'.repeat(16)}`;
     for (const [args, pattern] of [
       [['school', 'create', '--name', 'X', '--plan', 'VIP', '--id', key], /school id must not hold an API key/],
       [['school', 'create', '--name', `a ${key}`, '--plan', 'VIP'], /school name must not hold an API key/],
       [['key', 'create', '--school', 'out-school', '--name', key.toUpperCase()], /key name must not hold an API key/],
+      [['director', 'add', '--school', 'out-school', '--email', `${key}@example.com`], /email must not hold an API key/],
     ] as const) {
       const r = await cli(...args);
       assert.equal(r.code, 1);
@@ -110,6 +111,7 @@ describe('the command line when its output fails, and the mistakes of scripts', 
       assert.match(r.stderr, pattern);
     }
     assert.doesNotMatch((await cli('school', 'list')).stdout, /service_pk_/i);
+    assert.doesNotMatch((await cli('director', 'list', '--school', 'out-school')).stdout, /service_pk_/i);
   });
 
   it("an option whose value is another option (a script's unset variable) is a usage error", async () => {
