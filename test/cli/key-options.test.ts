@@ -134,6 +134,17 @@ describe('school-data key options (CLI)', () => {
     assert.match(human.stdout, /options_changed/);
   });
 
+  it('counts no ended key among a school\'s active keys, even before anything marked it', async () => {
+    const active = async () => (await json<{ id: string; active_keys: number }[]>('school', 'list')).find((s) => s.id === 'ko-school')!.active_keys;
+    const before = await active();
+    const k = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Soon over', '--expires', '2099-01-01T00:00:00Z');
+    assert.equal(await active(), before + 1);
+    // Its expiry passes with no server running to mark it.
+    await store.db.updateTable('api_keys').set({ expires_at: '2020-01-01T00:00:00Z' }).where('id', '=', k.id).execute();
+    assert.equal(await active(), before, 'the expired key is not counted');
+    assert.deepEqual((await events()).filter((e) => e.key_id === k.id).map((e) => e.event), ['expired', 'created']);
+  });
+
   it('lists every event of a long history, the first one too', async () => {
     const k = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Busy');
     // 1,200 allowlist changes, written as the command writes each (one event per change).
