@@ -95,6 +95,8 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   // answer to one closes the connection (the router's refusals come before any hook).
   app.server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
     if (headFault(req) === 'other-version') res.setHeader('Connection', 'close');
+    // As on the API (src/edge/answer.ts): after a request asking for another protocol, Node's parser reads no more.
+    else if (req.headers.upgrade !== undefined) res.setHeader('Connection', 'close');
   });
   // CONNECT, which Node hands to no request handler: a fault of its line or Host (400), else
   // 404, on the socket, with its line as the API's.

@@ -239,7 +239,9 @@ export function answerWriter(deps: WriterDeps): Writer {
     if (body === 'refused') return;
     if (cut) cutWritten?.();
     if (body === 'arriving') answeringBeforeBody(raw.socket);
-    if (closes || body === 'arriving') headers.push('Connection', 'close');
+    // A request asking for another protocol (Upgrade, which no route takes): Node's parser reads
+    // nothing more on its connection, so a next request there would wait for the idle timeout.
+    if (closes || body === 'arriving' || raw.headers.upgrade !== undefined) headers.push('Connection', 'close');
     const caller = request.caller ?? null;
     // Read before the answer is written: once the connection is gone, Node detaches its socket.
     const address = clientAddress(request);

@@ -262,7 +262,7 @@ describe('cabinet security', () => {
     }
   });
 
-  it('answers pipelined requests in order, a CONNECT or bytes that are not HTTP after the pages before them; another HTTP version closes the connection', async () => {
+  it('answers pipelined requests in order, a CONNECT or bytes that are not HTTP after the pages before them; another HTTP version or an Upgrade closes the connection', async () => {
     const statusesOf = (bytes: string) => pipelinedStatuses(t.origin, t.ca, bytes);
     const login = 'GET /login HTTP/1.1\r\nHost: localhost\r\n\r\n';
     assert.deepEqual(await statusesOf(`${login}${login}CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`), [200, 200, 404]);
@@ -272,6 +272,12 @@ describe('cabinet security', () => {
     for (const target of ['/login', '/%zz']) {
       assert.deepEqual(await statusesOf(`GET ${target} HTTP/2.0\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n${login}`), [400], target);
     }
+    // A request asking for another protocol: answered, then the connection closes (Node reads no more on it).
+    const upgrade = 'GET /login HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n';
+    const first = await rawExchange(t.origin, t.ca, `${upgrade}${login}`);
+    assert.ok(first.kind === 'response' && first.response.status === 200, JSON.stringify(first));
+    assert.equal(first.response.headers.connection, 'close');
+    assert.deepEqual(await statusesOf(`${upgrade}${login}`), [200]);
   });
 
   it('answers a page whose request body is still arriving at once, closing the connection: a malformed rest is no second answer', async () => {

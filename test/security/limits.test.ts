@@ -122,6 +122,17 @@ describe('server limits', () => {
       assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${head('Connection: close\r\n')}`), [200]);
     });
 
+    it('closes the connection after answering a request that asks for another protocol: a request after it is not left waiting', async () => {
+      const upgrade = head('Connection: Upgrade\r\nUpgrade: websocket\r\n');
+      for (const method of ['GET', 'HEAD']) {
+        const bytes = `${upgrade.replace(/^GET/, method)}${head('')}`;
+        const first = await rawExchange(t.origin, t.ca, bytes, { headOnly: method === 'HEAD' });
+        assert.ok(first.kind === 'response' && first.response.status === 200, `${method}: ${JSON.stringify(first)}`);
+        assert.equal(first.response.headers.connection, 'close', `${method}: the client is told to send the next request on a new connection`);
+        assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, bytes), [200], method);
+      }
+    });
+
     it('keeps the connection of a request whose declared body is empty, however its length is written, answered at once or not', async () => {
       for (const length of ['0', '00', '000']) {
         for (const [method, status] of [['GET', 200], ['POST', 405]] as const) {
