@@ -34,6 +34,7 @@ export function writeRawProblem(socket: Duplex, status: number, problem: Problem
   const body = problem.json(requestId);
   const lines = [
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+    `Date: ${new Date().toUTCString()}`,
     ...Object.entries({ ...headers, ...problem.options.headers }).map(([name, value]) => `${name}: ${value}`),
     `X-Request-Id: ${requestId}`,
     `Content-Type: ${PROBLEM_CONTENT_TYPE}`,
@@ -119,23 +120,39 @@ function dropWhatFollows(socket: Duplex): void {
   socket.resume();
 }
 
+/** A request line's start: a method token and its space, from a given place (`lastIndex`). */
+const REQUEST_START = /[!#$%&'*+.^_`|~0-9A-Za-z-]{1,1024} /y;
+
 /**
  * Whether the refused request was a HEAD. The parser failed, so the only trace of the
- * method is the chunk it was reading: that finds HEAD when the request line came in
- * the same chunk as the error (it does unless the headers span several TLS records).
+ * method is the chunk it was reading: the refused request is the last one that starts in it
+ * before where the parser stopped (at the chunk's start, or after a blank line, with a
+ * method). That finds HEAD when the request line came in the same chunk as the error, behind
+ * requests pipelined before it too; headers spanning several TLS records (over the size
+ * limit, say), or a request timed out, leave no trace, and the answer has its body.
  */
 function wasHead(error: Error): boolean {
-  const packet = (error as { rawPacket?: unknown }).rawPacket;
-  return Buffer.isBuffer(packet) && packet.subarray(0, 5).toString('latin1') === 'HEAD ';
+  const { rawPacket: packet, bytesParsed } = error as { rawPacket?: unknown; bytesParsed?: unknown };
+  if (!Buffer.isBuffer(packet)) return false;
+  const stopped = typeof bytesParsed === 'number' ? bytesParsed : packet.length;
+  const text = packet.toString('latin1', 0, Math.min(stopped + 1, packet.length));
+  let head = false;
+  for (let at = 0; ; ) {
+    REQUEST_START.lastIndex = at;
+    if (REQUEST_START.test(text)) head = text.startsWith('HEAD ', at);
+    const blank = text.indexOf('\r\n\r\n', at);
+    if (blank === -1 || blank + 4 > stopped) return head;
+    at = blank + 4;
+  }
 }
 
 /**
  * A request line whose fault is only its method, one Node's parser does not know (`FOO`,
- * a lower-case `get`): a token, a target from the root, the version. The parser failed,
- * so the line is read from the chunk it was reading, from the start of the line it
- * stopped in (the chunk may begin with requests it read before).
+ * a lower-case `get`): a token, a target (from the root, or in absolute form) without a
+ * `#`, the version. The parser failed, so the line is read from the chunk it was reading,
+ * from the start of the line it stopped in (the chunk may begin with requests it read before).
  */
-const UNKNOWN_METHOD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,1024}) (\/[\x21-\x7e]{0,4095}) HTTP\/1\.[01]\r\n/;
+const UNKNOWN_METHOD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,1024}) ((?:\/|[a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[\x21-\x22\x24-\x7e]{0,4095}) HTTP\/1\.[01]\r\n/;
 
 /**
  * The longest method an answer names: a longer one is not echoed, as it could be a secret

@@ -60,6 +60,10 @@ describe('errors and their precedence', () => {
       ['get /api/public/v1/students?limit=1', 405, 'method_not_allowed'],
       ['FOO /api/public/v1/nothing', 405, 'method_not_allowed'],
       ['FOO /elsewhere', 404, 'not_found'],
+      // In absolute form, as a known method's target is taken; a `#` in the target is refused as for any method.
+      ['FOO https://localhost/api/public/v1/students', 405, 'method_not_allowed'],
+      ['FOO https://localhost/elsewhere', 404, 'not_found'],
+      ['FOO /api/public/v1/students?a=1#b', 400, 'invalid_parameter'],
       // A method of any length; past 16 characters (a key, or its 32 hex digits, pasted there) it is not named.
       [`${'M'.repeat(16)} /api/public/v1/students`, 405, 'method_not_allowed'],
       [`${'M'.repeat(17)} /api/public/v1/students`, 405, 'method_not_allowed'],
@@ -72,6 +76,7 @@ describe('errors and their precedence', () => {
       assert.equal(outcome.response.status, status, line);
       assert.equal(outcome.response.headers.allow, status === 405 ? 'GET, HEAD' : undefined, line);
       assert.match(String(outcome.response.headers['x-request-id']), /^[0-9a-f-]{36}$/, line);
+      assert.ok(!Number.isNaN(Date.parse(String(outcome.response.headers.date))), `${line}: a Date, as on every answer`);
       assert.equal((JSON.parse(outcome.response.body) as Problem).code, code, line);
       const method = line.split(' ')[0]!;
       if (status === 405) assert.equal(outcome.response.body.includes(method), method.length <= 16, line);

@@ -115,6 +115,27 @@ describe('server limits', () => {
     const head = (extra: string, method = 'GET') => `${method} /api/public/v1/students?limit=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${w.a.key}\r\n${extra}\r\n`;
     const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
 
+    it('sends the headers alone to a HEAD the parser refuses, behind requests pipelined before it too', async () => {
+      const get = head('');
+      for (const [what, bytes] of [
+        ['alone', 'HEAD /api/public/v1/stu dents HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'],
+        ['after a GET', `${get}HEAD /api/public/v1/stu dents HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`],
+        ['with a malformed body', `${head('Transfer-Encoding: chunked\r\n', 'HEAD')}zz\r\nabc\r\n0\r\n\r\n`],
+      ] as const) {
+        const received = await new Promise<string>((resolve, reject) => {
+          const url = new URL(t.origin);
+          const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: t.ca, servername: 'localhost' }, () => socket.write(bytes));
+          let text = '';
+          socket.on('data', (c: Buffer) => (text += c.toString('latin1')));
+          socket.on('error', reject);
+          socket.on('close', () => resolve(text));
+        });
+        const refusal = received.slice(received.lastIndexOf('HTTP/1.1 400 '));
+        assert.match(refusal, /^HTTP\/1\.1 400 [^]*\r\nContent-Length: \d+\r\n/, what);
+        assert.ok(refusal.endsWith('\r\n\r\n'), `${what}: a body after the head: ${JSON.stringify(refusal.slice(-80))}`);
+      }
+    });
+
     it('answers a GET whose chunked body is malformed with the 400 alone, stored answer or not (RFC 9112 section 6.3)', async () => {
       for (let round = 0; round < 2; round++) {
         assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${head('Transfer-Encoding: chunked\r\n')}zz\r\nabc\r\n0\r\n\r\n`), [400], `round ${round}`);
