@@ -33,6 +33,9 @@ function clientProblem(error: FastifyError, request: FailedRequest): Problem | n
   // A method no router knows (PRI, the start of HTTP/2's preface) skips every hook: under
   // the prefix it gets the 405 the access hook gives any other method.
   if (error.code === 'FST_ERR_NOT_FOUND' && underPrefix(request.url)) return methodNotAllowed(request.method);
+  // A body is read only for a method no route takes (under the prefix it is 405 before that):
+  // one that cannot be read (malformed, too large, of an unknown type) is still no such path.
+  if (error.code?.startsWith('FST_ERR_CTP_') === true) return underPrefix(request.url) ? methodNotAllowed(request.method) : NOT_FOUND;
   if (status === 404 || error.code === 'FST_ERR_BAD_URL') return NOT_FOUND;
   if (status === 414) return new Problem('uri_too_long', 'The request URI is too long.');
   if (status === 431) return new Problem('header_too_large', 'The request headers are too large.');

@@ -225,6 +225,21 @@ describe('errors and their precedence', () => {
       await problem(path, { key: null }, 404, 'not_found');
       await problem(path, { method: 'POST', key: null }, 404, 'not_found');
     }
+    // Whatever body comes with it: malformed, over the size read, or of a type nothing reads.
+    const bodies: [string, string][] = [
+      ['application/json', '{bad}'],
+      ['application/json', JSON.stringify({ pad: 'x'.repeat(3000) })],
+      ['application/xml', '<a/>'],
+    ];
+    for (const path of ['/nope', '/api/public/v2/students', '/api/public/v1', '/docs']) {
+      for (const [type, body] of bodies) {
+        const head = `PUT ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+        const outcome = await rawExchange(t.origin, t.ca, `${head}${body}`);
+        assert.ok(outcome.kind === 'response', `${path}, ${type}`);
+        assert.equal(outcome.response.status, 404, `${path}, ${type} of ${body.length} bytes: ${outcome.response.body}`);
+        assert.equal((JSON.parse(outcome.response.body) as Problem).code, 'not_found');
+      }
+    }
   });
 
   it('400 names every bad parameter', async () => {
