@@ -17,10 +17,11 @@ import { apiServerFactory } from './edge/listener.js';
 import { settleClosingConnections } from './edge/raw.js';
 import { buildCabinetApp, type CabinetApp } from './cabinet/app.js';
 import type { Config } from './config/index.js';
-import { openStore, type Store } from './db/index.js';
+import { isStoreUnavailable, openStore, type Store } from './db/index.js';
 import { sweepKeys } from './management/keys.js';
 import { hasSchools } from './management/schools.js';
 import { createLogger } from './logger.js';
+import { DependencyState } from './ops/dependency.js';
 import { loadTls } from './tls.js';
 
 export interface RunningServer {
@@ -53,12 +54,15 @@ const KEY_SWEEP_MS = 60_000;
  * first to mark a key records its event.
  */
 function keySweep(store: Store, config: Config, logger: Logger): NodeJS.Timeout {
+  // A store that does not answer is an outage, logged as one (ops/dependency.ts): no stack trace per sweep.
+  const sweeps = new DependencyState(store.dialect, 'data_unavailable', logger);
   const run = () => {
     sweepKeys(store.db, { unusedDays: config.keyUnusedDays }).then(
       (marked) => {
+        sweeps.answered();
         if (marked > 0) logger.info({ keys: marked }, 'ended keys marked revoked');
       },
-      (err: unknown) => logger.warn({ err }, 'key sweep failed; will retry'),
+      (err: unknown) => (isStoreUnavailable(err) ? sweeps.failedBeside(err, 'key sweep') : logger.warn({ err }, 'key sweep failed; will retry')),
     );
   };
   const timer = setInterval(run, KEY_SWEEP_MS);
