@@ -160,16 +160,20 @@ const UNKNOWN_METHOD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,1024}) ((?:\/|[a-zA-
  */
 const METHOD_NAMED = 16;
 
-/** The answer the app gives any method but GET and HEAD: 405 under the API's prefix, else 404. */
-function unknownMethodProblem(error: Error & { code?: string }): Problem | null {
+/**
+ * The answer the app gives any method but GET and HEAD: 405 under the API's prefix, else 404;
+ * with the line's method (when short enough to name) and target, for its access line.
+ */
+function unknownMethodProblem(error: Error & { code?: string }): { problem: Problem; method: string; url: string } | null {
   const { rawPacket: packet, bytesParsed } = error as { rawPacket?: unknown; bytesParsed?: unknown };
   if (error.code !== 'HPE_INVALID_METHOD' || !Buffer.isBuffer(packet) || typeof bytesParsed !== 'number') return null;
   const text = packet.toString('latin1');
   const start = text.lastIndexOf('\n', bytesParsed - 1) + 1;
   const line = UNKNOWN_METHOD_LINE.exec(text.slice(start, start + 5200));
   if (line === null) return null;
-  const method = line[1]!;
-  return underPrefix(line[2]!) ? methodNotAllowed(method.length <= METHOD_NAMED ? method : 'This method') : NOT_FOUND;
+  const method = line[1]!.length <= METHOD_NAMED ? line[1]! : '';
+  const url = line[2]!;
+  return { problem: underPrefix(url) ? methodNotAllowed(method === '' ? 'This method' : method) : NOT_FOUND, method, url };
 }
 
 /**
@@ -241,6 +245,8 @@ export interface RawAnswer {
   requestId: string;
   status: number;
   socket: Duplex;
+  /** The refused request's method and target, when its line could be read (an unknown method's). */
+  request?: { method: string; url: string };
 }
 
 /**
@@ -255,12 +261,12 @@ export interface RawAnswer {
  * not HTTP.
  */
 export function clientErrorHandler(headers: Record<string, string>, observe: (kind: ClientErrorKind, answer: RawAnswer | null) => void, { apiRules = true } = {}) {
-  const answer = (kind: ClientErrorKind, socket: Duplex, status: number, problem: Problem, head = false) => {
+  const answer = (kind: ClientErrorKind, socket: Duplex, status: number, problem: Problem, head = false, request?: RawAnswer['request']) => {
     if (!endDecided(socket)) return;
     // The answers to the requests read whole before go first.
     afterEarlierAnswers(socket, () => {
       const requestId = writeRawProblem(socket, status, problem, headers, head);
-      observe(kind, requestId === null ? null : { requestId, status, socket });
+      observe(kind, requestId === null ? null : { requestId, status, socket, ...(request === undefined ? {} : { request }) });
     });
   };
   return function onClientError(error: Error & { code?: string }, socket: Duplex): void {
@@ -297,7 +303,7 @@ export function clientErrorHandler(headers: Record<string, string>, observe: (ki
       answer('header_overflow', socket, 431, HEADER_TOO_LARGE, wasHead(error));
     } else {
       const unknownMethod = apiRules ? unknownMethodProblem(error) : null;
-      if (unknownMethod !== null) answer('malformed', socket, unknownMethod.status, unknownMethod);
+      if (unknownMethod !== null) answer('malformed', socket, unknownMethod.problem.status, unknownMethod.problem, false, { method: unknownMethod.method, url: unknownMethod.url });
       else answer('malformed', socket, 400, NOT_HTTP, wasHead(error));
     }
   };
@@ -315,7 +321,7 @@ export function socketAnswerRecords(accessLog: AccessLog, metrics: ApiMetrics, l
       metrics.clientError(kind, listener);
       if (answer === null) return;
       const { remoteAddress, remotePort } = answer.socket as Socket;
-      accessLog.refusedByParser({ requestId: answer.requestId, method: '', url: '', remoteAddress, remotePort, status: answer.status, responseTime: undefined, caller: null });
+      accessLog.refusedByParser({ requestId: answer.requestId, method: answer.request?.method ?? '', url: answer.request?.url ?? '', remoteAddress, remotePort, status: answer.status, responseTime: undefined, caller: null });
     },
     connect: (answer: RawAnswer, req: IncomingMessage, startedAt: number): void => {
       const { remoteAddress, remotePort } = answer.socket as Socket;

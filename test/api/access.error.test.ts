@@ -70,6 +70,8 @@ describe('errors and their precedence', () => {
       [`${w.a.key.replace('service_pk_', '')} /api/public/v1/students`, 405, 'method_not_allowed'],
       [`${w.a.key} /api/public/v1/students`, 405, 'method_not_allowed'],
     ];
+    // In a second of its own: the access lines of refusals are bounded per second and status.
+    await new Promise((r) => setTimeout(r, 1010 - (Date.now() % 1000)));
     for (const [line, status, code] of cases) {
       const outcome = await rawExchange(t.origin, t.ca, `${line} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${w.a.key}\r\n\r\n`);
       assert.ok(outcome.kind === 'response', line);
@@ -80,6 +82,15 @@ describe('errors and their precedence', () => {
       assert.equal((JSON.parse(outcome.response.body) as Problem).code, code, line);
       const method = line.split(' ')[0]!;
       if (status === 405) assert.equal(outcome.response.body.includes(method), method.length <= 16, line);
+      // Its access line names the method (when the answer may) and the target, a key in either masked.
+      if (status !== 400) {
+        const requestId = String(outcome.response.headers['x-request-id']);
+        const logged = t.logs.join('').split('\n').find((l) => l.includes(requestId));
+        assert.ok(logged, `${line}: no access line`);
+        const { req } = JSON.parse(logged) as { req: { method: string; url: string } };
+        assert.deepEqual([req.method, req.url], [method.length <= 16 ? method : '', line.split(' ')[1]!.replace(/service_pk_[0-9a-f]+/, '[redacted-key]')], line);
+        assert.ok(!logged.includes(w.a.key.replace('service_pk_', '')), `${line}: the key in the log`);
+      }
     }
   });
 
