@@ -49,7 +49,7 @@ export interface Director {
 const DIRECTOR_COLUMNS = ['id', 'school_id', 'email', 'created_at'] as const;
 
 /** The director whose (normalised) email is `login`. */
-function findDirector(db: Kysely<Database>, login: string): Promise<Director | undefined> {
+export function findDirector(db: Kysely<Database>, login: string): Promise<Director | undefined> {
   return db.selectFrom('directors').select(DIRECTOR_COLUMNS).where('email', '=', login).executeTakeFirst();
 }
 

@@ -138,6 +138,39 @@ describe('school-data demo on a new store, stopped midway', () => {
     assert.deepEqual(await store.db.selectFrom('directors').select('id').execute(), []);
   });
 
+  it('refuses in one line, before writing anything, a demo school in another currency or a demo director\'s email held by another school', async () => {
+    const env = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, DATABASE_URL: store.url ?? '', SCHOOL_DATA_LOG_LEVEL: 'warn' };
+    const ok = async (...args: string[]) => assert.equal((await runCli(args, env)).code, 0);
+    const written = async () => ({
+      schools: (await store.db.selectFrom('schools').select('id').orderBy('id').execute()).map((s) => s.id),
+      keys: (await store.db.selectFrom('api_keys').select('id').execute()).length,
+      directors: (await store.db.selectFrom('directors').select(['email', 'password_hash']).orderBy('email').execute()).map((d) => `${d.email} ${d.password_hash}`),
+      students: (await store.db.selectFrom('students').select('id').execute()).length,
+    });
+    // demo-standart's director's email is the sign-in of another school's director: demo-vip
+    // and demo-profi, made first, would get their keys and passwords.
+    await ok('school', 'create', '--name', 'Other', '--plan', 'VIP', '--id', 'other');
+    assert.equal((await runCli(['director', 'add', '--school', 'other', '--email', 'Director@demo-standart.example'], env, 'a long passphrase of theirs\n')).code, 0);
+    const taken = await written();
+    const email = await runCli(['demo'], env);
+    assert.equal(email.code, 1);
+    assert.equal(
+      email.stderr,
+      "school-data: demo-standart: its director's email director@demo-standart.example is the sign-in of a director of school other: remove that director first (npx school-data director remove --email director@demo-standart.example); nothing was written\n",
+    );
+    assert.deepEqual(await written(), taken);
+    await ok('director', 'remove', '--email', 'director@demo-standart.example');
+
+    // demo-profi, second of the three, in dollars: the demo's data is in roubles.
+    await ok('school', 'create', '--name', 'Mine', '--plan', 'Profi', '--id', 'demo-profi', '--currency', 'USD');
+    const before = await written();
+    const currency = await runCli(['demo', '--json'], env);
+    assert.equal(currency.code, 1);
+    assert.equal(currency.stdout, '');
+    assert.match(currency.stderr, /^school-data: demo-profi: the school's currency is USD, the demo's data is in RUB: run the demo on a database without this school \(another SCHOOL_DATA_DIR or DATABASE_URL\), or remove the school first .*; nothing was written\n$/);
+    assert.deepEqual(await written(), before);
+  });
+
   it('by a Ctrl-C, acts on it once the keys and passwords it made are shown, never between', async () => {
     const env = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, DATABASE_URL: store.url ?? '', SCHOOL_DATA_LOG_LEVEL: 'warn' };
     const child = spawn(process.execPath, [BIN, 'demo', '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -10,7 +10,7 @@ import type { Database, School } from '../../db/schema.js';
 import { API_PLANS, type Plan } from '../../domain/enums.js';
 import { generateSchoolData } from '../../demo/generate.js';
 import { importData } from '../../importer/index.js';
-import { addDirector, generatePassword, listDirectors, setDirectorPassword } from '../../management/directors.js';
+import { addDirector, findDirector, generatePassword, listDirectors, setDirectorPassword } from '../../management/directors.js';
 import { createKey, keyRoom } from '../../management/keys.js';
 import { createSchool, findSchool } from '../../management/schools.js';
 import { loadTls } from '../../tls.js';
@@ -50,19 +50,41 @@ async function demoDirector(db: Kysely<Database>, schoolId: string): Promise<{ e
   return { email, password };
 }
 
+/** The currency of the demo's data, which a demo school must have for it to import. */
+const DEMO_CURRENCY = 'RUB';
+
+interface DemoPlace {
+  existing: School | undefined;
+  /** Whether it gets a key: its plan, as it is now, has API access. */
+  keyed: boolean;
+}
+
 /**
- * Before anything is written: each demo school as stored (or undefined), and whether it gets
- * a key (its plan, as it is now, has API access), or why the run would stop halfway, leaving
- * keys and passwords made and never shown.
+ * Before anything is written: each demo school as stored (or undefined), or a refusal naming
+ * the school and what to do, for whatever would stop the run halfway and leave keys and
+ * passwords made and never shown: a stored demo school in another currency than the data's,
+ * one with no room for its key, a demo director's email taken by another school's director.
  */
-async function demoPlaces(db: Kysely<Database>): Promise<Map<string, { existing: School | undefined; keyed: boolean }>> {
-  const places = new Map<string, { existing: School | undefined; keyed: boolean }>();
+async function demoPlaces(db: Kysely<Database>): Promise<Map<string, DemoPlace>> {
+  const places = new Map<string, DemoPlace>();
+  const refuse = (schoolId: string, why: string) => new CliError(`${schoolId}: ${why}; nothing was written`);
   for (const spec of DEMO_SCHOOLS) {
     const existing = await findSchool(db, spec.id);
+    if (existing && existing.currency !== DEMO_CURRENCY) {
+      throw refuse(
+        spec.id,
+        `the school's currency is ${existing.currency}, the demo's data is in ${DEMO_CURRENCY}: run the demo on a database without this school (another SCHOOL_DATA_DIR or DATABASE_URL), or remove the school first (docs/operations.md, "Removing a school by hand")`,
+      );
+    }
     const keyed = API_PLANS.includes((existing?.plan ?? spec.plan) as Plan);
     if (existing && keyed) {
       const room = await keyRoom(db, spec.id);
-      if (!room.ok) throw new CliError(`${spec.id}: ${room.reason} (${RUN} key list --school ${spec.id}); the demo makes one more key, and nothing was written`);
+      if (!room.ok) throw refuse(spec.id, `${room.reason} (${RUN} key list --school ${spec.id}): the demo makes one more key`);
+    }
+    const email = demoDirectorEmail(spec.id);
+    const holder = await findDirector(db, email);
+    if (holder && holder.school_id !== spec.id) {
+      throw refuse(spec.id, `its director's email ${email} is the sign-in of a director of school ${holder.school_id}: remove that director first (${RUN} director remove --email ${email})`);
     }
     places.set(spec.id, { existing, keyed });
   }
@@ -107,16 +129,21 @@ async function loadDemo(ctx: CommandContext, opts: { ifEmpty?: boolean }): Promi
     // that cannot be read would otherwise stop the run after keys and passwords were made.
     const tls = await loadTls(config);
     const places = await demoPlaces(store.db);
+    // Every school's data before any key or password: a refusal the checks above did not
+    // foresee then stops the run with no secret made and unshown.
+    for (const spec of DEMO_SCHOOLS) {
+      const { existing } = places.get(spec.id)!;
+      if (!existing) {
+        const created = await createSchool(store.db, { ...spec, currency: DEMO_CURRENCY });
+        if (!created.ok) throw new CliError(created.reason);
+      }
+      const data = generateSchoolData({ seed: spec.seed, students: spec.students, now, timezone: spec.timezone, currency: DEMO_CURRENCY });
+      const imported = await importData(store.db, spec.id, data);
+      if (!imported.ok) throw new CliError(`demo data for ${spec.id} did not import: ${imported.errors[0]?.reason ?? 'unknown error'}; no key or password was made`);
+    }
     const loaded: DemoSchoolResult[] = [];
     for (const spec of DEMO_SCHOOLS) {
       const { existing, keyed } = places.get(spec.id)!;
-      if (!existing) {
-        const created = await createSchool(store.db, spec);
-        if (!created.ok) throw new CliError(created.reason);
-      }
-      const data = generateSchoolData({ seed: spec.seed, students: spec.students, now, timezone: spec.timezone });
-      const imported = await importData(store.db, spec.id, data);
-      if (!imported.ok) throw new CliError(`demo data for ${spec.id} did not import: ${imported.errors[0]?.reason ?? 'unknown error'}`);
       let key: { id: string; key: string } | null = null;
       if (keyed) {
         const created = await createKey(store.db, spec.id, `demo ${now.toISOString().slice(0, 10)}`);
