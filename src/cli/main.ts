@@ -118,7 +118,7 @@ function buildProgram(done: Run, opened: (config: Config) => void): Command {
     .option('--progress', 'show the progress line even when stdout is not a terminal')
     .argument('<file>', 'JSON file')
     .action(async (file: string, o: { json?: boolean; school: string; replace?: boolean; progress?: boolean }) =>
-      done(await (await import('./commands/import.js')).importCommand(context(o), file, o)),
+      done(await (await import('./commands/import.js')).importCommand(() => context(o), file, o)),
     );
 
   leaf(program, 'demo', 'create demo schools with data and keys, and print the keys')

@@ -260,6 +260,12 @@ describe('school-data CLI', () => {
     const down = await runCli(['import', '--school', 'cli-school', '--json', file], { ...env, DATABASE_URL: 'postgres://root@127.0.0.1:1/none' });
     fails(down, /the data store is unavailable: connect ECONNREFUSED/);
     assert.deepEqual(JSON.parse(down.stdout), { ok: false, errors: [{ array: null, index: null, field: null, reason: 'the data store is unavailable: connect ECONNREFUSED 127.0.0.1:1' }] });
+    // And when the configuration cannot be read: the same value, and the same line on stderr.
+    for (const [name, value] of [['DATABASE_URL', 'mysql://x'], ['PORT', 'x']] as const) {
+      const bad = await runCli(['import', '--school', 'cli-school', '--json', file], { ...env, [name]: value });
+      fails(bad, new RegExp(`^school-data: ${name} must be`));
+      assert.deepEqual(JSON.parse(bad.stdout), { ok: false, errors: [{ array: null, index: null, field: null, reason: bad.stderr.slice('school-data: '.length, -1) }] });
+    }
 
     // A file of deletions only.
     fs.writeFileSync(file, JSON.stringify({ deleted: { leads: ['ld3'] } }));

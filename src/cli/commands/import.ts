@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import v8 from 'node:v8';
 import { importFile, MAX_ERRORS, type ImportError, type ImportProgress, type ImportResult, type ImportSummary } from '../../importer/index.js';
-import { CliError, withStore, type CommandContext } from '../context.js';
+import { CliError, createOutput, withStore, type CommandContext, type Output } from '../context.js';
 import { failureLine } from '../errors.js';
 
 export interface ImportCommandOptions {
@@ -140,7 +140,23 @@ async function readInto(ctx: CommandContext, file: string, opts: ImportCommandOp
   }).finally(() => line?.end());
 }
 
-export async function importCommand(ctx: CommandContext, file: string, opts: ImportCommandOptions): Promise<number> {
+/** The --json answer of an import that `err` stopped before the importer gave one. */
+function stopped(out: Output, err: unknown, dataDir?: string): void {
+  out.result({ ok: false, errors: [{ array: null, index: null, field: null, reason: failureLine(err, dataDir) }] }, '');
+}
+
+/**
+ * `open` gives the command's context, reading the configuration: with --json, a configuration
+ * that cannot be read is answered on stdout as any other failure is.
+ */
+export async function importCommand(open: () => CommandContext, file: string, opts: ImportCommandOptions & { json?: boolean }): Promise<number> {
+  let ctx: CommandContext;
+  try {
+    ctx = open();
+  } catch (err) {
+    if (opts.json === true) stopped(createOutput(true), err);
+    throw err;
+  }
   let answered: ImportResult | null = null;
   let result: ImportResult;
   try {
@@ -151,7 +167,7 @@ export async function importCommand(ctx: CommandContext, file: string, opts: Imp
     // With --json, stdout holds the answer whatever went wrong before the importer gave one:
     // a file not there, a store down. A failure after it (closing the store) is only the
     // stderr line: the import's own answer may have been a commit.
-    if (ctx.out.json && answered === null) ctx.out.result({ ok: false, errors: [{ array: null, index: null, field: null, reason: failureLine(err, ctx.config.dataDir) }] }, '');
+    if (ctx.out.json && answered === null) stopped(ctx.out, err, ctx.config.dataDir);
     throw err;
   }
   if (!result.ok) {
