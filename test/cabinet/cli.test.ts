@@ -73,6 +73,19 @@ describe('school-data director add', () => {
     assert.match(human.stdout, /sign in at https:\/\/127\.0\.0\.1:8444\/login/);
   });
 
+  it('prints a sign-in address that can be used: the URL on a named host, the port of this server on a wildcard one', async () => {
+    const signIn = async (host: string) => {
+      const r = await runCli(['director', 'add', '--school', school, '--email', email()], { ...env, HOST: host, SCHOOL_DATA_CABINET_PORT: '9444' }, '');
+      assert.equal(r.code, 0, r.stderr);
+      return /; they sign in at (.*)$/m.exec(r.stdout)?.[1];
+    };
+    assert.equal(await signIn('cabinet.example.org'), 'https://cabinet.example.org:9444/login');
+    assert.equal(await signIn('::1'), 'https://[::1]:9444/login');
+    for (const host of ['0.0.0.0', '::', '0:0:0:0:0:0:0:0']) {
+      assert.equal(await signIn(host), `https://<this server's name>:9444/login (HOST is ${host}: the cabinet listens on every address of this server)`);
+    }
+  });
+
   it('reads only the first line of a stdin that is never closed (`yes |`), and refuses a line too long without reading on', async () => {
     // stdin stays open and the writer never stops: the command must end by itself.
     const endless = (mail: string, chunk: string) =>

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { addDirector, generatePassword, PASSWORD_MAX_LENGTH } from '../../../management/directors.js';
 import { CliError, refuseIfOutputDiscarded, RUN, withStore, type CommandContext } from '../../context.js';
 
@@ -71,14 +72,25 @@ export function passwordLines(password: string, generated: boolean): string[] {
     : ['The password is the one given on stdin.'];
 }
 
+/** An address that listens on every address of the machine (0.0.0.0, ::), which no browser can be sent to. */
+const isWildcard = (host: string) => host === '0.0.0.0' || (net.isIPv6(host) && /^[0:]+$/.test(host));
+
+/**
+ * Where the director signs in: the cabinet's sign-in URL on the configured host, or, when the
+ * cabinet listens on every address, that URL with the server's name left for the operator to put in.
+ */
+function signInAddress(host: string, cabinetPort: number): string {
+  if (isWildcard(host)) return `https://<this server's name>:${cabinetPort}/login (HOST is ${host}: the cabinet listens on every address of this server)`;
+  return `https://${host.includes(':') ? `[${host}]` : host}:${cabinetPort}/login`;
+}
+
 export async function directorAdd(ctx: CommandContext, opts: { school: string; email: string }, stdin: NodeJS.ReadStream = process.stdin): Promise<number> {
   const { password, generated } = await passwordFromStdin(stdin);
   if (generated) refuseIfOutputDiscarded('the generated password');
   const outcome = await withStore(ctx.config, (store) => addDirector(store.db, { schoolId: opts.school, email: opts.email, password }));
   if (!outcome.ok) throw new CliError(outcome.reason);
   const d = outcome.value;
-  const host = ctx.config.host.includes(':') ? `[${ctx.config.host}]` : ctx.config.host;
-  const signIn = `https://${host}:${ctx.config.cabinetPort}/login`;
+  const signIn = signInAddress(ctx.config.host, ctx.config.cabinetPort);
   ctx.out.result(generated ? { ...d, password } : d, () =>
     [
       `Added director ${d.id} <${d.email}> for school ${d.school_id}; they sign in at ${signIn}`,
