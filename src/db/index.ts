@@ -39,7 +39,7 @@ import { DEFAULT_LEASE_MS, KeyWatch, type KeyWatchOptions } from './watch.js';
 
 export type { Reader } from './reader.js';
 export { announceKeyChanges, KeyWatch } from './watch.js';
-export { isDiskFull, isLockWait, isStoreRefusingConnection, isStoreUnavailable } from './unavailable.js';
+export { isDiskFull, isLockWait, isSocketMissing, isStoreRefusingConnection, isStoreUnavailable } from './unavailable.js';
 export { openBulkConnection, type BulkConnection, type RowLoader } from './bulk.js';
 
 export type Dialect = 'sqlite' | 'postgres';

@@ -10,12 +10,21 @@ export function isLockWait(err: unknown): boolean {
 }
 
 /**
+ * True when PostgreSQL's Unix socket is not there (DATABASE_URL's host a directory): the server
+ * is not running (it removes its socket as it stops), or keeps it in another directory.
+ */
+export function isSocketMissing(err: unknown): err is NodeJS.ErrnoException & { address?: string } {
+  const e = err as NodeJS.ErrnoException | null | undefined;
+  return e?.code === 'ENOENT' && e.syscall === 'connect';
+}
+
+/**
  * True when an error means the data store could not be reached or did not answer
  * in time (the request gets 503 data_unavailable), as opposed to a bug (500).
  */
 export function isStoreUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
-  if (isStoreRefusingConnection(err)) return true;
+  if (isStoreRefusingConnection(err) || isSocketMissing(err)) return true;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
     // SQLITE_IOERR's extended codes (SQLITE_IOERR_SHMSIZE ...): the file could not be read or written.

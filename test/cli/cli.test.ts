@@ -16,7 +16,7 @@ import { roomIn } from '../../src/db/unavailable.js';
 import { schoolData } from '../helpers/fixtures.js';
 import { BIN, runCli, type CliResult } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
-import { createTestStore, type TestStore } from '../helpers/store.js';
+import { createTestStore, urlWithSchema, type TestStore } from '../helpers/store.js';
 
 describe('school-data CLI', () => {
   let store: TestStore;
@@ -314,6 +314,38 @@ describe('school-data CLI', () => {
       assert.ok(isStoreUnavailable(err), code);
     }
     assert.equal(describeError(new Error('The server does not support SSL connections')), 'PostgreSQL refused the connection: The server does not support SSL connections (check DATABASE_URL)');
+  });
+
+  it('says what is wrong with the store a setting points at, and which setting to check, for a command and for serve alike', async () => {
+    const serve = (over: NodeJS.ProcessEnv) => runCli(['serve'], { ...env, PORT: '0', SCHOOL_DATA_CABINET_PORT: '0', ...over });
+    // A school-data.db that is not SQLite's.
+    const dir = fs.mkdtempSync(path.join(store.dataDir, 'not-sqlite-'));
+    fs.writeFileSync(path.join(dir, 'school-data.db'), 'not a database, but long enough to be read as its header\n'.repeat(4));
+    const notDb = `${dir}/school-data.db is not a SQLite database (file is not a database): check that SCHOOL_DATA_DIR (or --data-dir) names the data directory, or move the file away to start a new database there`;
+    for (const r of [await runCli(['school', 'list'], { ...env, DATABASE_URL: '', SCHOOL_DATA_DIR: dir }), await serve({ DATABASE_URL: '', SCHOOL_DATA_DIR: dir })]) {
+      fails(r, /^school-data: /);
+      assert.equal(r.stderr, `school-data: ${notDb}\n`);
+    }
+    // A socket directory with no PostgreSQL in it: an outage, also to a running server (503, not 500).
+    const noSocket = /^school-data: the data store is unavailable: no PostgreSQL socket at \/nonexistent-dir\/\.s\.PGSQL\.5432 \(ENOENT\): PostgreSQL is not running, or keeps its socket in another directory \(check the host in DATABASE_URL\)\n$/;
+    const socketUrl = 'postgres://school@localhost/school?host=/nonexistent-dir';
+    fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: socketUrl }), noSocket);
+    fails(await serve({ DATABASE_URL: socketUrl }), noSocket);
+    assert.ok(isStoreUnavailable(Object.assign(new Error('connect ENOENT /run/postgresql/.s.PGSQL.5432'), { code: 'ENOENT', syscall: 'connect' })));
+    assert.ok(!isStoreUnavailable(Object.assign(new Error("ENOENT: no such file or directory, open 'x'"), { code: 'ENOENT', syscall: 'open' })));
+    // A damaged SQLite file, said as such.
+    assert.equal(
+      describeError(Object.assign(new Error('database disk image is malformed'), { code: 'SQLITE_CORRUPT' }), '/srv/data'),
+      '/srv/data/school-data.db is damaged (database disk image is malformed): restore a copy of it (docs/operations.md, "Restoring an older copy of the database")',
+    );
+    // A search_path that names no schema there is (PostgreSQL only).
+    const noSchema = /^school-data: PostgreSQL has no schema to create the tables in \(no schema has been selected to create in\): the search_path DATABASE_URL sets \(options=-c search_path=\.\.\.\) names none that exists; create the schema, or correct DATABASE_URL\n$/;
+    assert.match(`school-data: ${describeError(Object.assign(new Error('no schema has been selected to create in'), { code: '3F000' }))}\n`, noSchema);
+    if (store.url !== null) {
+      const url = urlWithSchema(store.url, `no_such_schema_${Date.now()}`);
+      fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: url }), noSchema);
+      fails(await serve({ DATABASE_URL: url }), noSchema);
+    }
   });
 
   it('reports configuration and usage errors in one line', async () => {
