@@ -14,6 +14,7 @@ import Fastify, { LogController, type FastifyReply, type FastifyRequest } from '
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { RateLimiter } from '../access/ratelimit/index.js';
+import { asksUpgrade } from '../edge/answer.js';
 import { answeringBeforeBody, bodyState } from '../edge/bodies.js';
 import { limitServer, serverOptions, serveUnknownExpectations, type ListenerLimits } from '../edge/listener.js';
 import { headFault, headRefusal } from '../edge/checks.js';
@@ -95,8 +96,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   // answer to one closes the connection (the router's refusals come before any hook).
   app.server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
     if (headFault(req) === 'other-version') res.setHeader('Connection', 'close');
-    // As on the API (src/edge/answer.ts): after a request asking for another protocol, Node's parser reads no more.
-    else if (req.headers.upgrade !== undefined) res.setHeader('Connection', 'close');
+    else if (asksUpgrade(req)) res.setHeader('Connection', 'close');
   });
   // CONNECT, which Node hands to no request handler: a fault of its line or Host (400), else
   // 404, on the socket, with its line as the API's.

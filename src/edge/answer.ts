@@ -228,6 +228,15 @@ function clientAddress(request: Exchange): string {
   }
 }
 
+/**
+ * Whether a request asks to switch protocols (`Upgrade` with `Connection: upgrade`), which no
+ * route takes: Node's parser reads nothing more on its connection, so a next request there would
+ * wait for the idle timeout; its answer closes the connection.
+ */
+export function asksUpgrade(raw: IncomingMessage): boolean {
+  return raw.headers.upgrade !== undefined && /(?:^|[\s,])upgrade(?:$|[\s,])/i.test(raw.headers.connection ?? '');
+}
+
 /** The app's writer, bound to its access log, metrics and listener. */
 export function answerWriter(deps: WriterDeps): Writer {
   const { accessLog, unmatched, closing, keyRequests, cutWritten } = deps;
@@ -239,9 +248,7 @@ export function answerWriter(deps: WriterDeps): Writer {
     if (body === 'refused') return;
     if (cut) cutWritten?.();
     if (body === 'arriving') answeringBeforeBody(raw.socket);
-    // A request asking for another protocol (Upgrade, which no route takes): Node's parser reads
-    // nothing more on its connection, so a next request there would wait for the idle timeout.
-    if (closes || body === 'arriving' || raw.headers.upgrade !== undefined) headers.push('Connection', 'close');
+    if (closes || body === 'arriving' || asksUpgrade(raw)) headers.push('Connection', 'close');
     const caller = request.caller ?? null;
     // Read before the answer is written: once the connection is gone, Node detaches its socket.
     const address = clientAddress(request);

@@ -18,7 +18,7 @@ const HOST_MISSING = new Problem('invalid_parameter', 'An HTTP/1.1 request needs
 const HOST_REPEATED = new Problem('invalid_parameter', 'A request may have one Host header, not more.');
 const HOST_MALFORMED = new Problem('invalid_parameter', 'The Host header must be a host name or address, optionally with a port (host:port).');
 const TARGET_FORM = new Problem('invalid_parameter', 'The request target must be a path that begins with "/" (or an absolute URL, https://host/...).');
-const FRAGMENT = new Problem('invalid_parameter', 'The request target contains "#": a URL\'s fragment is not sent to the server. Leave it out, or write "#" inside a value as %23.');
+export const FRAGMENT = new Problem('invalid_parameter', 'The request target contains "#": a URL\'s fragment is not sent to the server. Leave it out, or write "#" inside a value as %23.');
 
 export function edgeChecks(options: { maxUrlBytes: number; unmatched: ResponseRecorder; send: SendAnswer }) {
   const { maxUrlBytes, unmatched, send } = options;

@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { ApiMetrics, ClientErrorKind, ListenerName, ResponseRecorder } from '../ops/metrics.js';
 import type { AccessLog } from '../ops/request-log.js';
 import { methodNotAllowed, Problem, PROBLEM_CONTENT_TYPE } from '../problems/index.js';
+import { FRAGMENT } from './checks.js';
 import { NOT_FOUND } from './errors.js';
 import { underPrefix } from './paths.js';
 import { answeredBeforeBody, parserFailed } from './bodies.js';
@@ -137,22 +138,31 @@ function wasHead(error: Error): boolean {
   const stopped = typeof bytesParsed === 'number' ? bytesParsed : packet.length;
   const text = packet.toString('latin1', 0, Math.min(stopped + 1, packet.length));
   let head = false;
+  // Whether the request found last declared a body: what follows its head is that body, not a request.
+  let bodyFollows = false;
   for (let at = 0; ; ) {
     REQUEST_START.lastIndex = at;
-    if (REQUEST_START.test(text)) head = text.startsWith('HEAD ', at);
     const blank = text.indexOf('\r\n\r\n', at);
+    if (REQUEST_START.test(text)) {
+      head = text.startsWith('HEAD ', at);
+      bodyFollows = DECLARES_BODY.test(text.slice(at, blank === -1 ? undefined : blank + 2));
+    } else if (!bodyFollows) {
+      head = false;
+    }
     if (blank === -1 || blank + 4 > stopped) return head;
     at = blank + 4;
   }
 }
 
+/** A request head that declares a body: a Content-Length other than zero, or a Transfer-Encoding. */
+const DECLARES_BODY = /\r\n(?:content-length[ \t]*:[ \t]*0*[1-9]|transfer-encoding[ \t]*:)/i;
+
 /**
  * A request line whose fault is only its method, one Node's parser does not know (`FOO`,
- * a lower-case `get`): a token, a target (from the root, or in absolute form) without a
- * `#`, the version. The parser failed, so the line is read from the chunk it was reading,
+ * a lower-case `get`): a token, a target (from the root, or in absolute form), the version. The parser failed, so the line is read from the chunk it was reading,
  * from the start of the line it stopped in (the chunk may begin with requests it read before).
  */
-const UNKNOWN_METHOD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,1024}) ((?:\/|[a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[\x21-\x22\x24-\x7e]{0,4095}) HTTP\/1\.[01]\r\n/;
+const UNKNOWN_METHOD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,1024}) ((?:\/|[a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[\x21-\x7e]{0,4095}) HTTP\/1\.[01]\r\n/;
 
 /**
  * The longest method an answer names: a longer one is not echoed, as it could be a secret
@@ -173,7 +183,9 @@ function unknownMethodProblem(error: Error & { code?: string }): { problem: Prob
   if (line === null) return null;
   const method = line[1]!.length <= METHOD_NAMED ? line[1]! : '';
   const url = line[2]!;
-  return { problem: underPrefix(url) ? methodNotAllowed(method === '' ? 'This method' : method) : NOT_FOUND, method, url };
+  // A fragment is refused before the method, as for any request (checks.ts).
+  const problem = url.includes('#') ? FRAGMENT : underPrefix(url) ? methodNotAllowed(method === '' ? 'This method' : method) : NOT_FOUND;
+  return { problem, method, url };
 }
 
 /**

@@ -38,7 +38,7 @@ export type RevokeReason = 'revoked' | 'rolled' | 'expired' | 'unused';
 export const OVERLAPS = { now: 0, '1h': 3_600_000, '24h': DAY_MS, '7d': 7 * DAY_MS } as const;
 export type Overlap = keyof typeof OVERLAPS;
 
-/** A key change's first step when its caller gives none (the CLI; the cabinet's step claims its form's one-time token). */
+/** A key change's first step when its caller gives none (the CLI; the cabinet's checks the asking session, and claims a create or roll form's one-time token). */
 const noStep: Step = async () => {};
 
 export function isOverlap(text: string): text is Overlap {
@@ -464,6 +464,13 @@ function endedKeys(db: Kysely<Database> | Transaction<Database>, now: string, po
     });
   if (schoolId !== undefined) query = query.where('school_id', '=', schoolId);
   return query;
+}
+
+/** How many keys of each school have ended at `now` but are not marked so yet (read only: nothing is marked). */
+export async function endedKeyCounts(db: Kysely<Database>, policy: KeyPolicy): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const key of await endedKeys(db, formatTimestamp(Date.now()), policy).execute()) counts.set(key.school_id, (counts.get(key.school_id) ?? 0) + 1);
+  return counts;
 }
 
 async function sweepIn(trx: Kysely<Database> | Transaction<Database>, now: string, policy: KeyPolicy, schoolId?: string): Promise<number> {

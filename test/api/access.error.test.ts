@@ -79,11 +79,13 @@ describe('errors and their precedence', () => {
       assert.equal(outcome.response.headers.allow, status === 405 ? 'GET, HEAD' : undefined, line);
       assert.match(String(outcome.response.headers['x-request-id']), /^[0-9a-f-]{36}$/, line);
       assert.ok(!Number.isNaN(Date.parse(String(outcome.response.headers.date))), `${line}: a Date, as on every answer`);
-      assert.equal((JSON.parse(outcome.response.body) as Problem).code, code, line);
+      const answered = JSON.parse(outcome.response.body) as Problem;
+      assert.equal(answered.code, code, line);
+      if (line.includes('#')) assert.match(answered.detail ?? '', /contains "#"/, line);
       const method = line.split(' ')[0]!;
       if (status === 405) assert.equal(outcome.response.body.includes(method), method.length <= 16, line);
       // Its access line names the method (when the answer may) and the target, a key in either masked.
-      if (status !== 400) {
+      {
         const requestId = String(outcome.response.headers['x-request-id']);
         const logged = t.logs.join('').split('\n').find((l) => l.includes(requestId));
         assert.ok(logged, `${line}: no access line`);

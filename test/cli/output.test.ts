@@ -15,6 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { passwordFromStdin } from '../../src/cli/commands/director/add.js';
 import { CliError } from '../../src/cli/context.js';
+import { hashPassword, verifyDirector } from '../../src/management/directors.js';
 import { BIN, runCli, type CliResult } from '../helpers/processes.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
@@ -112,6 +113,11 @@ describe('the command line when its output fails, and the mistakes of scripts', 
     }
     assert.doesNotMatch((await cli('school', 'list')).stdout, /service_pk_/i);
     assert.doesNotMatch((await cli('director', 'list', '--school', 'out-school')).stdout, /service_pk_/i);
+    // A director added before the rule still signs in, and the operator can still give them a password.
+    const email = `${key}@old.example`;
+    await store.db.insertInto('directors').values({ id: 'dir_0123456789abcdef', school_id: 'out-school', email, password_hash: await hashPassword('an old long password'), created_at: '2026-01-01T00:00:00Z' }).execute();
+    assert.equal((await verifyDirector(store.db, email, 'an old long password'))?.email, email);
+    assert.equal((await cli('director', 'set-password', '--email', email)).code, 0);
   });
 
   it("an option whose value is another option (a script's unset variable) is a usage error", async () => {

@@ -115,6 +115,17 @@ describe('server limits', () => {
     const head = (extra: string, method = 'GET') => `${method} /api/public/v1/students?limit=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${w.a.key}\r\n${extra}\r\n`;
     const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
 
+    /** Everything the server sends on a fresh connection given `bytes`, until it closes. */
+    const rawExchangeAll = (bytes: string) =>
+      new Promise<string>((resolve, reject) => {
+        const url = new URL(t.origin);
+        const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: t.ca, servername: 'localhost' }, () => socket.write(bytes));
+        let text = '';
+        socket.on('data', (c: Buffer) => (text += c.toString('latin1')));
+        socket.on('error', reject);
+        socket.on('close', () => resolve(text));
+      });
+
     it('sends the headers alone to a HEAD the parser refuses, behind requests pipelined before it too', async () => {
       const get = head('');
       for (const [what, bytes] of [
@@ -122,18 +133,14 @@ describe('server limits', () => {
         ['after a GET', `${get}HEAD /api/public/v1/stu dents HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`],
         ['with a malformed body', `${head('Transfer-Encoding: chunked\r\n', 'HEAD')}zz\r\nabc\r\n0\r\n\r\n`],
       ] as const) {
-        const received = await new Promise<string>((resolve, reject) => {
-          const url = new URL(t.origin);
-          const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: t.ca, servername: 'localhost' }, () => socket.write(bytes));
-          let text = '';
-          socket.on('data', (c: Buffer) => (text += c.toString('latin1')));
-          socket.on('error', reject);
-          socket.on('close', () => resolve(text));
-        });
+        const received = await rawExchangeAll(bytes);
         const refusal = received.slice(received.lastIndexOf('HTTP/1.1 400 '));
         assert.match(refusal, /^HTTP\/1\.1 400 [^]*\r\nContent-Length: \d+\r\n/, what);
         assert.ok(refusal.endsWith('\r\n\r\n'), `${what}: a body after the head: ${JSON.stringify(refusal.slice(-80))}`);
       }
+      // Bytes that are no request after a HEAD (which declared no body) are not that HEAD: their 400 has its body.
+      const afterHead = await rawExchangeAll(`${head('', 'HEAD')}\u0001junk /x HTTP/1.1\r\n\r\n`);
+      assert.match(afterHead.slice(afterHead.lastIndexOf('HTTP/1.1 400 ')), /\r\n\r\n\{"type":"urn:school-data:problem:invalid_parameter"/);
     });
 
     it('answers a GET whose chunked body is malformed with the 400 alone, stored answer or not (RFC 9112 section 6.3)', async () => {
@@ -152,6 +159,8 @@ describe('server limits', () => {
         assert.equal(first.response.headers.connection, 'close', `${method}: the client is told to send the next request on a new connection`);
         assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, bytes), [200], method);
       }
+      // Upgrade without Connection: upgrade asks for nothing (Node reads on): the connection stays.
+      assert.deepEqual(await pipelinedStatuses(t.origin, t.ca, `${head('Upgrade: h2c\r\n')}${head('Connection: close\r\n')}`), [200, 200]);
     });
 
     it('keeps the connection of a request whose declared body is empty, however its length is written, answered at once or not', async () => {

@@ -59,7 +59,7 @@ function passwordError(t: Messages['password'], next: string): string | null {
 const incomplete = () => new CabinetError(400, { page: 'incomplete' });
 const alreadySubmitted = () => new CabinetError(409, { page: 'alreadySent' });
 
-/** The first step of every change a director asks for: their session must still be signed in (else nothing changes, SessionEnded). */
+/** The first step of a key change a director asks for: their session must still be signed in (else nothing changes, SessionEnded); the password change checks its own. */
 const stillSignedIn =
   (sessionId: string): Step =>
   async (trx) => {
