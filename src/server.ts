@@ -16,7 +16,7 @@ import { buildApp, type App } from './app.js';
 import { apiServerFactory } from './edge/listener.js';
 import { settleClosingConnections } from './edge/raw.js';
 import { buildCabinetApp, type CabinetApp } from './cabinet/app.js';
-import type { Config } from './config/index.js';
+import { localUrlHost, type Config } from './config/index.js';
 import { isStoreUnavailable, openStore, type Store } from './db/index.js';
 import { sweepKeys } from './management/keys.js';
 import { hasSchools } from './management/schools.js';
@@ -108,7 +108,7 @@ export async function startServer(
     await app.close();
     throw err;
   }
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const host = localUrlHost(config.host);
   const originOf = (server: App['server'], configured: number) => {
     const address = server.address();
     return `https://${host}:${typeof address === 'object' && address ? address.port : configured}`;

@@ -6,6 +6,7 @@
  * type without a variable, a default and a validation rule.
  */
 import fs from 'node:fs';
+import { isIPv6 } from 'node:net';
 import path from 'node:path';
 import { parseAllowlist } from '../domain/addresses.js';
 
@@ -200,4 +201,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   }
   out.dataDir = path.resolve(out.dataDir as string);
   return Object.freeze(out) as Config;
+}
+
+/** A HOST that listens on every address of the machine (0.0.0.0, ::): it names none a client can be sent to. */
+export function isWildcardHost(host: string): boolean {
+  return host === '0.0.0.0' || (isIPv6(host) && /^[0:]+$/.test(host));
+}
+
+/**
+ * The host of a URL that reaches the listeners from this machine, as printed at a start: HOST
+ * itself (an IPv6 address in brackets), or for a wildcard the loopback address it takes in,
+ * which the generated certificate names.
+ */
+export function localUrlHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (isWildcardHost(host)) return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
 }

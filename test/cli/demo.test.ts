@@ -71,6 +71,17 @@ describe('school-data demo', () => {
     assert.equal((await api.request('/api/public/v1/students?limit=1', { key })).status, 200);
   });
 
+  it('on a wildcard HOST, prints addresses this machine can open, which the certificate names', async () => {
+    for (const [host, url] of [['0.0.0.0', '127.0.0.1'], ['::', '[::1]']]) {
+      const r = await runCli(['demo', '--json'], { ...env, HOST: host });
+      assert.equal(r.code, 0, r.stderr);
+      const out = JSON.parse(r.stdout) as { base_url: string; cabinet_url: string; curl: string };
+      assert.ok(out.base_url.startsWith(`https://${url}:`), `${host}: ${out.base_url}`);
+      assert.ok(out.cabinet_url.startsWith(`https://${url}:`), `${host}: ${out.cabinet_url}`);
+      assert.ok(out.curl.includes(`https://${url}:`), `${host}: ${out.curl}`);
+    }
+  });
+
   it('run again, prints new sign-ins beside the new keys; the old passwords stop working', async () => {
     const r = await demo();
     assert.match(r.stdout, /Director's cabinet: https:\/\/127\.0\.0\.1:\d+\//);

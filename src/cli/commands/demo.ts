@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import type { Kysely } from 'kysely';
+import { localUrlHost } from '../../config/index.js';
 import type { Database, School } from '../../db/schema.js';
 import { API_PLANS, type Plan } from '../../domain/enums.js';
 import { generateSchoolData } from '../../demo/generate.js';
@@ -164,7 +165,7 @@ async function loadDemo(ctx: CommandContext, opts: { ifEmpty?: boolean }): Promi
   // The curl line must work as printed: it trusts the certificate the server will use.
   const { loaded: schools, tls } = results;
   const cert = path.relative(process.cwd(), tls.certPath) || tls.certPath;
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const host = localUrlHost(config.host);
   const base = `https://${host}:${config.port}/api/public/v1/`;
   const demoKey = schools.find((r) => r.key)?.key ?? '';
   const curl = `curl --cacert ${cert} -H "Authorization: Bearer ${demoKey}" "${base}students?limit=2"`;

@@ -5,6 +5,7 @@
  */
 import cluster from 'node:cluster';
 import v8 from 'node:v8';
+import { localUrlHost } from '../../config/index.js';
 import { openStore } from '../../db/index.js';
 import { createLogger, LineBatcher } from '../../logger.js';
 import { ApiMetrics, serveClusterMetrics } from '../../ops/metrics.js';
@@ -143,7 +144,7 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
     if (worker.id === first) bound.push(address.port);
     // Each worker listens twice: the API and the director's cabinet.
     if (listening === workers * 2) {
-      const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+      const host = localUrlHost(config.host);
       const base = `https://${host}:${bound[0] ?? config.port}/api/public/v1/`;
       const cabinet = `https://${host}:${bound[1] ?? config.cabinetPort}/`;
       out.result(

@@ -1,4 +1,4 @@
-import net from 'node:net';
+import { isWildcardHost, localUrlHost } from '../../../config/index.js';
 import { addDirector, generatePassword, PASSWORD_MAX_LENGTH } from '../../../management/directors.js';
 import { CliError, refuseIfOutputDiscarded, RUN, withStore, type CommandContext } from '../../context.js';
 
@@ -72,16 +72,13 @@ export function passwordLines(password: string, generated: boolean): string[] {
     : ['The password is the one given on stdin.'];
 }
 
-/** An address that listens on every address of the machine (0.0.0.0, ::), which no browser can be sent to. */
-const isWildcard = (host: string) => host === '0.0.0.0' || (net.isIPv6(host) && /^[0:]+$/.test(host));
-
 /**
  * Where the director signs in: the cabinet's sign-in URL on the configured host, or, when the
  * cabinet listens on every address, that URL with the server's name left for the operator to put in.
  */
 function signInAddress(host: string, cabinetPort: number): string {
-  if (isWildcard(host)) return `https://<this server's name>:${cabinetPort}/login (HOST is ${host}: the cabinet listens on every address of this server)`;
-  return `https://${host.includes(':') ? `[${host}]` : host}:${cabinetPort}/login`;
+  if (isWildcardHost(host)) return `https://<this server's name>:${cabinetPort}/login (HOST is ${host}: the cabinet listens on every address of this server)`;
+  return `https://${localUrlHost(host)}:${cabinetPort}/login`;
 }
 
 export async function directorAdd(ctx: CommandContext, opts: { school: string; email: string }, stdin: NodeJS.ReadStream = process.stdin): Promise<number> {
