@@ -17,7 +17,7 @@ import { formatTimestamp } from '../domain/time.js';
 import { headerRepeated } from '../edge/checks.js';
 import type { Caller } from '../ops/request-log.js';
 import { methodNotAllowed, Problem } from '../problems/index.js';
-import { bearerKey, hashKey, UNUSED_GRACE_MS } from './keys.js';
+import { bearerKey, hashKey, unusedBeforeMs } from './keys.js';
 import { KeyFinder, type KeyRow } from './lookup.js';
 import { planLimit } from './plans.js';
 import { RateLimiterUnavailable, WINDOW_SECONDS, windowDecision, type LimitWindow, type RateLimitDecision, type RateLimiter } from './ratelimit/index.js';
@@ -139,7 +139,7 @@ class KeyClock {
     if (second === this.second) return;
     this.second = second;
     this.now = formatTimestamp(second * 1000);
-    this.unusedBefore = this.unusedDays > 0 ? formatTimestamp((second - this.unusedDays * 86_400) * 1000 - UNUSED_GRACE_MS) : null;
+    this.unusedBefore = this.unusedDays > 0 ? formatTimestamp(unusedBeforeMs(second * 1000, this.unusedDays)) : null;
   }
 }
 

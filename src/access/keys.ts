@@ -16,6 +16,11 @@ export const KEY_PREFIX = 'service_pk_';
  */
 export const UNUSED_GRACE_MS = 60_000;
 
+/** The moment (epoch ms) at or before which a key last used (or, never used, created) is judged unused at `nowMs`: its period and the grace ago. */
+export function unusedBeforeMs(nowMs: number, unusedDays: number): number {
+  return nowMs - unusedDays * 86_400_000 - UNUSED_GRACE_MS;
+}
+
 const KEY_FORMAT = /^service_pk_[0-9a-f]{32}$/;
 const BEARER = /^bearer +(\S+) *$/i;
 

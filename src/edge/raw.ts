@@ -159,8 +159,9 @@ const DECLARES_BODY = /\r\n(?:content-length[ \t]*:[ \t]*0*[1-9]|transfer-encodi
 
 /**
  * A request line whose fault is only its method, one Node's parser does not know (`FOO`,
- * a lower-case `get`): a token, a target (from the root, or in absolute form), the version. The parser failed, so the line is read from the chunk it was reading,
- * from the start of the line it stopped in (the chunk may begin with requests it read before).
+ * a lower-case `get`): a token, a target (from the root, or in absolute form), the version.
+ * The parser failed, so the line is read from the chunk it was reading, from the start of the
+ * line it stopped in (the chunk may begin with requests it read before).
  */
 const UNKNOWN_METHOD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,1024}) ((?:\/|[a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[\x21-\x7e]{0,4095}) HTTP\/1\.[01]\r\n/;
 

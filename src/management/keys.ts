@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import { generateKey, holdsKey, UNUSED_GRACE_MS } from '../access/keys.js';
+import { generateKey, holdsKey, UNUSED_GRACE_MS, unusedBeforeMs } from '../access/keys.js';
 import { announceKeyChanges, onPostgres, type Step } from '../db/index.js';
 import type { Database } from '../db/schema.js';
 import { parseAllowlist } from '../domain/addresses.js';
@@ -449,7 +449,7 @@ export async function setAllowlist(
 /** The active keys (of `schoolId`, when given) whose expiry, rolled end or unused period has passed at `now`. */
 function endedKeys(db: Kysely<Database> | Transaction<Database>, now: string, policy: KeyPolicy, schoolId?: string) {
   // The grace: a use may reach the database seconds late, and a key used in time is never marked unused.
-  const unusedBefore = policy.unusedDays > 0 ? formatTimestamp(Date.parse(now) - policy.unusedDays * DAY_MS - UNUSED_GRACE_MS) : null;
+  const unusedBefore = policy.unusedDays > 0 ? formatTimestamp(unusedBeforeMs(Date.parse(now), policy.unusedDays)) : null;
   let query = db
     .selectFrom('api_keys')
     .select(['id', 'school_id', 'created_at', 'last_used_at', 'expires_at', 'retires_at'])
