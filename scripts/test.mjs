@@ -16,7 +16,9 @@
  * Every file of every suite is one task in one pool of N processes (default: twice the
  * cores, from 2 to 8): most files wait on timers, sockets and child processes, so the
  * suites overlap. The files that took longest last time start first (durations kept in
- * the temporary directory, as Jest does). Each file runs as its own process, not under
+ * the temporary directory, as Jest does). A file marked `@waits` (it spends most of its
+ * time asleep: a rate limit's minute, a store held down) also runs in a lane of its own
+ * beside the pool, so that its sleep never holds a place the CPU-bound files need. Each file runs as its own process, not under
  * `node --test` (nodejs/node#62693 hung CI), is printed whole when it ends, and is
  * killed and counted as failed when it has not ended in FILE_TIMEOUT_MS. A file still
  * running EXIT_GRACE_MS after node:test printed its summary is hung in Node.js's own exit
@@ -39,6 +41,8 @@ if (nodeMajor < 22 || (nodeMajor === 22 && nodeMinor < 18)) {
 
 const FILE_TIMEOUT_MS = 6 * 60_000;
 const EXIT_GRACE_MS = 20_000;
+/** How many `@waits` files run beside the pool at once: each holds PostgreSQL connections too. */
+const WAITS_LANE = 2;
 /** The last line node:test prints, once every test and hook of the file has ended. */
 const SUMMARY_END = /^ℹ duration_ms [\d.]+$/m;
 const TIMES_FILE = path.join(os.tmpdir(), 'school-data-test-times.json');
@@ -81,6 +85,9 @@ const files = findTests('test').filter((f) => filters.length === 0 || filters.so
 const STORE_FREE = /^ \* @store-free$/m;
 const headComment = (text) => (text.startsWith('/**') ? text.slice(0, text.indexOf('*/') + 1) : '');
 const storeFree = new Set(files.filter((f) => STORE_FREE.test(headComment(fs.readFileSync(f, 'utf8')))));
+/** The files marked `@waits` (see above). */
+const WAITS = /^ \* @waits$/m;
+const waits = new Set(files.filter((f) => WAITS.test(headComment(fs.readFileSync(f, 'utf8')))));
 if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
@@ -201,20 +208,28 @@ function failureLines(text) {
 }
 
 const counted = suites.map((s) => (s.files.length === files.length ? s.name : `${s.name} (${s.files.length} files: the ${files.length - s.files.length} @store-free run embedded only)`));
-console.log(`\n=== ${suites.length === 1 ? 'suite' : 'suites'}: ${counted.join('; ')} (${files.length} files, ${jobs} at a time) ===`);
+console.log(`\n=== ${suites.length === 1 ? 'suite' : 'suites'}: ${counted.join('; ')} (${files.length} files, ${jobs} at a time${jobs > 1 && waits.size > 0 ? `, and up to ${WAITS_LANE} of the ${waits.size} @waits files beside them` : ''}) ===`);
 const times = readTimes();
 const timeKey = (t) => `${t.suite.tag.split(' ')[0]} ${t.file}`;
 const queue = suites.flatMap((s) => s.files.map((file) => ({ file, suite: s })));
 // Longest first; a file never timed counts as long, so a new file does not end the run alone.
 queue.sort((a, b) => (times[timeKey(b)] ?? 60_000) - (times[timeKey(a)] ?? 60_000));
 
+// The pool takes the CPU-bound files first, then whatever sleeping ones the lane has not
+// begun; the lane takes sleeping files only, so the CPU is never shared by more than the pool.
+const sleeping = queue.filter((t) => waits.has(t.file));
+const busy = queue.filter((t) => !waits.has(t.file));
+// `--jobs 1` runs one file at a time, the sleeping ones included.
+const lane = jobs === 1 ? 0 : Math.min(WAITS_LANE, sleeping.length);
 const started = Date.now();
 const results = [];
-await Promise.all(
-  Array.from({ length: Math.min(jobs, queue.length) }, async () => {
-    for (let task = queue.shift(); task !== undefined; task = queue.shift()) results.push(await runFile(task));
-  }),
-);
+const work = async (next) => {
+  for (let task = next(); task !== undefined; task = next()) results.push(await runFile(task));
+};
+await Promise.all([
+  ...Array.from({ length: Math.min(jobs, queue.length) }, () => work(() => busy.shift() ?? sleeping.shift())),
+  ...Array.from({ length: lane }, () => work(() => sleeping.shift())),
+]);
 const seconds = Math.round((Date.now() - started) / 1000);
 
 // Only whole passing files teach the order: a killed or failed one says little of its length.

@@ -5,6 +5,7 @@
  * the 429, waits its Retry-After and carries on. Either way every student arrives
  * once, in the API's order. The two exports run side by side (two schools) so the
  * minute of waiting is spent once.
+ * @waits
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

@@ -5,6 +5,7 @@
  * readiness check names the database, and the app recovers by itself once the
  * database is reachable again. A stored answer of a key the server keeps is the one thing
  * still served during an outage, and only for as long as the key is kept.
+ * @waits
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

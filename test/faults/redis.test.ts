@@ -5,6 +5,7 @@
  * rate_limit_unavailable (fail closed, never data), no request hangs, the readiness
  * check names the rate limiter, and answers are normal again as soon as it is back; the
  * requests refused meanwhile count on their keys' cards once, and in no rate-limit window.
+ * @waits
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -2,6 +2,7 @@
  * A key's request log and requests per day, through the real
  * HTTPS server: requests made with a key are written by the usage flush and read back
  * by keyRequests and keyDays, on SQLite and on PostgreSQL (+ Redis when set).
+ * @waits
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -7,6 +7,7 @@
  *
  * Every test app and spawned process also checks its own logs when it closes
  * (test/helpers/app.ts, processes.ts), so the whole suite is a scan as well.
+ * @waits
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
