@@ -106,19 +106,23 @@ function accessLine(r: AccessRecord, listener: string): string {
 
 /** Refusals (by status) that get an access line of their own per second; past it they are counted. */
 export const REFUSAL_LINES_PER_SECOND = 20;
-/** The statuses of refusals: what a flood of bad keys, or a client past its limit, is made of. */
-const REFUSALS: ReadonlySet<number> = new Set([401, 402, 405, 429]);
 /**
- * Whether an answer is a refusal: one of REFUSALS, or a 404 given before any key was read
- * (a path outside the API, a CONNECT: what a scanner's flood is made of). A 404 to a key
- * (a record that is not there) passed the access check, and is always logged.
+ * The statuses of refusals: what a flood of bad keys, a key used from outside its allowlist or
+ * its scopes, or a client past its limit, is made of.
  */
-const isRefusal = (record: AccessRecord) => REFUSALS.has(record.status) || (record.status === 404 && record.caller === null);
+const REFUSALS: ReadonlySet<number> = new Set([401, 402, 403, 405, 429]);
+/**
+ * Whether an answer is a refusal: one of REFUSALS, or any other 4xx given before a key was read
+ * (a path outside the API, a CONNECT, a URL over the limit, a bad Host or target: what a
+ * scanner's flood is made of). A 404 or 400 to a key (a record that is not there, a bad
+ * parameter) passed the access check, and is always logged.
+ */
+const isRefusal = (record: AccessRecord) => REFUSALS.has(record.status) || (record.caller === null && record.status >= 400 && record.status < 500);
 
 /**
  * Writes the access lines of the API (and of the cabinet's answers made on the socket:
  * src/cabinet/app.ts). Every answered request gets one, except that
- * refusals (401, 402, 405, 429, a 404 before any key, and the answers to what the HTTP parser refused) get at
+ * refusals (401, 402, 403, 405, 429, any other 4xx before a key was read, and the answers to what the HTTP parser refused) get at
  * most REFUSAL_LINES_PER_SECOND lines per status in a second: the rest are counted, and
  * once that second is over one line says how many went unlogged (`refusals not logged
  * one by one`, with `status` and `count`). A flood of unknown keys must not become a

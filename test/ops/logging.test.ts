@@ -178,6 +178,22 @@ describe('AccessLog: one line per request, a budget for refusals', () => {
     assert.deepEqual(JSON.parse(lines.at(-1)!), { level: 30, time: 1_700_000_000_000, pid: process.pid, status: 404, count: 50 - REFUSAL_LINES_PER_SECOND, msg: 'refusals not logged one by one' });
   });
 
+  it('gives every 4xx before any key (a URL over the limit, a bad Host) and every 403 the refusals\' budget, and logs a 400 to a key', () => {
+    const lines: string[] = [];
+    const log = new AccessLog((l) => lines.push(l), true, { now: () => 1_700_000_000_000 });
+    const key = { keyId: 'k1', schoolId: 's1' };
+    for (let i = 0; i < 50; i++) log.write({ ...record(414, i), url: `/api/public/v1/students?x=${'y'.repeat(100)}${i}` });
+    for (let i = 0; i < 50; i++) log.write(record(400, i));
+    for (let i = 0; i < 50; i++) log.write({ ...record(403, i), caller: key });
+    for (let i = 0; i < 50; i++) log.write({ ...record(400, i), caller: key });
+    const completed = lines.map((l) => JSON.parse(l) as { msg: string; keyId?: string; res?: { statusCode: number } }).filter((l) => l.msg === 'request completed');
+    const count = (status: number, keyId?: string) => completed.filter((l) => l.res?.statusCode === status && l.keyId === keyId).length;
+    assert.deepEqual([count(414), count(400), count(403, 'k1'), count(400, 'k1')], [REFUSAL_LINES_PER_SECOND, REFUSAL_LINES_PER_SECOND, REFUSAL_LINES_PER_SECOND, 50]);
+    log.reportUnlogged();
+    const summaries = lines.map((l) => JSON.parse(l) as { msg: string; status?: number; count?: number }).filter((l) => l.msg === 'refusals not logged one by one');
+    assert.deepEqual(summaries.map((s) => [s.status, s.count]).sort(), [[400, 50 - REFUSAL_LINES_PER_SECOND], [403, 50 - REFUSAL_LINES_PER_SECOND], [414, 50 - REFUSAL_LINES_PER_SECOND]]);
+  });
+
   it('writes the line as docs/operations.md describes it, with the key masked in the URL', () => {
     const lines: string[] = [];
     const log = new AccessLog((l) => lines.push(l), true);
