@@ -6,13 +6,19 @@
  * when it answers again (the outage's duration and that count). Every refusal is counted
  * (the metric school_data_refused_requests_total, by cause), and a failure of work
  * beside the requests (the usage flush) marks the same state without being counted as a
- * refusal. The request path calls `refused` and `answered` only; both are a few
- * comparisons unless the state changes.
+ * refusal. A dependency that fails now and then between answers (a pool short of
+ * connections, a timeout near the answers' time) must not log a pair of lines per
+ * failure: an outage that begins within a minute of the last line is short until it has
+ * lasted SHORT_OUTAGE_MS, and a short outage is logged only as a count in the next line.
+ * The request path calls `refused` and `answered` only; both are a few comparisons
+ * unless the state changes.
  */
 import type { Logger } from 'pino';
 
-/** The least time between two lines of one outage (the reminder). */
+/** The least time between two lines of one outage (the reminder), and the span after a line in which a new outage starts short. */
 export const REMINDER_MS = 60_000;
+/** How long an outage that started short lasts before it is logged as an outage of its own. */
+export const SHORT_OUTAGE_MS = 5_000;
 
 /** What a failure was, in one short text: its code and message, never a stack trace. */
 export function causeOf(err: unknown): string {
@@ -33,6 +39,12 @@ export class DependencyState {
   private refusedInOutage = 0;
   /** Failures of work beside the requests (the usage flush) since the outage began. */
   private otherFailures = 0;
+  /** Whether the current outage's start was logged (else it is short: see above). */
+  private logged = false;
+  /** The short outages ended since the last line, and the requests they refused. */
+  private shortOutages = 0;
+  private refusedInShortOutages = 0;
+  /** When the last line was written (epoch ms); 0 before any. */
   private lastLineAt = 0;
 
   readonly store: string;
@@ -82,9 +94,15 @@ export class DependencyState {
     const now = this.now();
     if (this.downSince === 0) {
       this.downSince = now;
+      this.logged = false;
+    }
+    if (!this.logged) {
+      // A first outage, one a minute after the last line, or a short one that went on.
+      if (this.lastLineAt !== 0 && now - this.lastLineAt < REMINDER_MS && now - this.downSince < SHORT_OUTAGE_MS) return;
+      this.logged = true;
       this.lastLineAt = now;
       const msg = refusal ? `${this.store} unavailable: requests get 503 until it answers again` : `${what} failing on ${this.store}; retried until it succeeds`;
-      this.log.error({ store: this.store, cause: causeOf(err), ...(what ? { during: what } : {}) }, msg);
+      this.log.error({ store: this.store, cause: causeOf(err), ...(what ? { during: what } : {}), ...this.takeShortOutages() }, msg);
       return;
     }
     if (now - this.lastLineAt >= REMINDER_MS) {
@@ -97,10 +115,26 @@ export class DependencyState {
   }
 
   private recovered(): void {
-    const downForMs = this.now() - this.downSince;
-    this.log.info({ store: this.store, downForMs, refused: this.refusedInOutage, otherFailures: this.otherFailures }, this.refusedInOutage === 0 && this.otherFailures > 0 ? `${this.store} works again` : `${this.store} available again`);
+    const now = this.now();
+    if (this.logged) {
+      this.lastLineAt = now;
+      const msg = this.refusedInOutage === 0 && this.otherFailures > 0 ? `${this.store} works again` : `${this.store} available again`;
+      this.log.info({ store: this.store, downForMs: now - this.downSince, refused: this.refusedInOutage, otherFailures: this.otherFailures, ...this.takeShortOutages() }, msg);
+    } else {
+      this.shortOutages += 1;
+      this.refusedInShortOutages += this.refusedInOutage;
+    }
     this.downSince = 0;
     this.refusedInOutage = 0;
     this.otherFailures = 0;
+  }
+
+  /** The short outages since the last line, as the next line's fields (none if there were none). */
+  private takeShortOutages(): { shortOutages?: number; refusedInShortOutages?: number } {
+    if (this.shortOutages === 0) return {};
+    const fields = { shortOutages: this.shortOutages, refusedInShortOutages: this.refusedInShortOutages };
+    this.shortOutages = 0;
+    this.refusedInShortOutages = 0;
+    return fields;
   }
 }

@@ -1,13 +1,17 @@
 /**
  * The service's logging pieces on their own: the batching destination (one write per
  * turn of the event loop, nothing lost or reordered when the destination takes part of
- * a batch or refuses for a while) and the access log's budget for refusals.
+ * a batch or refuses for a while), the access log's budget for refusals, and the lines
+ * of a dependency's outages.
  * @store-free
  */
 import assert from 'node:assert/strict';
 import { setImmediate as turn } from 'node:timers/promises';
+import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
+import pino from 'pino';
 import { LineBatcher } from '../../src/logger.js';
+import { DependencyState, SHORT_OUTAGE_MS } from '../../src/ops/dependency.js';
 import { AccessLog, REFUSAL_LINES_PER_SECOND, type AccessRecord } from '../../src/ops/request-log.js';
 
 /** A destination that records what it takes, and can be told to take part of a batch or to refuse. */
@@ -209,5 +213,65 @@ describe('AccessLog: one line per request, a budget for refusals', () => {
     assert.deepEqual(parsed.req, { method: 'GET', url: '/api/public/v1/students?api_key=[redacted-key]', remoteAddress: '127.0.0.1', remotePort: 5000 });
     assert.deepEqual(parsed.res, { statusCode: 200 });
     assert.equal(parsed.responseTime, 1.5);
+  });
+});
+
+describe('DependencyState: an outage logged by its changes of state', () => {
+  const capture = () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        done();
+      },
+    });
+    return { lines, logger: pino({ level: 'info' }, sink) };
+  };
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('logs a store that fails between answers once a minute, not twice per failure, and counts the short outages', async () => {
+    const { lines, logger } = capture();
+    let now = 1_700_000_000_000;
+    const state = new DependencyState('postgres', 'data_unavailable', logger, () => now);
+    const cause = new Error('timeout exceeded when trying to connect');
+    // One failure in three, 10 ms apart, for two minutes.
+    for (let i = 0; i < 12_000; i++) {
+      now += 10;
+      if (i % 3 === 0) state.refused(cause);
+      else state.answered();
+    }
+    await settle();
+    const msgs = lines.map((l) => l.msg);
+    assert.ok(msgs.length >= 2 && msgs.length <= 6, msgs.join('\n'));
+    assert.deepEqual(msgs.slice(0, 2), ['postgres unavailable: requests get 503 until it answers again', 'postgres available again']);
+    // What the later lines count covers every refusal but those of the short outages still unlogged.
+    const counted = lines.reduce((n, l) => n + Number(l.refused ?? 0) + Number(l.refusedInShortOutages ?? 0), 0);
+    assert.ok(counted >= 4000 - 6000 / 3 && counted <= 4000, `refusals counted in the lines: ${counted}`);
+    assert.ok(lines.slice(2).some((l) => Number(l.shortOutages) > 1000), JSON.stringify(lines.slice(2)));
+    assert.equal(state.refusedTotal, 4000);
+  });
+
+  it('logs an outage that starts soon after another once it has lasted a few seconds, and its end', async () => {
+    const { lines, logger } = capture();
+    let now = 1_700_000_000_000;
+    const state = new DependencyState('redis', 'rate_limit_unavailable', logger, () => now);
+    state.refused(new Error('first'));
+    now += 100;
+    state.answered();
+    // Down again a second later, and for good: logged SHORT_OUTAGE_MS into it, not a minute later.
+    now += 1000;
+    for (let t = 0; t <= SHORT_OUTAGE_MS + 100; t += 50) {
+      state.refused(new Error('second'));
+      now += 50;
+    }
+    state.answered();
+    await settle();
+    assert.deepEqual(lines.map((l) => [l.msg, l.cause ?? null]), [
+      ['redis unavailable: requests get 503 until it answers again', 'first'],
+      ['redis available again', null],
+      ['redis unavailable: requests get 503 until it answers again', 'second'],
+      ['redis available again', null],
+    ]);
+    assert.ok(Number(lines[3]!.downForMs) > SHORT_OUTAGE_MS, JSON.stringify(lines[3]));
   });
 });
