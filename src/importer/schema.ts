@@ -88,8 +88,10 @@ const Year = Type.Refine(
   (year) => year <= new Date().getUTCFullYear() + 1,
 );
 
+// maxItems says no more than uniqueItems does, but is checked first: a long list is refused at once.
 const Categories = Type.Array(OneOf(CATEGORIES), {
   minItems: 1,
+  maxItems: CATEGORIES.length,
   uniqueItems: true,
   description: `a non-empty array of distinct categories (${CATEGORIES.join(', ')})`,
 });

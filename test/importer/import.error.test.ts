@@ -47,6 +47,10 @@ const CASES: Case[] = [
   { name: 'a malformed phone', input: (f) => (at(f, 'instructors', 0).phone = 'call me', f), expected: { array: 'instructors', index: 0, field: 'phone', reason: /phone number/ } },
   { name: 'an empty category list', input: (f) => (at(f, 'instructors', 0).categories = [], f), expected: { array: 'instructors', index: 0, field: 'categories', reason: /non-empty array of distinct categories/ } },
   { name: 'a repeated category', input: (f) => (at(f, 'instructors', 0).categories = ['B', 'B'], f), expected: { array: 'instructors', index: 0, field: 'categories', reason: /distinct/ } },
+  // Records under the 1 MiB limit that took minutes each when every rule of the schema ran
+  // (the e-mail's pattern backtracked; the repeats were listed one by one).
+  { name: 'a long e-mail', input: (f) => (at(f, 'students', 1).email = `a@${'a.'.repeat(400_000)} `, f), expected: { array: 'students', index: 1, field: 'email', reason: /e-mail/ } },
+  { name: 'a long list of one category', input: (f) => (at(f, 'instructors', 0).categories = Array<string>(262_144).fill('B'), f), expected: { array: 'instructors', index: 0, field: 'categories', reason: /distinct/ } },
   { name: 'an unknown category in a list', input: (f) => (at(f, 'instructors', 1).categories = ['A', 'Z'], f), expected: { array: 'instructors', index: 1, field: 'categories', reason: /categories/ } },
   { name: 'a non-boolean flag', input: (f) => (at(f, 'instructors', 0).is_active = 1, f), expected: { array: 'instructors', index: 0, field: 'is_active', reason: /true or false/ } },
   { name: 'a timestamp without offset', input: (f) => (at(f, 'students', 0).created_at = '2025-09-01T12:00:00', f), expected: { array: 'students', index: 0, field: 'created_at', reason: /RFC 3339/ } },
