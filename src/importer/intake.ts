@@ -6,6 +6,7 @@
  */
 import { ID_PATTERN } from '../domain/ids.js';
 import type { ErrorList, ImportError } from './errors.js';
+import { MAX_TOTAL, pastTheBound } from './money-bound.js';
 import { itemOf } from './read-model.js';
 import type { ListTable } from '../resources/items.js';
 import { REFERENCES } from './references.js';
@@ -53,6 +54,13 @@ export class FileIntake implements Intake {
    * is staged with it as its balance, right in a first import whose payments come first.
    */
   private readonly paid = new Map<string, number>();
+  /**
+   * The amounts of the file's payments and refunds so far. Past MAX_TOTAL the school's would
+   * be too (a payment staged is one of them after the import), and the import is refused
+   * here: the balances summed before the bound is checked after the merge would overflow
+   * the stores' integers first.
+   */
+  private paymentsTotal = 0;
 
   private readonly errors: ErrorList;
   private readonly stage: Stage;
@@ -154,11 +162,16 @@ export class FileIntake implements Intake {
 
   private row<K extends ArrayName>(array: K, index: number, record: RecordOf<K>): unknown[] {
     const row = TO_ROW[array](record, this.schoolId, this.currency) as Record<string, unknown>;
-    if (array === 'payments' && typeof row.contract_id === 'string') {
+    if (array === 'payments') {
       const amount = row.amount_minor as number;
-      this.paid.set(row.contract_id, (this.paid.get(row.contract_id) ?? 0) + (row.kind === 'refund' ? -amount : amount));
+      if (this.paymentsTotal <= MAX_TOTAL && (this.paymentsTotal += amount) > MAX_TOTAL) this.errors.add(pastTheBound('payments'));
+      if (typeof row.contract_id === 'string') this.paid.set(row.contract_id, (this.paid.get(row.contract_id) ?? 0) + (row.kind === 'refund' ? -amount : amount));
     }
-    if (array === 'contracts') row.paid_minor = this.paid.get(row.id as string) ?? 0;
+    // A balance past the bound is never written (the import is refused above): it is staged as 0, which its item can show.
+    if (array === 'contracts') {
+      const paid = this.paid.get(row.id as string) ?? 0;
+      row.paid_minor = Math.abs(paid) > MAX_TOTAL ? 0 : paid;
+    }
     const values: unknown[] = [index];
     for (const column of ROW_VALUES[array]) values.push(column === 'item' ? itemOf(array as ListTable, row) : row[column]);
     return values;

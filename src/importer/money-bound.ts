@@ -10,7 +10,7 @@
 import { sql } from 'kysely';
 import { onPostgres } from '../db/index.js';
 import { formatMoney } from '../domain/money.js';
-import type { ErrorList } from './errors.js';
+import type { ErrorList, ImportError } from './errors.js';
 import type { Sql } from './run.js';
 import type { ArrayName } from './schema.js';
 import { stageTable } from './stage.js';
@@ -24,14 +24,20 @@ const BOUNDED = [
 
 const TOO_MUCH = `to more than ${formatMoney(MAX_TOTAL)} in all, the most a total of money can hold exactly`;
 
+/** The error of a school's payments or expenses past the bound. */
+export function pastTheBound(array: (typeof BOUNDED)[number]['array']): ImportError {
+  const { what } = BOUNDED.find((b) => b.array === array)!;
+  return { array, index: null, field: 'amount', reason: `would bring the school's ${what} ${TOO_MUCH}` };
+}
+
 export async function checkMoneyBound(q: Sql, schoolId: string, written: Record<ArrayName, number>, errors: ErrorList): Promise<void> {
   // SQLite's sum() stops with an error past 2^63; total() adds in floating point, which is
   // exact enough to tell a sum from a bound of 2^53.
   const sum = sql.raw(onPostgres(q.db) ? 'sum' : 'total');
-  for (const { array, what } of BOUNDED) {
+  for (const { array } of BOUNDED) {
     if (written[array] === 0 || errors.full) continue;
     const { rows } = await q.run(sql`select ${sum}(amount_minor) as total from ${sql.table(array)} where school_id = ${schoolId}`.compile(q.db));
-    if (Number(rows[0]?.total ?? 0) > MAX_TOTAL) errors.add({ array, index: null, field: 'amount', reason: `would bring the school's ${what} ${TOO_MUCH}` });
+    if (Number(rows[0]?.total ?? 0) > MAX_TOTAL) errors.add(pastTheBound(array));
   }
   if (written.contracts === 0 || errors.full) return;
   // Prices only ever add up per student (the card's balance): only the students of the file's contracts.

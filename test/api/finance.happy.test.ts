@@ -285,4 +285,19 @@ describe('money at the bound of an exact total', () => {
     const within = await importData(t.store.db, school, { payments: [{ ...payment(1), amount: '1.00' }, payment(10)] });
     assert.ok(within.ok, JSON.stringify(within));
   });
+
+  it('refuses, as past the bound, payments whose sum on one contract would pass the stores\' integers (2^63), before or after their contract', async () => {
+    const other = await createSchool(t.store.db, { name: 'Overflow', plan: 'VIP' });
+    assert.ok(other.ok);
+    // 9,300 of the largest amount: 9.3e18 kopecks on c1, past 2^63 (9.22e18).
+    const payments = Array.from({ length: 9300 }, (_, i) => ({ ...payment(1), id: `px${i}` }));
+    for (const file of [{ ...BASE, contracts: [contract(1)], payments }, { ...BASE, payments, contracts: [contract(1)] }]) {
+      const result = await importData(t.store.db, other.value.id, file);
+      assert.equal(result.ok, false);
+      if (result.ok) continue;
+      assert.deepEqual(result.errors.map((e) => [e.array, e.index, e.field]), [['payments', null, 'amount']], JSON.stringify(result.errors));
+      assert.match(result.errors[0]!.reason, /would bring the school's payments and refunds to more than 90071992547409\.91 in all/);
+    }
+    assert.equal((await t.store.db.selectFrom('payments').select('id').where('school_id', '=', other.value.id).execute()).length, 0, 'nothing written');
+  });
 });
