@@ -1,17 +1,12 @@
 /**
  * The state of one dependency (PostgreSQL, SQLite, Redis): up or down, and what that
  * cost. An outage is logged by its changes of state, never per request: one error line
- * when the dependency stops answering (the store and the cause), while it stays down at
- * most one reminder a minute with the requests refused since it went, and one info line
- * when it answers again (the outage's duration and that count). Every refusal is counted
- * (the metric school_data_refused_requests_total, by cause), and a failure of work
- * beside the requests (the usage flush) marks the same state without being counted as a
- * refusal. A dependency that fails now and then between answers (a pool short of
- * connections, a timeout near the answers' time) must not log a pair of lines per
- * failure: an outage that begins within a minute of the last line is short until it has
- * lasted SHORT_OUTAGE_MS, and a short outage is logged only as a count in the next line.
- * The request path calls `refused` and `answered` only; both are a few comparisons
- * unless the state changes.
+ * when it stops answering, at most one reminder a minute, one info line when it answers
+ * again; an outage that begins within a minute of the last line is short until it has
+ * lasted SHORT_OUTAGE_MS, and only counted in the next line (docs/operations.md,
+ * "Outages"). Every refusal is counted for the metric; a failure beside the requests
+ * (the usage flush) marks the same state without being a refusal. `refused` and
+ * `answered` are a few comparisons unless the state changes.
  */
 import type { Logger } from 'pino';
 
