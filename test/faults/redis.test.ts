@@ -250,3 +250,36 @@ describe('Redis failing under load', { skip: REDIS_ONLY }, () => {
     await assertRecovers();
   });
 });
+
+describe('Redis failing over behind one address', { skip: REDIS_ONLY }, () => {
+  it('fails closed while its node is a replica, and counts again once the address leads to the primary, with no restart', async () => {
+    const [old, next] = await Promise.all([PrivateRedis.start(), PrivateRedis.start()]);
+    const proxy = await FaultProxy.start({ host: '127.0.0.1', port: old.port });
+    const limiter = new RedisRateLimiter(`redis://127.0.0.1:${proxy.address.port}`, REDIS_TIMEOUT_MS);
+    const admin = new Redis(old.url);
+    try {
+      assert.equal((await limiter.consume('school-1', 100, 'key-1')).allowed, true);
+      // The old primary is demoted: the client's connection still leads to it.
+      await admin.replicaof('127.0.0.1', String(next.port));
+      await assert.rejects(limiter.consume('school-1', 100, 'key-1'), { name: 'RateLimiterUnavailable' });
+      assert.equal(await limiter.ping(), false, 'not ready while no write is taken');
+      // The address now leads to the new primary (DNS, a proxy, a managed service's endpoint).
+      proxy.retarget({ host: '127.0.0.1', port: next.port });
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        const counted = await limiter.consume('school-1', 100, 'key-1').then(
+          (d) => d.allowed,
+          () => false,
+        );
+        if (counted && (await limiter.ping())) break;
+        assert.ok(Date.now() < deadline, 'still refused 5 s after the address led to the primary');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      admin.disconnect();
+      await limiter.close();
+      await proxy.close();
+      await Promise.all([old.stop(), next.stop()]);
+    }
+  });
+});

@@ -35,7 +35,7 @@ export class FaultProxy {
   /** Extra latency of every chunk in both directions while forwarding. */
   delayMs = 0;
 
-  private readonly target: { host: string; port: number };
+  private target: { host: string; port: number };
   private port: number;
 
   private constructor(
@@ -59,6 +59,11 @@ export class FaultProxy {
     url.hostname = proxy.address.host;
     url.port = String(proxy.address.port);
     return { proxy, url: url.toString() };
+  }
+
+  /** Sends the connections made from now on to `target` (those open stay where they are), as a failover behind one address does. */
+  retarget(target: { host: string; port: number }): void {
+    this.target = target;
   }
 
   get address(): { host: string; port: number } {

@@ -43,8 +43,19 @@ const VOIDED = -3;
  * answered 503), it recorded their usage and counted them in no window.
  */
 const LATE = -4;
+/**
+ * A script's answer: not applied, as Redis refused its first write for being a replica (a
+ * primary demoted by a failover the client did not see): the connection is dropped, and a
+ * new one finds the primary its address names now.
+ */
+const READ_ONLY = -5;
 /** Whether a script's answer code says it applied nothing (its usage is then counted by the instance). */
-const appliedNothing = (code: number | undefined) => code === NOT_APPLIED || code === VOIDED;
+const appliedNothing = (code: number | undefined) => code === NOT_APPLIED || code === VOIDED || code === READ_ONLY;
+/** Whether a Redis error, or a script's answer, says Redis refused to write as a replica. */
+const readOnly = (answer: unknown) =>
+  Array.isArray(answer) ? answer[0] === READ_ONLY : answer instanceof Error && answer.message.includes('READONLY');
+/** The least time between two connections dropped for a replica's refusal: a Redis left read-only is not reconnected to in a loop. */
+const READ_ONLY_RECONNECT_MS = 1000;
 /** CONSUME's answer for the whole call, a code, rather than Redis's time and a count per school. */
 const wholeCallRefused = (reply: number[]) => Array.isArray(reply) && appliedNothing(reply[0]);
 
@@ -59,7 +70,10 @@ if seq <= tonumber(redis.call('HGET', stream, 'void') or 0) then return ${VOIDED
 local usage = redis.call('TYPE', KEYS[1]).ok
 if usage ~= 'hash' and usage ~= 'none' then return ${NOT_APPLIED} end
 local noted = redis.pcall('HSET', stream, 'last', math.max(seq, tonumber(redis.call('HGET', stream, 'last') or 0)))
-if type(noted) == 'table' and noted.err then return ${NOT_APPLIED} end
+if type(noted) == 'table' and noted.err then
+  if string.find(noted.err, 'READONLY', 1, true) then return ${READ_ONLY} end
+  return ${NOT_APPLIED}
+end
 redis.call('PEXPIRE', stream, ${STREAM_KEPT_MS})
 return 0
 `;
@@ -196,8 +210,10 @@ export class RedisRateLimiter implements RateLimiter {
   /** The checks asked for in this turn of the event loop, by school: sent together at its end. */
   private asked = new Map<string, SchoolChecks>();
   private scheduled = false;
-  /** Connections dropped for a command timeout (once each: ioredis closes a socket in steps). */
+  /** Connections dropped for a command timeout or a replica's refusal (once each: ioredis closes a socket in steps). */
   private readonly dropped = new WeakSet<object>();
+  /** When a connection was last dropped for a replica's refusal (performance.now()). */
+  private readOnlyDroppedAt = -Infinity;
   /** Script calls sent and not answered yet. */
   private sent = 0;
   private readonly clock = new RedisClock();
@@ -227,6 +243,8 @@ export class RedisRateLimiter implements RateLimiter {
       connectTimeout: Math.max(timeoutMs, 1000),
       // Keep reconnecting forever, so service returns on its own when Redis does.
       retryStrategy: (times) => Math.min(times * 100, 1000),
+      // A command refused by a replica (the probe's write, a claim): reconnect, as for a script's READ_ONLY above.
+      reconnectOnError: (err) => readOnly(err),
       lazyConnect: false,
     });
     redis.on('error', () => undefined);
@@ -295,7 +313,10 @@ export class RedisRateLimiter implements RateLimiter {
     const { stream, seq } = this.ledger.place(connection);
     const reply = send(stream.key, seq);
     const applied = reply.then(
-      (answer) => !refused(answer),
+      (answer) => {
+        if (readOnly(answer)) this.dropReadOnly(connection);
+        return !refused(answer);
+      },
       (error: unknown) => {
         if (error instanceof Error && error.name === 'ReplyError') return false;
         if (error instanceof Error && error.message === 'Command timed out' && !this.dropped.has(connection)) {
@@ -454,6 +475,15 @@ export class RedisRateLimiter implements RateLimiter {
       const first = count - school.waiting.length + 1;
       school.waiting.forEach((w, j) => w.resolve(decide(first + j, w.limit, msLeft)));
     });
+  }
+
+  /** Drops `connection` after a replica refused a write on it, at most once a READ_ONLY_RECONNECT_MS. */
+  private dropReadOnly(connection: object): void {
+    const now = performance.now();
+    if (this.dropped.has(connection) || now - this.readOnlyDroppedAt < READ_ONLY_RECONNECT_MS) return;
+    this.dropped.add(connection);
+    this.readOnlyDroppedAt = now;
+    this.redis.disconnect(true);
   }
 
   async ready(timeoutMs: number): Promise<boolean> {
