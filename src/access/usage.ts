@@ -25,9 +25,11 @@ export const KEY_DAYS_KEPT = 90;
 /**
  * A claimed batch not released after this long is taken over by the next flush of any
  * instance (its own died, or is stuck). Applying is idempotent, so a takeover of a batch
- * still being applied costs only a little work twice.
+ * still being applied costs only a little work twice. Short enough that the counts of an
+ * instance killed holding a batch are visible within the contract's 5 s at the default
+ * flush interval (its age, up to a flush interval, plus the lease and the next flush).
  */
-export const BATCH_LEASE_MS = 5000;
+export const BATCH_LEASE_MS = 2500;
 /** How long the ids of applied batches are kept (a batch is released within seconds of being applied). */
 const APPLIED_KEPT_MS = 7 * 86_400_000;
 /** How long after a close began a new try to write the usage may still begin. */

@@ -83,7 +83,7 @@ describe('one of three instances SIGKILLed under load', { skip: external ? false
     assert.deepEqual(unexpected, []);
     assert.ok(answered > 100, `only ${answered} answers`);
 
-    // The batches the killed instance claimed are taken over once their lease ends (5 s).
+    // The batches the killed instance claimed are taken over once their lease ends (BATCH_LEASE_MS).
     const deadline = Date.now() + 30_000;
     let counted = await counter(store, created.id);
     while (counted < answered && Date.now() < deadline) {
