@@ -53,6 +53,11 @@ export interface ImportSummary {
   changes: number;
   /** The school's change seq this import took; null when it changed nothing (and wrote nothing). */
   seq: number | null;
+  /**
+   * What failed after the commit, if anything (the data is imported all the same): the
+   * statistics refresh, or the wait for the servers to drop the key rows they kept.
+   */
+  afterCommit?: string;
 }
 
 export type ImportResult = ImportSummary | { ok: false; errors: ImportError[] };
@@ -77,6 +82,9 @@ export function importFile(db: Kysely<Database>, schoolId: string, file: string,
 }
 
 const perArray = (n: (a: ArrayName) => number) => Object.fromEntries(ARRAY_NAMES.map((a) => [a, n(a)])) as Record<ArrayName, number>;
+
+/** A failure's message, for a line that says what failed after the commit. */
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** The refusal of an import into a school that is not there (or was removed while it ran). */
 const noSchool = (schoolId: string): ImportResult => ({ ok: false, errors: [{ array: null, index: null, field: null, reason: `school "${schoolId}" does not exist` }] });
@@ -146,11 +154,18 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
     }
     const result = await merge(conn, schoolId, intake, stage, errors, options, step, work, transaction);
     // The school's data version moved: every PostgreSQL server drops the key rows it kept with the old one.
-    if (result.ok && result.seq !== null) await announceKeyChanges(db);
+    if (result.ok && result.seq !== null) {
+      await announceKeyChanges(db).catch((err: unknown) => {
+        result.afterCommit ??= `the API servers were not seen to take the new data at once (they do within 10 s): ${messageOf(err)}`;
+      });
+    }
     return result;
   } finally {
     if (transaction.begun && !transaction.committed) await conn.run(CompiledQuery.raw('rollback')).catch(() => undefined);
-    await conn.close();
+    // Once committed, the import's answer is the commit's: a connection that fails to close changes nothing of it.
+    await conn.close().catch((err: unknown) => {
+      if (!transaction.committed) throw err;
+    });
   }
 }
 
@@ -244,7 +259,7 @@ async function merge(
   step('balances');
   const balances = await work.recomputeBalances();
   const changes = work.counts.inserted + work.counts.updated + work.counts.deleted + balances;
-  const summary = { ok: true as const, counts: perArray((a) => intake.counts[a]), deleted: perArray(() => 0), changes, seq: null as number | null };
+  const summary: ImportSummary = { ok: true as const, counts: perArray((a) => intake.counts[a]), deleted: perArray(() => 0), changes, seq: null as number | null };
   if (changes === 0) return summary;
 
   step('totals and positions');
@@ -262,11 +277,16 @@ async function merge(
   if (changes >= STATISTICS_AFTER) {
     step('statistics');
     const written = writtenTables(stage.staged, summary.deleted);
-    await refreshStatistics(conn.db, (q) => conn.run(q), written);
-    // The totals are read by their keys alone (migration 0015), which needs their pages marked
-    // all-visible; autovacuum may not come for a while to a large table where one school changed.
-    const totals = FINANCE_SIDES.flatMap((side) => [side.totals, side.months]).filter((table) => written.includes(table));
-    if (conn.dialect === 'postgres' && totals.length > 0) await conn.run(sql`vacuum ${sql.join(totals.map((table) => sql.id(table)))}`.compile(conn.db));
+    try {
+      await refreshStatistics(conn.db, (q) => conn.run(q), written);
+      // The totals are read by their keys alone (migration 0015), which needs their pages marked
+      // all-visible; autovacuum may not come for a while to a large table where one school changed.
+      const totals = FINANCE_SIDES.flatMap((side) => [side.totals, side.months]).filter((table) => written.includes(table));
+      if (conn.dialect === 'postgres' && totals.length > 0) await conn.run(sql`vacuum ${sql.join(totals.map((table) => sql.id(table)))}`.compile(conn.db));
+    } catch (err) {
+      // Committed: the statistics are the database's own business from here (autovacuum's).
+      summary.afterCommit = `the planner's statistics were not refreshed (autovacuum will): ${messageOf(err)}`;
+    }
   }
   return summary;
 }

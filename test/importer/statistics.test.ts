@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { importData } from '../../src/importer/index.js';
 import { createTestStore, usePostgres, type TestStore } from '../helpers/store.js';
 import { addSchool } from './helpers.js';
@@ -31,6 +32,41 @@ describe('statistics after a large import', { skip: usePostgres() ? false : 'Pos
     assert.ok((analyzed.get('leads') ?? 0) >= 1, 'leads analyzed');
     assert.ok((analyzed.get('list_blocks') ?? 0) >= 1, 'list_blocks analyzed');
     for (const untouched of ['lessons', 'payments', 'students', 'api_keys']) assert.equal(analyzed.get(untouched), 0, `${untouched} not analyzed`);
+  });
+
+  it('answers an import whose statistics refresh fails after the commit as imported, saying what failed', async () => {
+    const school = await addSchool(store.db);
+    const leads = Array.from({ length: 10_000 }, (_, i) => ({ id: `lx-${i}`, full_name: `Лид ${i}`, phone: '+79990001122', source: 'website', status: 'new', created_at: '2025-11-10T10:00:00Z' }));
+    // A lock that lets the import write but keeps its statistics step waiting, whose connection is then ended.
+    const holder = new pg.Client({ connectionString: store.url! });
+    await holder.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('lock table leads in share update exclusive mode');
+      let ended: Promise<unknown> | null = null;
+      const result = await importData(store.db, school, { leads }, {
+        onProgress: (p) => {
+          if (p.phase !== 'merge' || p.step !== 'statistics' || ended) return;
+          ended = (async () => {
+            for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+              // Not on the holder's connection: in its transaction, pg_stat_activity would stay as first read.
+              const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where wait_event_type = 'Lock' and state = 'active' and pid <> pg_backend_pid()`.execute(store.db);
+              if (rows.length > 0) return sql`select pg_terminate_backend(${rows[0]!.pid})`.execute(store.db);
+              await new Promise((r) => setTimeout(r, 20));
+            }
+            throw new Error('the import did not wait for the lock');
+          })();
+        },
+      });
+      await ended;
+      assert.ok(result.ok, JSON.stringify(result));
+      assert.match(result.afterCommit ?? '', /^the planner's statistics were not refreshed \(autovacuum will\): /);
+      const { count } = await store.db.selectFrom('leads').select((eb) => eb.fn.countAll<string>().as('count')).where('school_id', '=', school).executeTakeFirstOrThrow();
+      assert.equal(Number(count), 10_000, 'the import is committed');
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      await holder.end();
+    }
   });
 
   it('analyzes the columns an index holds, not the free text', async () => {

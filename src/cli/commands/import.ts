@@ -180,8 +180,10 @@ export async function importCommand(open: () => CommandContext, file: string, op
     const more = count > 1 ? ` (and ${atLeast}${count - 1} more${list})` : '';
     throw new CliError(`import refused, nothing written: ${first ? where(first) + first.reason : 'invalid file'}${more}`);
   }
+  // Committed: what failed after it is a note, not a failure (the import is done).
+  if (result.afterCommit !== undefined) ctx.out.note(`school-data: warning: the import was committed, but ${result.afterCommit}`);
   ctx.out.result(
-    { ok: true, school: opts.school, counts: result.counts, deleted: result.deleted, changes: result.changes, seq: result.seq },
+    { ok: true, school: opts.school, counts: result.counts, deleted: result.deleted, changes: result.changes, seq: result.seq, ...(result.afterCommit === undefined ? {} : { after_commit: result.afterCommit }) },
     `Imported into school ${opts.school}: ${describe(result)}`,
   );
   return 0;
