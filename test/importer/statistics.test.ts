@@ -43,11 +43,11 @@ describe('statistics after a large import', { skip: usePostgres() ? false : 'Pos
     try {
       await holder.query('begin');
       await holder.query('lock table leads in share update exclusive mode');
-      let ended: Promise<unknown> | null = null;
+      const ending: { done?: Promise<unknown> } = {};
       const result = await importData(store.db, school, { leads }, {
         onProgress: (p) => {
-          if (p.phase !== 'merge' || p.step !== 'statistics' || ended) return;
-          ended = (async () => {
+          if (p.phase !== 'merge' || p.step !== 'statistics' || ending.done) return;
+          ending.done = (async () => {
             for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
               // Not on the holder's connection: in its transaction, pg_stat_activity would stay as first read.
               const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where wait_event_type = 'Lock' and state = 'active' and pid <> pg_backend_pid()`.execute(store.db);
@@ -58,7 +58,7 @@ describe('statistics after a large import', { skip: usePostgres() ? false : 'Pos
           })();
         },
       });
-      await ended;
+      await ending.done;
       assert.ok(result.ok, JSON.stringify(result));
       assert.match(result.afterCommit ?? '', /^the planner's statistics were not refreshed \(autovacuum will\): /);
       const { count } = await store.db.selectFrom('leads').select((eb) => eb.fn.countAll<string>().as('count')).where('school_id', '=', school).executeTakeFirstOrThrow();
