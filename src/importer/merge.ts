@@ -386,22 +386,21 @@ export class Merge {
             from touched_contracts c left join payments p on p.school_id = ${this.schoolId} and p.contract_id = c.id
            group by c.id`.compile(this.q.db),
     );
-    // The ids of those whose stored balance differs (most were written with theirs), in
-    // one statement; then their rows by key, a batch at a time.
-    const differ = (
-      await this.q.run(
-        sql`select b.id, c.change_seq from balances b join contracts c on c.school_id = ${this.schoolId} and c.id = b.id where c.paid_minor <> b.paid order by b.id`.compile(this.q.db),
-      )
-    ).rows;
-    // A contract the import wrote (merged before all the file's payments and deletions
-    // were known) is a change already counted.
-    const moved = differ.filter((row) => Number(row.change_seq) !== this.seq).length;
-    for (let at = 0; at < differ.length; at += BALANCE_BATCH) {
-      const ids = differ.slice(at, at + BALANCE_BATCH).map((row) => row.id as string);
+    // Those whose stored balance differs (most were written with theirs), a batch at a time
+    // in the order of their ids: however many moved (every contract of the school, for a
+    // --replace of its payments), no more than a batch is held.
+    let moved = 0;
+    for (let after = ''; ; ) {
       const { rows } = await this.q.run(
-        sql`select c.*, b.paid as balance from contracts c join balances b on b.id = c.id
-             where c.school_id = ${this.schoolId} and c.id in (${sql.join(ids)})`.compile(this.q.db),
+        sql`select c.*, b.paid as balance from balances b join contracts c on c.school_id = ${this.schoolId} and c.id = b.id
+             where c.paid_minor <> b.paid and b.id > ${after}
+             order by b.id limit ${BALANCE_BATCH}`.compile(this.q.db),
       );
+      if (rows.length === 0) break;
+      after = rows.at(-1)!.id as string;
+      // A contract the import wrote (merged before all the file's payments and deletions
+      // were known) is a change already counted.
+      moved += rows.filter((row) => Number(row.change_seq) !== this.seq).length;
       const values = rows.map(({ balance: paid, ...row }) => {
         const balance = Number(paid);
         const item = itemOf('contracts', { ...row, paid_minor: balance });

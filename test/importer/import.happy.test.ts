@@ -109,6 +109,23 @@ describe('importer: valid files', () => {
     );
   });
 
+  it('moves the balances of contracts past one batch of them, every one counted once', async () => {
+    const school = await addSchool(store.db);
+    const base = sampleFile();
+    const n = 1201;
+    const contracts = Array.from({ length: n }, (_, i) => ({ ...base.contracts![0]!, id: `ctx-${String(i).padStart(4, '0')}`, number: `X-${i}` }));
+    const payments = contracts.map((c, i) => ({ ...base.payments![0]!, id: `pmx-${i}`, contract_id: c.id, student_id: c.student_id, amount: '100.00' }));
+    const first = await importData(store.db, school, { ...base, contracts, payments, lessons: [] });
+    assert.ok(first.ok, JSON.stringify(first).slice(0, 500));
+    const result = await importData(store.db, school, { payments: [] }, { replace: true });
+    assert.ok(result.ok, JSON.stringify(result));
+    assert.equal(result.changes, 2 * n, 'each payment deleted and each balance moved, once');
+    const rows = await store.db.selectFrom('contracts').select(['paid_minor', 'item']).where('school_id', '=', school).execute();
+    assert.equal(rows.length, n);
+    assert.deepEqual([...new Set(rows.map((r) => Number(r.paid_minor)))], [0]);
+    assert.ok(rows.every((r) => (JSON.parse(String(r.item)) as { paid: string }).paid === '0.00'));
+  });
+
   it('accepts references to rows stored by an earlier import', async () => {
     const school = await addSchool(store.db);
     assert.equal((await importData(store.db, school, sampleFile())).ok, true);
