@@ -124,7 +124,7 @@ async function runImport(db: Kysely<Database>, schoolId: string, source: Source,
       early
         ? async (array) => {
             // A refused file is rolled back: nothing more is written. A contract's balance needs the file's payments.
-            if (!errors.empty || (array === 'contracts' && !stage.isIndexed('payments'))) return;
+            if (!errors.empty || stage.repeatsIds || (array === 'contracts' && !stage.isIndexed('payments'))) return;
             await mergeArray(conn, schoolId, work!, stage, array, step);
             current = null;
           }

@@ -7,7 +7,7 @@
  */
 import { CompiledQuery, sql } from 'kysely';
 import type { BulkConnection, RowLoader } from '../db/bulk.js';
-import type { ErrorList } from './errors.js';
+import { MAX_ERRORS, type ErrorList, type ImportError } from './errors.js';
 import { isListTable } from './read-model.js';
 import { ROW_COLUMNS } from './rows.js';
 import { ARRAY_NAMES, type ArrayName } from './schema.js';
@@ -43,6 +43,12 @@ export class Stage {
   /** Set by abort(): the jobs not yet begun do nothing. */
   private aborted = false;
   private readonly indexed = new Set<ArrayName>();
+  /**
+   * The ids staged twice, per array, found when it was indexed: told when the staging
+   * finishes, in the arrays' order, so that both stores list them alike (PostgreSQL indexes
+   * an array while the file is still read, SQLite after).
+   */
+  private readonly repeats = new Map<ArrayName, ImportError[]>();
   /** Rows staged per array. */
   readonly staged = Object.fromEntries(ARRAY_NAMES.map((a) => [a, 0])) as Record<ArrayName, number>;
 
@@ -136,6 +142,12 @@ export class Stage {
     }
     if (this.failure) throw this.failure.error;
     for (const array of ARRAY_NAMES) if (this.staged[array] > 0 && !this.indexed.has(array)) await this.index(array);
+    for (const array of ARRAY_NAMES) for (const error of this.repeats.get(array) ?? []) this.errors.add(error);
+  }
+
+  /** Whether an array indexed so far staged an id twice: the file is refused (told at `finish`). */
+  get repeatsIds(): boolean {
+    return this.repeats.size > 0;
   }
 
   /**
@@ -148,9 +160,9 @@ export class Stage {
     await this.conn.run(sql`create index ${sql.id(`${stageTable(array)}_id`)} on ${table} (id)`.compile(this.conn.db));
     const { rows } = await this.conn.run(
       sql`select s.idx, s.id, f.first from ${table} s join (select id, min(idx) as first from ${table} group by id having count(*) > 1) f on f.id = s.id
-           where s.idx > f.first order by s.idx limit ${this.errors.room}`.compile(this.conn.db),
+           where s.idx > f.first order by s.idx limit ${MAX_ERRORS}`.compile(this.conn.db),
     );
-    for (const row of rows) this.errors.add({ array, index: Number(row.idx), field: 'id', reason: `repeats the id "${row.id as string}" of ${array}[${Number(row.first)}]` });
+    if (rows.length > 0) this.repeats.set(array, rows.map((row) => ({ array, index: Number(row.idx), field: 'id', reason: `repeats the id "${row.id as string}" of ${array}[${Number(row.first)}]` })));
     // Neither store analyzes temporary tables by itself: without statistics, the merge's
     // joins would be planned blind (SQLite walked a whole list to meet a few staged rows).
     // The joins are on the id: on PostgreSQL only its column is sampled; the rows' text

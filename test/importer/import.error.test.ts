@@ -3,9 +3,10 @@
  * not into an empty school, and nothing changed in a school that already has data.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { checkRecord } from '../../src/importer/validate.js';
-import { importData, MAX_ERRORS, type ImportError, type ImportFile } from '../../src/importer/index.js';
+import { importData, importFile, MAX_ERRORS, type ImportError, type ImportFile } from '../../src/importer/index.js';
 import { createTestStore, refuseInserts, type TestStore } from '../helpers/store.js';
 import { NOTHING, addSchool, rowCounts, sampleFile, snapshot } from './helpers.js';
 
@@ -130,6 +131,25 @@ describe('importer: bad files', () => {
     assert.deepEqual(
       result.errors.map((e) => `${e.array}[${e.index}].${e.field}`),
       ['students[0].phone', 'students[0].status', 'students[0].created_at', 'expenses[1].category'],
+    );
+  });
+
+  it('lists an id given twice after the errors found while reading, on both stores alike', async () => {
+    const school = await addSchool(store.db);
+    const file = sampleFile();
+    at(file, 'payments', 2).id = 'pm-1';
+    // Many records read after the payments, so that a store indexing them meanwhile (PostgreSQL) has done so.
+    const leads = Array.from({ length: 20_000 }, (_, i) => ({ ...at(file, 'leads', 0), id: `ldx-${i}` }));
+    leads[leads.length - 1]!.status = 'x';
+    // Read from a file, as the CLI does: PostgreSQL indexes an array while the reading goes on.
+    const path = `${store.dataDir}/repeats.json`;
+    fs.writeFileSync(path, JSON.stringify({ ...file, leads }));
+    const result = await importFile(store.db, school, path);
+    assert.equal(result.ok, false);
+    if (result.ok) return;
+    assert.deepEqual(
+      result.errors.map((e) => `${e.array}[${e.index}].${e.field}`),
+      ['leads[19999].status', 'payments[2].id'],
     );
   });
 
