@@ -139,7 +139,7 @@ describe('importer: bad files', () => {
     const file = sampleFile();
     at(file, 'payments', 2).id = 'pm-1';
     // Many records read after the payments, so that a store indexing them meanwhile (PostgreSQL) has done so.
-    const leads = Array.from({ length: 20_000 }, (_, i) => ({ ...at(file, 'leads', 0), id: `ldx-${i}` }));
+    const leads: Json[] = Array.from({ length: 20_000 }, (_, i) => ({ ...at(file, 'leads', 0), id: `ldx-${i}` }));
     leads[leads.length - 1]!.status = 'x';
     // Read from a file, as the CLI does: PostgreSQL indexes an array while the reading goes on.
     const path = `${store.dataDir}/repeats.json`;
