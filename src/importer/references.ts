@@ -97,16 +97,20 @@ export async function checkOpenReferences(q: Sql, schoolId: string, intake: Open
       for (const row of rows) missing.delete(row.id as string);
     }
     if (missing.size === 0) continue;
+    // The missing ids in a table of their own, so that each referring array is read once,
+    // however many there are (a file of a million records referring to unknown ids).
+    await q.run(sql`create temp table missing_refs (id text primary key)`.compile(q.db));
+    for (const chunk of chunks(missing)) await q.run(sql`insert into missing_refs (id) values ${sql.join(chunk.map((id) => sql`(${id})`))}`.compile(q.db));
     for (const { array, field } of referrers(target)) {
-      for (const chunk of chunks(missing)) {
-        const { rows } = await q.run(
-          db.selectFrom(stageTable(array)).select(['idx', `${field} as ref`]).where(field, 'in', chunk).orderBy('idx').limit(errors.room),
-        );
-        for (const row of rows) {
-          found.push({ array, index: Number(row.idx), field, reason: `refers to ${target} "${row.ref as string}", which is neither in this file nor stored for this school` });
-        }
+      const { rows } = await q.run(
+        sql`select s.idx, s.${sql.ref(field)} as ref from ${sql.table(stageTable(array))} s
+             where s.${sql.ref(field)} in (select id from missing_refs) order by s.idx limit ${errors.room}`.compile(q.db),
+      );
+      for (const row of rows) {
+        found.push({ array, index: Number(row.idx), field, reason: `refers to ${target} "${row.ref as string}", which is neither in this file nor stored for this school` });
       }
     }
+    await q.run(sql`drop table missing_refs`.compile(q.db));
   }
   for (const error of found.sort(byPlace)) errors.add(error);
 }
