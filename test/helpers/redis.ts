@@ -96,7 +96,10 @@ export class PrivateRedis {
   }
 
   async start(): Promise<void> {
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    // A replica (a failover test) writes the data it is sent to a file: in the temporary directory, one per port.
+    const dir = path.join(os.tmpdir(), 'school-data-test-redis');
+    fs.mkdirSync(dir, { recursive: true });
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--dbfilename', `dump-${this.port}.rdb`], { stdio: 'ignore' });
     this.child = child;
     const failed = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`redis-server could not start (${err.message}): the Redis suite starts its own servers`))));
     await Promise.race([waitForPort(this.port, true), failed]);
