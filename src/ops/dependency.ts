@@ -41,6 +41,8 @@ export class DependencyState {
   private refusedInShortOutages = 0;
   /** When the last line was written (epoch ms); 0 before any. */
   private lastLineAt = 0;
+  /** The current outage's first failure: what its first line says, when it is written. */
+  private first: { cause: string; refusal: boolean; what?: string } = { cause: '', refusal: true };
 
   readonly store: string;
   readonly cause: string;
@@ -90,14 +92,12 @@ export class DependencyState {
     if (this.downSince === 0) {
       this.downSince = now;
       this.logged = false;
+      this.first = { cause: causeOf(err), refusal, what };
     }
     if (!this.logged) {
       // A first outage, one a minute after the last line, or a short one that went on.
       if (this.lastLineAt !== 0 && now - this.lastLineAt < REMINDER_MS && now - this.downSince < SHORT_OUTAGE_MS) return;
-      this.logged = true;
-      this.lastLineAt = now;
-      const msg = refusal ? `${this.store} unavailable: requests get 503 until it answers again` : `${what} failing on ${this.store}; retried until it succeeds`;
-      this.log.error({ store: this.store, cause: causeOf(err), ...(what ? { during: what } : {}), ...this.takeShortOutages() }, msg);
+      this.logStart(now);
       return;
     }
     if (now - this.lastLineAt >= REMINDER_MS) {
@@ -109,8 +109,20 @@ export class DependencyState {
     }
   }
 
+  /** The outage's first line, from its first failure (`downForMs` when it is written late, at its end). */
+  private logStart(now: number): void {
+    this.logged = true;
+    this.lastLineAt = now;
+    const { cause, refusal, what } = this.first;
+    const msg = refusal ? `${this.store} unavailable: requests get 503 until it answers again` : `${what} failing on ${this.store}; retried until it succeeds`;
+    const late = now - this.downSince > 0 ? { downForMs: now - this.downSince } : {};
+    this.log.error({ store: this.store, cause, ...(what ? { during: what } : {}), ...late, ...this.takeShortOutages() }, msg);
+  }
+
   private recovered(): void {
     const now = this.now();
+    // An outage that started short but lasted (no failure came to log it meanwhile) is one.
+    if (!this.logged && now - this.downSince >= SHORT_OUTAGE_MS) this.logStart(now);
     if (this.logged) {
       this.lastLineAt = now;
       const msg = this.refusedInOutage === 0 && this.otherFailures > 0 ? `${this.store} works again` : `${this.store} available again`;

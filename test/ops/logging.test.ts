@@ -274,4 +274,25 @@ describe('DependencyState: an outage logged by its changes of state', () => {
     ]);
     assert.ok(Number(lines[3]!.downForMs) > SHORT_OUTAGE_MS, JSON.stringify(lines[3]));
   });
+
+  it('logs an outage that started short and lasted with no request meanwhile, when it ends', async () => {
+    const { lines, logger } = capture();
+    let now = 1_700_000_000_000;
+    const state = new DependencyState('redis', 'rate_limit_unavailable', logger, () => now);
+    state.refused(new Error('first'));
+    now += 100;
+    state.answered();
+    // 30 s later: three refusals, then no request for ten minutes while it stays down.
+    now += 30_000;
+    for (let i = 0; i < 3; i++) state.refused(new Error('second'));
+    now += 600_000;
+    state.answered();
+    await settle();
+    assert.deepEqual(lines.map((l) => [l.msg, l.cause ?? null, l.downForMs ?? null, l.refused ?? null]), [
+      ['redis unavailable: requests get 503 until it answers again', 'first', null, null],
+      ['redis available again', null, 100, 1],
+      ['redis unavailable: requests get 503 until it answers again', 'second', 600_000, null],
+      ['redis available again', null, 600_000, 3],
+    ]);
+  });
 });
