@@ -244,7 +244,7 @@ export class RedisRateLimiter implements RateLimiter {
       // Keep reconnecting forever, so service returns on its own when Redis does.
       retryStrategy: (times) => Math.min(times * 100, 1000),
       // A command refused by a replica (the probe's write, a claim): reconnect, as for a script's READ_ONLY above.
-      reconnectOnError: (err) => readOnly(err),
+      reconnectOnError: (err) => readOnly(err) && this.readOnlyReconnectDue(),
       lazyConnect: false,
     });
     redis.on('error', () => undefined);
@@ -477,13 +477,19 @@ export class RedisRateLimiter implements RateLimiter {
     });
   }
 
-  /** Drops `connection` after a replica refused a write on it, at most once a READ_ONLY_RECONNECT_MS. */
+  /** Drops `connection` after a replica refused a write on it (see readOnlyReconnectDue). */
   private dropReadOnly(connection: object): void {
-    const now = performance.now();
-    if (this.dropped.has(connection) || now - this.readOnlyDroppedAt < READ_ONLY_RECONNECT_MS) return;
+    if (this.dropped.has(connection) || !this.readOnlyReconnectDue()) return;
     this.dropped.add(connection);
-    this.readOnlyDroppedAt = now;
     this.redis.disconnect(true);
+  }
+
+  /** Whether a reconnect for a replica's refusal may be made now: one a READ_ONLY_RECONNECT_MS at most, whatever refused. */
+  private readOnlyReconnectDue(): boolean {
+    const now = performance.now();
+    if (now - this.readOnlyDroppedAt < READ_ONLY_RECONNECT_MS) return false;
+    this.readOnlyDroppedAt = now;
+    return true;
   }
 
   async ready(timeoutMs: number): Promise<boolean> {
