@@ -164,11 +164,15 @@ export async function importCommand(open: () => CommandContext, file: string, op
     v8.setFlagsFromString(IMPORT_V8_FLAGS);
     result = await readInto(ctx, file, opts, (r) => (answered = r));
   } catch (err) {
-    // With --json, stdout holds the answer whatever went wrong before the importer gave one:
-    // a file not there, a store down. A failure after it (closing the store) is only the
-    // stderr line: the import's own answer may have been a commit.
-    if (ctx.out.json && answered === null) stopped(ctx.out, err, ctx.config.dataDir);
-    throw err;
+    // The importer's answer, once given, is the command's: a store that then fails to close
+    // changes nothing of it (an import committed is imported, said with what failed).
+    const given = answered as ImportResult | null;
+    if (given === null) {
+      // With --json, stdout holds the answer whatever went wrong before the importer gave one: a file not there, a store down.
+      if (ctx.out.json) stopped(ctx.out, err, ctx.config.dataDir);
+      throw err;
+    }
+    result = given.ok ? { ...given, afterCommit: given.afterCommit ?? `the data store did not close cleanly: ${failureLine(err, ctx.config.dataDir)}` } : given;
   }
   if (!result.ok) {
     if (ctx.out.json) ctx.out.result({ ok: false, errors: result.errors }, '');
