@@ -5,7 +5,9 @@
  * balance, a finance summary's income and expense) is then within ±MAX_TOTAL: a whole
  * number a double holds exactly, and far inside PostgreSQL's bigint and SQLite's integer.
  * A difference of two such sums (a debt, a profit) is worked out by subtractMoney.
- * Checked after the merge, in the import's transaction, for the tables the import wrote.
+ * Checked after the merge, in the import's transaction, for the tables the import wrote; the
+ * file's own payments are added up while it is read too (intake.ts), as the balances summed
+ * before this check would overflow the stores' integers first.
  */
 import { sql } from 'kysely';
 import { onPostgres } from '../db/index.js';

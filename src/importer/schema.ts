@@ -88,7 +88,7 @@ const Year = Type.Refine(
   (year) => year <= new Date().getUTCFullYear() + 1,
 );
 
-// maxItems says no more than uniqueItems does, but is checked first: a long list is refused at once.
+// maxItems says no more than uniqueItems does, but is checked before it: a long list of repeats is refused without listing them.
 const Categories = Type.Array(OneOf(CATEGORIES), {
   minItems: 1,
   maxItems: CATEGORIES.length,
