@@ -251,18 +251,24 @@ describe('DependencyState: an outage logged by its changes of state', () => {
     assert.equal(state.refusedTotal, 4000);
   });
 
-  it('logs an outage that starts soon after another once it has lasted a few seconds, and its end', async () => {
+  /** Redis's state after a first outage of 100 ms came and went; `clock.now` goes on from there. */
+  const afterOneOutage = () => {
     const { lines, logger } = capture();
-    let now = 1_700_000_000_000;
-    const state = new DependencyState('redis', 'rate_limit_unavailable', logger, () => now);
+    const clock = { now: 1_700_000_000_000 };
+    const state = new DependencyState('redis', 'rate_limit_unavailable', logger, () => clock.now);
     state.refused(new Error('first'));
-    now += 100;
+    clock.now += 100;
     state.answered();
+    return { lines, state, clock };
+  };
+
+  it('logs an outage that starts soon after another once it has lasted a few seconds, and its end', async () => {
+    const { lines, state, clock } = afterOneOutage();
     // Down again a second later, and for good: logged SHORT_OUTAGE_MS into it, not a minute later.
-    now += 1000;
+    clock.now += 1000;
     for (let t = 0; t <= SHORT_OUTAGE_MS + 100; t += 50) {
       state.refused(new Error('second'));
-      now += 50;
+      clock.now += 50;
     }
     state.answered();
     await settle();
@@ -276,16 +282,11 @@ describe('DependencyState: an outage logged by its changes of state', () => {
   });
 
   it('logs an outage that started short and lasted with no request meanwhile, when it ends', async () => {
-    const { lines, logger } = capture();
-    let now = 1_700_000_000_000;
-    const state = new DependencyState('redis', 'rate_limit_unavailable', logger, () => now);
-    state.refused(new Error('first'));
-    now += 100;
-    state.answered();
+    const { lines, state, clock } = afterOneOutage();
     // 30 s later: three refusals, then no request for ten minutes while it stays down.
-    now += 30_000;
+    clock.now += 30_000;
     for (let i = 0; i < 3; i++) state.refused(new Error('second'));
-    now += 600_000;
+    clock.now += 600_000;
     state.answered();
     await settle();
     assert.deepEqual(lines.map((l) => [l.msg, l.cause ?? null, l.downForMs ?? null, l.refused ?? null]), [
