@@ -1,7 +1,11 @@
 /** Which errors of a data store are an outage (503 `data_unavailable`) rather than a bug (500), and which a full disk. */
 import fs from 'node:fs';
 
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'SQLITE_CANTOPEN']);
+/** The network's failures to reach a store (a name not resolved now, no route, a connection refused or cut), and SQLite's file not opened. */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'EADDRNOTAVAIL',
+  'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'SQLITE_CANTOPEN',
+]);
 
 /** SQLITE_BUSY or one of its extended codes (SQLITE_BUSY_SNAPSHOT ...): another connection holds a lock this one needs. */
 export function isLockWait(err: unknown): boolean {

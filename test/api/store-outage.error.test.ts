@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { MemoryRateLimiter } from '../../src/access/ratelimit/memory.js';
-import { openStore } from '../../src/db/index.js';
+import { isStoreUnavailable, openStore } from '../../src/db/index.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freePort } from '../helpers/redis.js';
 import type { TestStore } from '../helpers/store.js';
@@ -72,4 +72,20 @@ describe('data store outage', { skip: process.env.DATABASE_URL ? false : 'Postgr
       assert.equal((await t.request('/nothing')).status, 404);
     });
   }
+});
+
+describe('which failures of a store are an outage', () => {
+  it('takes a name not resolved now, a network or host out of reach, a connection aborted for an outage (503), not a bug (500)', () => {
+    for (const [code, syscall, message] of [
+      ['EAI_AGAIN', 'getaddrinfo', 'getaddrinfo EAI_AGAIN db'],
+      ['ENETUNREACH', 'connect', 'connect ENETUNREACH 10.0.0.5:5432'],
+      ['ENETDOWN', 'connect', 'connect ENETDOWN 10.0.0.5:5432'],
+      ['EHOSTDOWN', 'connect', 'connect EHOSTDOWN 10.0.0.5:5432'],
+      ['EADDRNOTAVAIL', 'connect', 'connect EADDRNOTAVAIL 10.0.0.5:5432'],
+      ['ECONNABORTED', 'read', 'read ECONNABORTED'],
+    ] as const) {
+      assert.ok(isStoreUnavailable(Object.assign(new Error(message), { code, syscall })), code);
+    }
+    assert.ok(!isStoreUnavailable(Object.assign(new Error('Cannot read properties of undefined'), { code: 'ERR_SOMETHING' })), 'a bug stays a bug');
+  });
 });
