@@ -89,9 +89,20 @@ const header = (headers: IncomingHttpHeaders, name: string) => {
   return typeof value === 'string' ? value : null;
 };
 
+/**
+ * The longest wait taken from a Retry-After before retrying; past it the answer is the
+ * caller's error (with its retryAfter): a wait of hours is no retry, and Node's timers run a
+ * wait past 24.8 days at once.
+ */
+const MAX_RETRY_AFTER_SECONDS = 600;
+
+/** Retry-After in seconds: whole seconds, or an HTTP-date (RFC 9110) counted from now. */
 function retryAfterSeconds(headers: IncomingHttpHeaders): number | null {
   const value = header(headers, 'retry-after');
-  return value !== null && /^\d+$/.test(value) ? Number(value) : null;
+  if (value === null) return null;
+  if (/^\d+$/.test(value)) return Number(value);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
 /** The error for an answer other than 200: from its problem body when it has one. */
@@ -216,6 +227,7 @@ export class Transport {
     const { status, headers } = outcome.answer;
     if (status !== 429 && status !== 503) return null;
     const seconds = retryAfterSeconds(headers);
+    if (seconds !== null && seconds > MAX_RETRY_AFTER_SECONDS) return null;
     // The service's own wait comes first; a little jitter keeps many clients from returning at once.
     const delayMs = seconds === null ? this.backoff(attempt) : seconds * 1000 + Math.floor(Math.random() * 500);
     return { delayMs, reason: `http_${status}` };

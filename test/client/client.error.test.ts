@@ -6,6 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import type http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
@@ -23,6 +25,7 @@ import {
   InvalidParameterError,
   NotFoundError,
   PlanRequiredError,
+  RateLimitError,
   SchoolDataClient,
   SchoolDataConnectionError,
   SchoolDataError,
@@ -197,6 +200,77 @@ describe('client: errors and retries', () => {
       await silent.close();
     }
   });
+  /** An HTTPS server with the test app's certificate, answering request `n` with `answer`. */
+  async function stub(answer: (req: http.IncomingMessage, res: http.ServerResponse, n: number) => void, options: Partial<ClientOptions> = {}): Promise<{ client: InstanceType<typeof SchoolDataClient>; close: () => Promise<void> }> {
+    const paths = selfSignedPaths(t.store.dataDir);
+    let n = 0;
+    const server = https.createServer({ cert: fs.readFileSync(paths.cert), key: fs.readFileSync(paths.key) }, (req, res) => answer(req, res, n++));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    const client = make({ baseUrl: `https://127.0.0.1:${port}`, ...options });
+    return {
+      client,
+      close: async () => {
+        client.close();
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      },
+    };
+  }
+  const problem = (res: http.ServerResponse, status: number, code: string, headers: Record<string, string>) => {
+    res.writeHead(status, { 'content-type': 'application/problem+json', ...headers });
+    res.end(JSON.stringify({ type: 'about:blank', title: code, status, code, detail: code }));
+  };
+
+  it('gives a Retry-After past ten minutes back to the caller at once, rather than wait hours (or, past 24.8 days, not at all)', async () => {
+    for (const wait of ['99999999999', '86400']) {
+      const { client, close } = await stub((_req, res) => problem(res, 429, 'rate_limit_exceeded', { 'retry-after': wait }));
+      try {
+        const started = Date.now();
+        const err = await client.students.list().then(() => null, (e: unknown) => e);
+        assert.ok(err instanceof RateLimitError, String(err));
+        assert.equal(err.retryAfter, Number(wait));
+        assert.ok(Date.now() - started < 2000, `waited ${Date.now() - started} ms`);
+      } finally {
+        await close();
+      }
+    }
+  });
+
+  it('waits a Retry-After given as an HTTP-date', async () => {
+    const rec = recorder();
+    const { client, close } = await stub((_req, res, n) => {
+      if (n === 0) return problem(res, 503, 'rate_limit_unavailable', { 'retry-after': new Date(Date.now() + 2000).toUTCString() });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ items: [], meta: { total: 0, limit: 50, offset: 0 } }));
+    }, rec);
+    try {
+      await client.students.list();
+      assert.equal(rec.retries.length, 1);
+      // A date has whole seconds: 1-2 s from now, and the jitter of up to half a second.
+      const { delayMs } = rec.retries[0]!;
+      assert.ok(delayMs >= 1000 && delayMs <= 2500, `waited ${delayMs} ms`);
+    } finally {
+      await close();
+    }
+  });
+
+  it('stops a changes feed that gives no cursor, or more to come with no change and the same cursor, rather than read it forever', async () => {
+    for (const meta of [{ next_cursor: 'c1', has_more: true }, { has_more: false }, { next_cursor: null, has_more: true }]) {
+      const { client, close } = await stub((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ items: [], meta }));
+      });
+      try {
+        const err = await (async () => {
+          for await (const change of client.changes.list()) void change;
+        })().then(() => null, (e: unknown) => e);
+        assert.ok(err instanceof SchoolDataError && err.code === 'unexpected_response', `${JSON.stringify(meta)}: ${String(err)}`);
+      } finally {
+        await close();
+      }
+    }
+  });
 });
 
 describe('client: retry on 503 while the rate-limit service is down', { skip: REDIS_ONLY }, () => {
@@ -249,4 +323,6 @@ describe('client: retry on 503 while the rate-limit service is down', { skip: RE
     assert.equal(rec.attempts.at(-1)?.status, 200);
     client.close();
   });
+
 });
+
