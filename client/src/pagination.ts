@@ -3,6 +3,7 @@
  * iterate it with `for await` to walk every record of every page, or collect them
  * with `toArray({ max })`. Nothing is sent until one of those is used.
  */
+import { SchoolDataError } from './errors.js';
 import type { ListMeta } from './types.js';
 
 /** The API's list envelope. */
@@ -70,6 +71,10 @@ export class ListRequest<T, Q extends PageQuery> implements PromiseLike<Page<T>>
     let offset = this.query.offset ?? 0;
     for (;;) {
       const page = await this.fetchPage({ ...this.query, limit, offset });
+      // Without its total a walk would not end while pages keep coming: not the service's answer.
+      if (!Array.isArray(page.items) || typeof page.meta?.total !== 'number') {
+        throw new SchoolDataError({ status: 200, code: 'unexpected_response', detail: 'a list page came without its items or its meta.total', requestId: null });
+      }
       yield* page.items;
       offset += page.items.length;
       // An empty page ends the walk too, should records vanish while it goes on.

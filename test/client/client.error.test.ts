@@ -255,6 +255,19 @@ describe('client: errors and retries', () => {
     }
   });
 
+  it('stops walking a list whose pages come without their total, rather than ask for the next page forever', async () => {
+    const { client, close } = await stub((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ items: [{ id: 'st-1' }], meta: { limit: 50, offset: 0 } }));
+    });
+    try {
+      const err = await client.students.list().toArray({ max: Infinity }).then(() => null, (e: unknown) => e);
+      assert.ok(err instanceof SchoolDataError && err.code === 'unexpected_response', String(err));
+    } finally {
+      await close();
+    }
+  });
+
   it('stops a changes feed that gives no cursor, or more to come with no change and the same cursor, rather than read it forever', async () => {
     for (const meta of [{ next_cursor: 'c1', has_more: true }, { has_more: false }, { next_cursor: null, has_more: true }]) {
       const { client, close } = await stub((_req, res) => {
