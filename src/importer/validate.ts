@@ -31,14 +31,17 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Each field's own schema, compiled: a record that fails is told field by field, each
+ * Each field's own schema, compiled, with the words of its problem: a record that fails is told field by field, each
  * field's check stopping at its first broken rule. (TypeBox's `Errors` runs every rule of
  * every field: an e-mail over its length still went through its pattern, which backtracks
  * on a long text, and a long array of repeated categories through its list of repeats;
  * a record under the 1 MiB limit took minutes.)
  */
-const fieldValidators = new Map<ArrayName, Map<string, Validator>>(
-  ARRAY_NAMES.map((name) => [name, new Map(Object.entries(RECORD_SCHEMAS[name].properties as Record<string, TSchema>).map(([field, schema]) => [field, Compile(schema)]))]),
+const fieldChecks = new Map<ArrayName, Map<string, { validator: Validator; reason: string }>>(
+  ARRAY_NAMES.map((name) => [
+    name,
+    new Map(Object.entries(RECORD_SCHEMAS[name].properties as Record<string, TSchema>).map(([field, schema]) => [field, { validator: Compile(schema), reason: `must be ${describe(schema)}` }])),
+  ]),
 );
 
 /**
@@ -47,7 +50,7 @@ const fieldValidators = new Map<ArrayName, Map<string, Validator>>(
  */
 function schemaProblems(array: ArrayName, record: unknown): Problem[] {
   if (!isObject(record)) return [{ field: null, reason: 'must be an object' }];
-  const fields = fieldValidators.get(array)!;
+  const fields = fieldChecks.get(array)!;
   const problems: Problem[] = [];
   for (const field of (RECORD_SCHEMAS[array].required ?? []) as string[]) {
     if (!Object.hasOwn(record, field)) problems.push({ field, reason: 'is required' });
@@ -56,9 +59,8 @@ function schemaProblems(array: ArrayName, record: unknown): Problem[] {
   for (const field of Object.keys(record)) {
     if (!fields.has(field)) problems.push({ field, reason: unknownField(array, field) });
   }
-  const properties = RECORD_SCHEMAS[array].properties as Record<string, TSchema>;
-  for (const [field, validator] of fields) {
-    if (Object.hasOwn(record, field) && !validator.Check(record[field])) problems.push({ field, reason: `must be ${describe(properties[field]!)}` });
+  for (const [field, { validator, reason }] of fields) {
+    if (Object.hasOwn(record, field) && !validator.Check(record[field])) problems.push({ field, reason });
   }
   return problems;
 }
