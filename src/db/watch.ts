@@ -53,6 +53,8 @@ export class KeyWatch {
   private closed = false;
   /** The last statement sent on the watch's connection: each waits for the one before (pg 9 refuses overlapping queries on a client). */
   private sent: Promise<unknown> = Promise.resolve();
+  /** The latest start, settled once it listens or has failed: a close waits for it. */
+  private starting: Promise<void> = Promise.resolve();
 
   private readonly options: KeyWatchOptions;
 
@@ -79,7 +81,12 @@ export class KeyWatch {
   }
 
   /** Listens and takes a lease; on failure keeps trying in the background (nothing is kept meanwhile). */
-  async start(): Promise<void> {
+  start(): Promise<void> {
+    this.starting = this.listen();
+    return this.starting;
+  }
+
+  private async listen(): Promise<void> {
     // A lease of an earlier connection is given up once this one listens: a barrier sent
     // meanwhile was not heard on it.
     const earlier = this.id;
@@ -107,6 +114,13 @@ export class KeyWatch {
       await this.query(client, 'delete from key_acks where watcher not in (select id from key_watchers)');
       this.client = client;
       await this.renew(client);
+      if (this.closed) {
+        // Closed while it started: the close left the lease to this start to give up.
+        this.client = null;
+        this.trustedUntil = 0;
+        await this.giveUp(client);
+        return;
+      }
       this.failures = 0;
       this.options.onState?.(true);
       this.renewal = setInterval(() => void this.renew(client).catch(lost), this.leaseMs / 4);
@@ -154,7 +168,7 @@ export class KeyWatch {
     this.failures += 1;
     this.retry ??= setTimeout(() => {
       this.retry = null;
-      void this.start();
+      if (!this.closed) void this.start();
     }, pause);
     this.retry.unref();
   }
@@ -167,11 +181,17 @@ export class KeyWatch {
   async close(): Promise<void> {
     this.closed = true;
     if (this.retry !== null) clearTimeout(this.retry);
+    this.trustedUntil = 0;
+    // A start under way gives its lease up itself once its statements return (see listen).
+    await waitAtMost(this.starting, CLOSE_WAIT_MS);
     if (this.renewal !== null) clearInterval(this.renewal);
     const client = this.client;
     this.client = null;
-    this.trustedUntil = 0;
-    if (client === null) return;
+    if (client !== null) await this.giveUp(client);
+  }
+
+  /** Gives the lease up and ends the connection, each waited for no longer than CLOSE_WAIT_MS. */
+  private async giveUp(client: pg.Client): Promise<void> {
     // Lost: a writer waits for this server no longer than the lease.
     const givenUp = this.query(client, 'delete from key_watchers where id = $1', [this.id]).catch(() => undefined);
     await waitAtMost(givenUp, CLOSE_WAIT_MS);

@@ -308,6 +308,33 @@ describe('the key lookup on PostgreSQL', { skip: process.env.DATABASE_URL ? fals
       });
     });
 
+    it('closed while it starts, holds no lease and no connection once both return', async () => {
+      let closed: Promise<void> | undefined;
+      const closing: KeyWatch = new KeyWatch({
+        leaseMs: 400,
+        client: (name) => {
+          const client = new pg.Client({ connectionString: store.url!, application_name: name });
+          const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+          // The server stops after the watch listens and before it takes its lease.
+          client.query = ((...args: unknown[]) => {
+            if (closed === undefined && String(args[0]).startsWith('delete from key_watchers where id')) closed = closing.close();
+            return query(...args);
+          }) as typeof client.query;
+          return client;
+        },
+      });
+      await closing.start();
+      assert.ok(closed, 'closed while starting');
+      await closed;
+      assert.equal(closing.trusted, false);
+      const id = closing.name.replace('school-data key watch ', '');
+      await new Promise((r) => setTimeout(r, 300));
+      const leases = await store.db.selectFrom('key_watchers').select('id').where('id', '=', id).execute();
+      assert.deepEqual(leases, [], 'no lease left for writers to wait for');
+      const open = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where application_name = ${closing.name}`.execute(store.db);
+      assert.equal(open.rows[0]!.n, 0, 'its connection is closed');
+    });
+
     it('closes within about a second when the database does not answer (a stopping server is not held up by a partition)', async () => {
       const closing = new KeyWatch({ leaseMs: 400, client: (name) => new pg.Client({ connectionString: store.url!, application_name: name }) });
       await closing.start();
