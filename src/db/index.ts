@@ -10,7 +10,7 @@ import { CompiledQuery, Kysely, PostgresAdapter, PostgresDialect, sql, SqliteAda
 import { Migrator, type Migration } from 'kysely/migration';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
-import { ensureDirectory, type Config } from '../config/index.js';
+import { ConfigError, ensureDirectory, type Config } from '../config/index.js';
 import * as m0001 from './migrations/0001_initial.js';
 import * as m0002 from './migrations/0002_cabinet.js';
 import * as m0003 from './migrations/0003_read_model.js';
@@ -220,17 +220,17 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
   const database = new SQLite(file, { timeout: config.dbTimeoutMs });
   try {
     useWal(database, config.dbTimeoutMs);
+    database.pragma('synchronous = NORMAL');
+    database.pragma('foreign_keys = ON');
+    // The writing connection (usage counts, imports, the cabinet) needs no more than SQLite's
+    // own default; better-sqlite3 would give it 16 MiB (see READER_CACHE_KIB in reader.ts).
+    database.pragma('cache_size = -2000');
+    // Opened and set up with SQLite's own (blocking) busy wait; from here on the dialect waits.
+    database.pragma('busy_timeout = 0');
   } catch (error) {
     database.close();
     throw error;
   }
-  database.pragma('synchronous = NORMAL');
-  database.pragma('foreign_keys = ON');
-  // The writing connection (usage counts, imports, the cabinet) needs no more than SQLite's
-  // own default; better-sqlite3 would give it 16 MiB (see READER_CACHE_KIB in reader.ts).
-  database.pragma('cache_size = -2000');
-  // Opened and set up with SQLite's own (blocking) busy wait; from here on the dialect waits.
-  database.pragma('busy_timeout = 0');
   const db = new Kysely<Database>({
     dialect: new WritingSqliteDialect(withStatementCache(database), () => database.inTransaction, lockWait.lockWaitMs ?? config.dbTimeoutMs, lockWait.onLockWait),
   });
@@ -345,19 +345,25 @@ const PAUSE = new Int32Array(new SharedArrayBuffer(4));
  * where waiting could deadlock: it is tried again after a pause, until `timeoutMs`. The
  * thread waits, as SQLite's own busy wait does: nothing is served before the store is open.
  */
-function useWal(database: SQLite.Database, timeoutMs: number): void {
+export function useWal(database: SQLite.Database, timeoutMs: number): void {
   const deadline = performance.now() + timeoutMs;
+  let mode: unknown;
   for (let tries = 0; ; tries++) {
     try {
       // SQLite's own busy wait, where it does wait, ends at the same deadline.
       database.pragma(`busy_timeout = ${Math.max(1, Math.ceil(deadline - performance.now()))}`);
-      database.pragma('journal_mode = WAL');
-      return;
+      mode = database.pragma('journal_mode = WAL', { simple: true });
+      break;
     } catch (error) {
       const left = deadline - performance.now();
       if (!isLockWait(error) || left <= 0) throw error;
       Atomics.wait(PAUSE, 0, 0, busyPause(tries, left));
     }
+  }
+  // SQLite keeps the journal it has where it cannot keep a WAL (a file system without shared
+  // memory, some network ones): readers would then block the writer and the usage counts.
+  if (mode !== 'wal') {
+    throw new ConfigError(`SCHOOL_DATA_DIR: SQLite cannot keep its write-ahead log for ${database.name} (the journal stayed "${String(mode)}"): put the data directory on a local file system`);
   }
 }
 

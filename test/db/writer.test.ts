@@ -11,7 +11,8 @@ import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
-import { openStore, sqlitePath, type Store } from '../../src/db/index.js';
+import { ConfigError } from '../../src/config/index.js';
+import { openStore, sqlitePath, useWal, type Store } from '../../src/db/index.js';
 
 describe('SQLite store opened on a new file that another process is writing', () => {
   /**
@@ -170,5 +171,17 @@ describe('SQLite writing connection, while another connection writes', () => {
     assert.ok(ms >= 1490 && ms < 4000, `gave up after ${ms} ms`);
     assert.ok(ticks >= 50, `the event loop stood still while waiting (${ticks} ticks)`);
     assert.equal((await store.db.selectFrom('usage_queue').select('id').where('id', '=', 'late').execute()).length, 0);
+  });
+});
+
+describe('SQLite store where the file cannot keep a write-ahead log', () => {
+  it('refuses to open with a configuration error naming the data directory (readers would block the writer)', () => {
+    // An in-memory database answers the change to WAL as a file system without shared memory does: with the journal it keeps.
+    const database = new SQLite(':memory:');
+    try {
+      assert.throws(() => useWal(database, 1000), (error: Error) => error instanceof ConfigError && /^SCHOOL_DATA_DIR: SQLite cannot keep its write-ahead log .*journal stayed "memory"/.test(error.message));
+    } finally {
+      database.close();
+    }
   });
 });
