@@ -22,6 +22,12 @@ export interface ClientOptions {
   agent?: https.Agent;
   /** Milliseconds one attempt may take, from connecting to the last byte. Default 30000. */
   timeout?: number;
+  /**
+   * The most bytes one answer's body may hold once decompressed; a larger one ends the call with an
+   * `unexpected_response` error, unread and not retried (a hostile or broken server cannot fill the
+   * memory). Default 64 MiB, far above the service's largest page.
+   */
+  maxResponseBytes?: number;
   /** Retries after 429, 503 or a connection failure. Default 3; 0 turns retries off. */
   maxRetries?: number;
   /** First backoff step in ms, doubled each retry (when the service gives no Retry-After). Default 500. */
@@ -95,6 +101,7 @@ export class SchoolDataClient {
       apiKey: options.apiKey,
       agent: options.agent ?? this.ownAgent!,
       timeoutMs: positive('timeout', options.timeout, 30_000, 1),
+      maxResponseBytes: positive('maxResponseBytes', options.maxResponseBytes, 64 * 2 ** 20, 1),
       maxRetries: Math.floor(positive('maxRetries', options.maxRetries, 3, 0)),
       retryBaseDelayMs: positive('retryBaseDelay', options.retryBaseDelay, 500, 0),
       retryMaxDelayMs: positive('retryMaxDelay', options.retryMaxDelay, 30_000, 0),

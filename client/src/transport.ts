@@ -8,6 +8,7 @@
 import https from 'node:https';
 import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { errorFor, SchoolDataConnectionError, SchoolDataError, type ErrorCode, type InvalidParam } from './errors.js';
 import type { Throttle } from './throttle.js';
@@ -38,6 +39,8 @@ export interface TransportOptions {
   apiKey: string;
   agent: https.Agent;
   timeoutMs: number;
+  /** The most bytes an answer's body may hold once decoded; a larger one is refused unread. */
+  maxResponseBytes: number;
   maxRetries: number;
   retryBaseDelayMs: number;
   retryMaxDelayMs: number;
@@ -67,9 +70,10 @@ interface RawAnswer {
   body: string;
 }
 
-type Outcome = { answer: RawAnswer } | { failure: SchoolDataConnectionError };
+/** No answer (a connection failure), or one refused unread (a body over maxResponseBytes). */
+type Outcome = { answer: RawAnswer } | { failure: SchoolDataConnectionError | SchoolDataError };
 
-function decoded(res: NodeJS.ReadableStream, encoding: string | undefined): NodeJS.ReadableStream {
+function decoded(res: Readable, encoding: string | undefined): Readable {
   if (encoding === 'br') return res.pipe(zlib.createBrotliDecompress());
   if (encoding === 'gzip') return res.pipe(zlib.createGunzip());
   if (encoding === 'deflate') return res.pipe(zlib.createInflate());
@@ -222,7 +226,8 @@ export class Transport {
   /** How long to wait before retrying this outcome, or null when it must not be retried. */
   private retryPlan(outcome: Outcome, attempt: number): { delayMs: number; reason: string } | null {
     if ('failure' in outcome) {
-      return RETRYABLE_CONNECTION_CODES.has(outcome.failure.code) ? { delayMs: this.backoff(attempt), reason: outcome.failure.code } : null;
+      const { failure } = outcome;
+      return failure instanceof SchoolDataConnectionError && RETRYABLE_CONNECTION_CODES.has(failure.code) ? { delayMs: this.backoff(attempt), reason: failure.code } : null;
     }
     const { status, headers } = outcome.answer;
     if (status !== 429 && status !== 503) return null;
@@ -254,7 +259,7 @@ export class Transport {
 
   /** One attempt; never throws: no answer is a failure outcome. */
   private send(url: string, ifNoneMatch: string | undefined): Promise<Outcome> {
-    const { apiKey, agent, timeoutMs } = this.options;
+    const { apiKey, agent, timeoutMs, maxResponseBytes } = this.options;
     return new Promise((resolve) => {
       let settled = false;
       const settle = (outcome: Outcome) => {
@@ -279,8 +284,23 @@ export class Transport {
         },
         (res) => {
           const chunks: Buffer[] = [];
+          let size = 0;
           const body = decoded(res, res.headers['content-encoding']);
-          body.on('data', (chunk: Buffer) => chunks.push(chunk));
+          body.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size <= maxResponseBytes) return void chunks.push(chunk);
+            // A compressed body can inflate to any size: the rest is not read.
+            settle({
+              failure: new SchoolDataError({
+                status: res.statusCode ?? 0,
+                code: 'unexpected_response',
+                detail: `GET ${url} answered with a body over ${maxResponseBytes} bytes (the client's maxResponseBytes)`,
+                requestId: header(res.headers, 'x-request-id'),
+              }),
+            });
+            body.destroy();
+            req.destroy();
+          });
           body.on('error', fail);
           body.on('end', () => settle({ answer: { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') } }));
           res.on('error', fail);

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import type http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import zlib from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
 import { selfSignedPaths } from '../../src/tls.js';
@@ -252,6 +253,29 @@ describe('client: errors and retries', () => {
       assert.ok(delayMs >= 1000 && delayMs <= 2500, `waited ${delayMs} ms`);
     } finally {
       await close();
+    }
+  });
+
+  it('refuses an answer whose body inflates past maxResponseBytes, unread and not retried (a gzip bomb)', async () => {
+    // 80 MiB of zeros, gzipped to about 80 KB: over the default 64 MiB once inflated.
+    const bomb = zlib.gzipSync(Buffer.alloc(80 * 2 ** 20), { level: 9 });
+    const plain = JSON.stringify({ items: [{ id: 'st-1', notes: 'x'.repeat(2000) }], meta: { total: 1, limit: 50, offset: 0 } });
+    for (const [options, headers, body] of [
+      [{}, { 'content-encoding': 'gzip' }, bomb],
+      [{ maxResponseBytes: 1000 }, {}, plain],
+    ] as const) {
+      const rec = recorder();
+      const { client, close } = await stub((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json', ...headers });
+        res.end(body);
+      }, { ...options, ...rec });
+      try {
+        const err = await client.students.list().then(() => null, (e: unknown) => e);
+        assert.ok(err instanceof SchoolDataError && err.code === 'unexpected_response' && /maxResponseBytes/.test(err.message), String(err));
+        assert.equal(rec.attempts.length, 1, 'not retried');
+      } finally {
+        await close();
+      }
     }
   });
 
