@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { loadConfig, settings, type Config, type ConfigOverrides } from '../config/index.js';
 import { openStore, type LockWait, type Store } from '../db/index.js';
+import type { KeyPolicy } from '../management/keys.js';
 
 /**
  * How a hint the program prints names a command: from the repository root, `npx` finds
@@ -85,6 +86,14 @@ export function refuseIfOutputDiscarded(what: string): void {
 export interface CommandContext {
   config: Config;
   out: Output;
+}
+
+/**
+ * How the key commands judge keys: dates by this shell's SCHOOL_DATA_KEY_UNUSED_DAYS, no key
+ * marked unused by it (the servers' setting may differ; their sweep marks those).
+ */
+export function operatorKeyPolicy(config: Config): KeyPolicy {
+  return { unusedDays: config.keyUnusedDays, marksUnused: false };
 }
 
 /**

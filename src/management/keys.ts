@@ -48,7 +48,17 @@ export function isOverlap(text: string): text is Overlap {
 /** How keys age: SCHOOL_DATA_KEY_UNUSED_DAYS (0: never revoked for disuse). */
 export interface KeyPolicy {
   unusedDays: number;
+  /**
+   * Whether this caller marks keys revoked as unused (default true). Only a server, whose
+   * setting is the one its request path refuses by, does: the command line shows the dates
+   * by its shell's setting, which may not be the servers', and marks only expiries and
+   * overlaps' ends (a mark cannot be undone).
+   */
+  marksUnused?: boolean;
 }
+
+/** The days after which a sweep by this policy marks a key unused (0: it marks none). */
+const markedUnusedDays = (policy: KeyPolicy): number => (policy.marksUnused === false ? 0 : policy.unusedDays);
 
 export interface KeyOptions {
   /** null or left out: every scope. */
@@ -446,10 +456,10 @@ export async function setAllowlist(
   return { ok: true, value: await loadCard(db, keyId, policy) };
 }
 
-/** The active keys (of `schoolId`, when given) whose expiry, rolled end or unused period has passed at `now`. */
-function endedKeys(db: Kysely<Database> | Transaction<Database>, now: string, policy: KeyPolicy, schoolId?: string) {
+/** The active keys (of `schoolId`, when given) whose expiry, rolled end or unused period (`unusedDays`, 0: none) has passed at `now`. */
+function endedKeys(db: Kysely<Database> | Transaction<Database>, now: string, unusedDays: number, schoolId?: string) {
   // The grace: a use may reach the database seconds late, and a key used in time is never marked unused.
-  const unusedBefore = policy.unusedDays > 0 ? formatTimestamp(unusedBeforeMs(Date.parse(now), policy.unusedDays)) : null;
+  const unusedBefore = unusedDays > 0 ? formatTimestamp(unusedBeforeMs(Date.parse(now), unusedDays)) : null;
   let query = db
     .selectFrom('api_keys')
     .select(['id', 'school_id', 'created_at', 'last_used_at', 'expires_at', 'retires_at'])
@@ -469,12 +479,12 @@ function endedKeys(db: Kysely<Database> | Transaction<Database>, now: string, po
 /** How many keys of each school have ended at `now` but are not marked so yet (read only: nothing is marked). */
 export async function endedKeyCounts(db: Kysely<Database>, policy: KeyPolicy): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
-  for (const key of await endedKeys(db, formatTimestamp(Date.now()), policy).execute()) counts.set(key.school_id, (counts.get(key.school_id) ?? 0) + 1);
+  for (const key of await endedKeys(db, formatTimestamp(Date.now()), policy.unusedDays).execute()) counts.set(key.school_id, (counts.get(key.school_id) ?? 0) + 1);
   return counts;
 }
 
 async function sweepIn(trx: Kysely<Database> | Transaction<Database>, now: string, policy: KeyPolicy, schoolId?: string): Promise<number> {
-  const ended = await endedKeys(trx, now, policy, schoolId).execute();
+  const ended = await endedKeys(trx, now, markedUnusedDays(policy), schoolId).execute();
   let count = 0;
   for (const key of ended) {
     // The earliest end that has passed decides the reason and the moment: disuse counts from
@@ -482,7 +492,7 @@ async function sweepIn(trx: Kysely<Database> | Transaction<Database>, now: strin
     const ends: [string, string, RevokeReason, KeyEvent][] = [];
     if (key.expires_at !== null && key.expires_at <= now) ends.push([key.expires_at, key.expires_at, 'expired', 'expired']);
     if (key.retires_at !== null && key.retires_at <= now) ends.push([key.retires_at, key.retires_at, 'rolled', 'revoked']);
-    if (policy.unusedDays > 0) {
+    if (markedUnusedDays(policy) > 0) {
       const at = addDays(key.last_used_at ?? key.created_at, policy.unusedDays);
       const judged = judgedUnusedAt(at);
       if (judged <= now) ends.push([judged, at, 'unused', 'revoked_unused']);
@@ -516,7 +526,7 @@ export async function sweepKeys(db: Kysely<Database>, policy: KeyPolicy, schoolI
   const now = formatTimestamp(Date.now());
   // Looked for first: a sweep with nothing to end takes no write lock, so the list of keys
   // opens while an import holds SQLite's.
-  if ((await endedKeys(db, now, policy, schoolId).limit(1).executeTakeFirst()) === undefined) return 0;
+  if ((await endedKeys(db, now, markedUnusedDays(policy), schoolId).limit(1).executeTakeFirst()) === undefined) return 0;
   return db.transaction().execute((trx) => sweepIn(trx, now, policy, schoolId));
 }
 

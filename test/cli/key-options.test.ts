@@ -145,6 +145,26 @@ describe('school-data key options (CLI)', () => {
     assert.deepEqual((await events()).filter((e) => e.key_id === k.id).map((e) => e.event), ['created'], 'and the list marked nothing');
   });
 
+  it('marks no key revoked as unused by its shell\'s setting, which may not be the servers\' (the key commands leave that to them)', async () => {
+    const idle = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Idle');
+    const other = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Other');
+    // Made 200 days ago and never used: past this shell's 90 days (the default).
+    await store.db.updateTable('api_keys').set({ created_at: '2020-01-01T00:00:00Z' }).where('id', '=', idle.id).execute();
+    const card = (await keys()).find((c) => c.id === idle.id)!;
+    assert.equal(card.revoke_reason, 'unused', 'shown as this shell judges it');
+    await json('key', 'create', '--school', 'ko-school', '--name', 'Another');
+    await json('key', 'allow', '--key', other.id, '--allow', '203.0.113.9');
+    await json('key', 'roll', '--key', other.id, '--overlap', 'now');
+    await json('key', 'revoke', '--key', (await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Gone')).id);
+    const row = await store.db.selectFrom('api_keys').select(['revoked_at', 'revoke_reason']).where('id', '=', idle.id).executeTakeFirstOrThrow();
+    assert.deepEqual(row, { revoked_at: null, revoke_reason: null }, 'not marked');
+    assert.deepEqual((await events()).filter((e) => e.key_id === idle.id).map((e) => e.event), ['created']);
+    // An expiry is no setting: the commands still mark it.
+    await store.db.updateTable('api_keys').set({ expires_at: '2020-06-01T00:00:00Z' }).where('id', '=', idle.id).execute();
+    await keys();
+    assert.deepEqual((await events()).filter((e) => e.key_id === idle.id).map((e) => e.event), ['expired', 'created']);
+  });
+
   it('lists every event of a long history, the first one too', async () => {
     const k = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Busy');
     // 1,200 allowlist changes, written as the command writes each (one event per change).

@@ -1,6 +1,6 @@
 import { parseAllowlist } from '../../../domain/addresses.js';
 import { setAllowlist } from '../../../management/keys.js';
-import { CliError, withStore, type CommandContext } from '../../context.js';
+import { CliError, operatorKeyPolicy, withStore, type CommandContext } from '../../context.js';
 
 export async function keyAllow(ctx: CommandContext, opts: { key: string; allow?: string; any?: boolean }): Promise<number> {
   let allow: string[] | null = null;
@@ -9,7 +9,7 @@ export async function keyAllow(ctx: CommandContext, opts: { key: string; allow?:
     if (!parsed.ok) throw new CliError(parsed.reason);
     allow = parsed.entries;
   }
-  const outcome = await withStore(ctx.config, (store) => setAllowlist(store.db, opts.key, allow, 'operator', { unusedDays: ctx.config.keyUnusedDays }));
+  const outcome = await withStore(ctx.config, (store) => setAllowlist(store.db, opts.key, allow, 'operator', operatorKeyPolicy(ctx.config)));
   if (!outcome.ok) throw new CliError(outcome.reason);
   const k = outcome.value;
   ctx.out.result(k, `Key ${k.id} "${k.name}" may now be used from ${k.allow === null ? 'any address' : k.allow.join(', ')}`);

@@ -1,5 +1,5 @@
 import { createKey, parseKeyOptions } from '../../../management/keys.js';
-import { CliError, refuseIfOutputDiscarded, RUN, withStore, type CommandContext } from '../../context.js';
+import { CliError, operatorKeyPolicy, refuseIfOutputDiscarded, RUN, withStore, type CommandContext } from '../../context.js';
 
 export interface KeyCreateOptions {
   school: string;
@@ -24,7 +24,7 @@ export async function keyCreate(ctx: CommandContext, opts: KeyCreateOptions): Pr
   const options = parseKeyOptions(opts);
   if (!options.ok) throw new CliError(options.reason);
   refuseIfOutputDiscarded('the new key');
-  const outcome = await withStore(ctx.config, (store) => createKey(store.db, opts.school, opts.name, options.value, 'operator', { unusedDays: ctx.config.keyUnusedDays }));
+  const outcome = await withStore(ctx.config, (store) => createKey(store.db, opts.school, opts.name, options.value, 'operator', operatorKeyPolicy(ctx.config)));
   if (!outcome.ok) throw new CliError(outcome.reason);
   const k = outcome.value;
   const limits = [

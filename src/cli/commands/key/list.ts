@@ -1,7 +1,7 @@
 import { listKeys } from '../../../management/keys.js';
 import { findSchool } from '../../../management/schools.js';
 import { KEY_SCOPES } from '../../../domain/scopes.js';
-import { CliError, table, withStore, type CommandContext } from '../../context.js';
+import { CliError, operatorKeyPolicy, table, withStore, type CommandContext } from '../../context.js';
 
 /** A key's status as the table shows it: why it was revoked, and when a rolled key stops. */
 function statusText(k: { status: string; revoke_reason: string | null; retires_at: string | null }): string {
@@ -13,7 +13,7 @@ function statusText(k: { status: string; revoke_reason: string | null; retires_a
 export async function keyList(ctx: CommandContext, opts: { school: string }): Promise<number> {
   const keys = await withStore(ctx.config, async (store) => {
     if (!(await findSchool(store.db, opts.school))) throw new CliError(`no school with id "${opts.school}"`);
-    return listKeys(store.db, opts.school, { unusedDays: ctx.config.keyUnusedDays });
+    return listKeys(store.db, opts.school, operatorKeyPolicy(ctx.config));
   });
   ctx.out.result(keys, () =>
     keys.length === 0

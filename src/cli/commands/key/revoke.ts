@@ -1,8 +1,8 @@
 import { revokeKey } from '../../../management/keys.js';
-import { CliError, withStore, type CommandContext } from '../../context.js';
+import { CliError, operatorKeyPolicy, withStore, type CommandContext } from '../../context.js';
 
 export async function keyRevoke(ctx: CommandContext, opts: { key: string }): Promise<number> {
-  const outcome = await withStore(ctx.config, (store) => revokeKey(store.db, opts.key, undefined, 'operator', { unusedDays: ctx.config.keyUnusedDays }));
+  const outcome = await withStore(ctx.config, (store) => revokeKey(store.db, opts.key, undefined, 'operator', operatorKeyPolicy(ctx.config)));
   if (!outcome.ok) throw new CliError(outcome.reason);
   const card = outcome.value;
   const state = card.status === 'expired' ? 'expired' : card.revoke_reason === 'revoked' ? 'is revoked' : `was revoked (${card.revoke_reason})`;

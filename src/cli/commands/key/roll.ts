@@ -1,11 +1,11 @@
 import { isOverlap, OVERLAPS, rollKey } from '../../../management/keys.js';
-import { CliError, refuseIfOutputDiscarded, RUN, withStore, type CommandContext } from '../../context.js';
+import { CliError, operatorKeyPolicy, refuseIfOutputDiscarded, RUN, withStore, type CommandContext } from '../../context.js';
 
 export async function keyRoll(ctx: CommandContext, opts: { key: string; overlap: string }): Promise<number> {
   if (!isOverlap(opts.overlap)) throw new CliError(`overlap must be one of: ${Object.keys(OVERLAPS).join(', ')}`);
   const overlap = opts.overlap;
   refuseIfOutputDiscarded('the new key');
-  const outcome = await withStore(ctx.config, (store) => rollKey(store.db, opts.key, overlap, 'operator', { unusedDays: ctx.config.keyUnusedDays }));
+  const outcome = await withStore(ctx.config, (store) => rollKey(store.db, opts.key, overlap, 'operator', operatorKeyPolicy(ctx.config)));
   if (!outcome.ok) throw new CliError(outcome.reason);
   const { created, old } = outcome.value;
   const ends = overlap === 'now' ? 'is revoked now' : `keeps working until ${old.retires_at}`;
