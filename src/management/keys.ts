@@ -400,8 +400,12 @@ export async function rollKey(
     const before = await query.executeTakeFirst();
     if (!before) return { ok: false, reason: `no key with id "${keyId}"` };
     const place = await placeForKey(trx, before.school_id, now, policy);
-    // Read again under the school's lock: the sweep may just have ended it.
-    const old = await trx.selectFrom('api_keys').select(CARD_COLUMNS).where('id', '=', keyId).executeTakeFirstOrThrow();
+    // Read again under the school's lock: the sweep may just have ended it. On PostgreSQL the
+    // row is locked too, so a revoke or an allowlist change under way (they take no school
+    // lock) is waited for and read, never written over.
+    let oldQuery = trx.selectFrom('api_keys').select(CARD_COLUMNS).where('id', '=', keyId);
+    if (onPostgres(trx)) oldQuery = oldQuery.forUpdate();
+    const old = await oldQuery.executeTakeFirstOrThrow();
     if (old.revoked_at !== null) return { ok: false, reason: `key "${keyId}" ${ended(old.revoke_reason)}; only an active key can be rolled` };
     if (old.retires_at !== null) return { ok: false, reason: `key "${keyId}" was already rolled; it ends at ${old.retires_at}` };
     if (!place.ok) return place;
@@ -439,7 +443,10 @@ export async function setAllowlist(
     await first(trx);
     // A key that has ended but is not yet marked so (expired, overlap over, unused) is marked first.
     if ((await sweepKeyIn(trx, keyId, now, policy, schoolId)) === undefined) return { ok: false, reason: `no key with id "${keyId}"` };
-    const before = await trx.selectFrom('api_keys').select(['school_id', 'allow', 'revoked_at', 'revoke_reason']).where('id', '=', keyId).executeTakeFirstOrThrow();
+    // Locked on PostgreSQL: a roll under way copies the allowlist before or after this change, whole.
+    let beforeQuery = trx.selectFrom('api_keys').select(['school_id', 'allow', 'revoked_at', 'revoke_reason']).where('id', '=', keyId);
+    if (onPostgres(trx)) beforeQuery = beforeQuery.forUpdate();
+    const before = await beforeQuery.executeTakeFirstOrThrow();
     if (before.revoked_at !== null) {
       return { ok: false, reason: `key "${keyId}" ${ended(before.revoke_reason)}; its options can no longer change` };
     }

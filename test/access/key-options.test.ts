@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { announceKeyChanges } from '../../src/db/index.js';
 import { formatTimestamp } from '../../src/domain/time.js';
 import { createSchool } from '../../src/management/schools.js';
@@ -299,5 +300,33 @@ describe('key options on the request path', () => {
     const refused = await rollKey(t.store.db, last, 'now');
     assert.equal(refused.ok, false);
     assert.match(refused.ok ? '' : refused.reason, /10 active keys/);
+  });
+
+  it('a roll waits for a revoke or an allowlist change of its key under way, and rolls what they leave', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only: SQLite runs one writer at a time' }, async () => {
+    const school = await freshSchool();
+    /** Runs `change` on the key's row in a transaction of another connection, left open 300 ms while the roll starts. */
+    const whileChanging = async <T>(keyId: string, change: string, roll: () => Promise<T>): Promise<T> => {
+      const other = new pg.Client({ connectionString: t.store.url! });
+      await other.connect();
+      try {
+        await other.query('begin');
+        await other.query(`update api_keys set ${change} where id = $1`, [keyId]);
+        const rolled = roll();
+        await new Promise((r) => setTimeout(r, 300));
+        await other.query('commit');
+        return await rolled;
+      } finally {
+        await other.end();
+      }
+    };
+    const revoked = await keyWith({}, school);
+    const refused = await whileChanging(revoked.id, "revoked_at = '2026-01-01T00:00:00Z', revoke_reason = 'revoked'", () => rollKey(t.store.db, revoked.id, 'now'));
+    assert.deepEqual(refused, { ok: false, reason: `key "${revoked.id}" is revoked; only an active key can be rolled` });
+    const row = await t.store.db.selectFrom('api_keys').select(['revoke_reason', 'retires_at']).where('id', '=', revoked.id).executeTakeFirstOrThrow();
+    assert.deepEqual(row, { revoke_reason: 'revoked', retires_at: null }, 'the revoke stands');
+    const narrowed = await keyWith({ allow: ['10.0.0.0/8'] }, school);
+    const rolled = await whileChanging(narrowed.id, "allow = '10.0.0.7'", () => rollKey(t.store.db, narrowed.id, '1h'));
+    assert.ok(rolled.ok, rolled.ok ? '' : rolled.reason);
+    assert.deepEqual(rolled.value.created.allow, ['10.0.0.7'], 'the new key has the allowlist the change left');
   });
 });
