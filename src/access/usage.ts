@@ -103,7 +103,7 @@ export class WaitingRequests {
     for (let n = this.added - this.held, k = 0; n < this.added; n++, k++) {
       const i = n % KEY_REQUESTS_KEPT;
       out.push({
-        key_id: keyId, slot: (firstSlot + k) % KEY_REQUESTS_KEPT, request_id: this.requestId[i]!, at_ms: Math.round(this.at[i]!), method: this.method[i]!,
+        key_id: keyId, slot: (((firstSlot + k) % KEY_REQUESTS_KEPT) + KEY_REQUESTS_KEPT) % KEY_REQUESTS_KEPT, request_id: this.requestId[i]!, at_ms: Math.round(this.at[i]!), method: this.method[i]!,
         target: redactKeys(this.target[i]!), status: this.status[i]!, address: this.address[i]!, duration_ms: Math.round(this.durationMs[i]! * 10) / 10,
       });
     }
@@ -366,13 +366,19 @@ export class UsageRecorder {
   }
 }
 
+/**
+ * Where a key's count of requests starts again from 0: a multiple of the ring's size, so the
+ * slots go on in order, within PostgreSQL's integer column (2^31 requests of one key would end it).
+ */
+const REQUEST_COUNT_WRAP = 1_000_000_000;
+
 /** Advances each key's count of requests by its new ones, and writes them into the slots that gives. */
 async function writeRings(trx: Transaction<Database>, logs: [string, WaitingRequests][]): Promise<void> {
   const counts = logs.map(([keyId, waiting]) => ({ key_id: keyId, next: waiting.held }));
   const advanced = await trx
     .insertInto('key_request_next')
     .values(counts)
-    .onConflict((oc) => oc.column('key_id').doUpdateSet((eb) => ({ next: eb('key_request_next.next', '+', eb.ref('excluded.next')) })))
+    .onConflict((oc) => oc.column('key_id').doUpdateSet({ next: sql<number>`(cast(key_request_next.next as bigint) + excluded.next) % ${sql.lit(REQUEST_COUNT_WRAP)}` }))
     .returning(['key_id', 'next'])
     .execute();
   const nextOf = new Map(advanced.map((r) => [r.key_id, Number(r.next)]));
