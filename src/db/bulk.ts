@@ -74,6 +74,13 @@ const compiled = (query: Compilable | CompiledQuery): CompiledQuery => ('compile
 // --- PostgreSQL ---------------------------------------------------------------------------
 
 /**
+ * Run first on every PostgreSQL connection of a store: its transactions are READ COMMITTED
+ * whatever the database's default, so a statement that waited for a lock reads what the
+ * holder committed (the key limit, the importer's and the migrations' steps count on it).
+ */
+export const READ_COMMITTED = "set default_transaction_isolation = 'read committed'";
+
+/**
  * `stallMs`: a COPY fails, and the connection is dropped, when PostgreSQL takes none of the
  * bytes waiting to go for that long, or does not confirm the COPY's end that long after its
  * last byte went. A partition while rows are sent leaves them unacknowledged, so the
@@ -87,6 +94,7 @@ async function openPostgres(db: Kysely<Database>, driver: typeof pg, connection:
   // A connection lost mid-statement fails that statement; the 'error' event must not end the process.
   client.on('error', () => undefined);
   await client.connect();
+  await client.query(READ_COMMITTED);
   const { from: copyFrom } = createRequire(import.meta.url)('pg-copy-streams') as typeof PgCopyStreams;
   // One COPY at a time on the connection: each load starts once the one before it has ended.
   let previous: Promise<void> = Promise.resolve();

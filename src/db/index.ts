@@ -29,7 +29,7 @@ import * as m0015 from './migrations/0015_month_totals.js';
 import * as m0016 from './migrations/0016_list_changes.js';
 import * as m0017 from './migrations/0017_import_tables_unchecked.js';
 import * as m0018 from './migrations/0018_list_changes_feed_order.js';
-import { registerBulk } from './bulk.js';
+import { READ_COMMITTED, registerBulk } from './bulk.js';
 import { openMigrationConnection } from './postgres-migrations.js';
 import { objectRows, PgReader, SqliteReader, withParameters, type Reader } from './reader.js';
 import { Sockets } from './sockets.js';
@@ -177,9 +177,12 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
       // again on every run where a turn has few keys (docs/decisions.md, "PostgreSQL plans
       // each read once"). The pool waits for it before it hands the connection out (a
       // query sent meanwhile would be queued behind it on the client, which pg 9 refuses);
-      // a server without the setting keeps its own choice.
+      // a server without the setting keeps its own choice. READ_COMMITTED comes first (bulk.ts).
       // eslint-disable-next-line @typescript-eslint/no-misused-promises -- pg-pool waits for the promise; @types/pg types the hook as void
-      onConnect: (client) => client.query('set plan_cache_mode = force_generic_plan').then(noop, noop),
+      onConnect: async (client) => {
+        await client.query(READ_COMMITTED);
+        await client.query('set plan_cache_mode = force_generic_plan').then(noop, noop);
+      },
     });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', noop);

@@ -6,6 +6,7 @@
  */
 import { Kysely, PostgresAdapter, PostgresDialect, PostgresIntrospector, sql, type DatabaseIntrospector, type DatabaseMetadataOptions, type TableMetadata } from 'kysely';
 import type pg from 'pg';
+import { READ_COMMITTED } from './bulk.js';
 import type { Database } from './schema.js';
 
 /** First key of the two-key advisory lock; the second is the schema's name hashed. */
@@ -92,7 +93,8 @@ class MigrationDialect extends PostgresDialect {
 
 /** One connection for migrations, with the connect timeout but no statement timeout; destroy it after. */
 export function openMigrationConnection(driver: typeof pg, options: Pick<pg.PoolConfig, 'connectionString' | 'connectionTimeoutMillis' | 'keepAlive' | 'keepAliveInitialDelayMillis' | 'types' | 'stream'>): Kysely<Database> {
-  const pool = new driver.Pool({ ...options, max: 1 });
+  // eslint-disable-next-line @typescript-eslint/no-misused-promises -- pg-pool waits for the promise; @types/pg types the hook as void
+  const pool = new driver.Pool({ ...options, max: 1, onConnect: async (client) => void (await client.query(READ_COMMITTED)) });
   pool.on('error', () => undefined);
   return new Kysely<Database>({ dialect: new MigrationDialect({ pool }) });
 }

@@ -8,7 +8,10 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { announceKeyChanges } from '../../src/db/index.js';
+import { sql, type Transaction } from 'kysely';
+import { announceKeyChanges, openBulkConnection, openStore } from '../../src/db/index.js';
+import { openMigrationConnection } from '../../src/db/postgres-migrations.js';
+import type { Database } from '../../src/db/schema.js';
 import { formatTimestamp } from '../../src/domain/time.js';
 import { createSchool } from '../../src/management/schools.js';
 import { createKey, keyEvents, listKeys, revokeKey, rollKey, setAllowlist, sweepKeys, type KeyOptions } from '../../src/management/keys.js';
@@ -328,5 +331,40 @@ describe('key options on the request path', () => {
     const rolled = await whileChanging(narrowed.id, "allow = '10.0.0.7'", () => rollKey(t.store.db, narrowed.id, '1h'));
     assert.ok(rolled.ok, rolled.ok ? '' : rolled.reason);
     assert.deepEqual(rolled.value.created.allow, ['10.0.0.7'], 'the new key has the allowlist the change left');
+  });
+
+  it('keeps the 10 active keys on a database whose transactions default to repeatable read', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only' }, async () => {
+    const school = await freshSchool();
+    for (let i = 0; i < 9; i++) await keyWith({}, school);
+    const url = new URL(t.store.url!);
+    url.searchParams.set('options', `${url.searchParams.get('options')} -c default_transaction_isolation=repeatable\\ read`);
+    const store = openStore({ databaseUrl: url.toString(), dataDir: t.store.dataDir, dbTimeoutMs: 3000, dbPoolSize: 4 });
+    try {
+      // Both transactions read before either takes the school's lock: a snapshot of repeatable
+      // read taken then would not see the other's key once it waited for the lock.
+      const readFirst = async (trx: Transaction<Database>) => {
+        await sql`select 1`.execute(trx);
+        await new Promise((r) => setTimeout(r, 200));
+      };
+      const made = await Promise.all([1, 2].map((n) => createKey(store.db, school, `tenth ${n}`, {}, 'operator', { unusedDays: 0 }, readFirst)));
+      assert.deepEqual(made.map((m) => m.ok).sort(), [false, true]);
+      const active = await t.store.db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).where('school_id', '=', school).where('revoked_at', 'is', null).executeTakeFirstOrThrow();
+      assert.equal(Number(active.n), 10);
+      // The import's own connection and the migrations' too.
+      const bulk = await openBulkConnection(store.db);
+      try {
+        assert.deepEqual((await bulk.run(sql`show transaction_isolation`.compile(store.db))).rows, [{ transaction_isolation: 'read committed' }]);
+      } finally {
+        await bulk.close();
+      }
+      const migration = openMigrationConnection(pg, { connectionString: url.toString() });
+      try {
+        assert.deepEqual((await sql<{ transaction_isolation: string }>`show transaction_isolation`.execute(migration)).rows, [{ transaction_isolation: 'read committed' }]);
+      } finally {
+        await migration.destroy();
+      }
+    } finally {
+      await store.close();
+    }
   });
 });
