@@ -83,7 +83,10 @@ describe('school-data demo', () => {
   });
 
   it('run again, prints new sign-ins beside the new keys; the old passwords stop working', async () => {
+    // A demo school whose time zone was changed since: the run keeps it, and says so.
+    await store.db.updateTable('schools').set({ timezone: 'Europe/Samara' }).where('id', '=', 'demo-profi').execute();
     const r = await demo();
+    assert.match(r.stdout, /^demo-profi\s+Profi\s+Europe\/Samara\s/m);
     assert.match(r.stdout, /Director's cabinet: https:\/\/127\.0\.0\.1:\d+\//);
     const rows = [...r.stdout.matchAll(/^(demo-\w+)\s+(director@\S+)\s+([A-Za-z0-9_-]{24})$/gm)].map((m) => ({ id: m[1]!, email: m[2]!, password: m[3]! }));
     assert.deepEqual(

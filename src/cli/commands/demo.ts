@@ -138,7 +138,8 @@ async function loadDemo(ctx: CommandContext, opts: { ifEmpty?: boolean }): Promi
         const created = await createSchool(store.db, { ...spec, currency: DEMO_CURRENCY });
         if (!created.ok) throw new CliError(created.reason);
       }
-      const data = generateSchoolData({ seed: spec.seed, students: spec.students, now, timezone: spec.timezone, currency: DEMO_CURRENCY });
+      // A school made by an earlier run keeps its time zone, as it keeps its plan.
+      const data = generateSchoolData({ seed: spec.seed, students: spec.students, now, timezone: existing?.timezone ?? spec.timezone, currency: DEMO_CURRENCY });
       const imported = await importData(store.db, spec.id, data);
       if (!imported.ok) throw new CliError(`demo data for ${spec.id} did not import: ${imported.errors[0]?.reason ?? 'unknown error'}; no key or password was made`);
     }
@@ -152,7 +153,7 @@ async function loadDemo(ctx: CommandContext, opts: { ifEmpty?: boolean }): Promi
         key = created.value;
       }
       const director = await demoDirector(store.db, spec.id);
-      loaded.push({ id: spec.id, name: spec.name, plan: existing?.plan ?? spec.plan, timezone: spec.timezone, students: spec.students, key: key?.key ?? null, key_id: key?.id ?? null, director });
+      loaded.push({ id: spec.id, name: spec.name, plan: existing?.plan ?? spec.plan, timezone: existing?.timezone ?? spec.timezone, students: spec.students, key: key?.key ?? null, key_id: key?.id ?? null, director });
     }
     return { loaded, tls };
   });
