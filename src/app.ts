@@ -67,11 +67,11 @@ export async function buildApp(deps: AppDeps) {
   const served = servedEndpoints({ reads: store.reads, cache });
   const scopes = routeScopes();
   // On PostgreSQL the keys looked up are kept while the store's watch says nothing changed
-  // (src/db/watch.ts); it is started before the first request and stopped with the app.
+  // (src/db/watch.ts); it is started once the app is built (nothing below can then fail and
+  // leave it running), before the first request, and stopped with the app.
   const keyWatch = store.watchKeys({
     onState: (listening, err) => (listening ? logger.info('key watch listening: keys looked up are kept') : logger.warn({ cause: causeOf(err) }, 'key watch lost: every request looks its key up until it is back')),
   });
-  await keyWatch?.start();
   const check = accessCheck({ config, reads: store.reads, keyWatch, limiter, usage, database, rateLimiter, routeScopes: scopes });
   const checkEdge = edgeChecks({ maxUrlBytes: config.maxUrlBytes, unmatched, send });
   const checkAccess = accessHook({ check, publicPaths: new Set([OPENAPI_PATH]), send });
@@ -159,7 +159,7 @@ export async function buildApp(deps: AppDeps) {
     await limiter.close();
     await store.close();
   });
-
+  await keyWatch?.start();
   return app;
 }
 

@@ -83,19 +83,34 @@ export async function startServer(
 ): Promise<RunningServer> {
   const tls = await loadTls(config);
   const store = openStore(config);
+  // What is open so far; a start that fails closes it all, so the process can end (a Redis
+  // connection or the key watch would keep it alive, reconnecting).
+  let limiter: RateLimiter | undefined;
+  let usage: UsageRecorder | undefined;
+  let app: App | undefined;
+  let cabinet: CabinetApp | undefined;
+  let anySchool: boolean;
   try {
     await upgrade(store);
+    limiter = createLimiter(config);
+    // Connect before listening, so the first requests are not refused while Redis is
+    // still being reached. If it is down, serve anyway: requests fail closed until it is up.
+    if (!(await limiter.ready(5000))) logger.error('rate-limit service not reachable at start; requests get 503 until it is');
+    usage = await UsageRecorder.open(store.db, logger, config.usageFlushMs, limiter);
+    app = await buildApp({ config, store, limiter, usage, logger, serverFactory: apiServerFactory(config, tls) });
+    cabinet = await buildCabinetApp({ config, db: store.db, limiter, logger, tls });
+    anySchool = await hasSchools(store.db);
   } catch (err) {
-    await store.close();
+    await cabinet?.close();
+    // The API app closes the stores it was given; before it exists, they are closed here.
+    if (app !== undefined) await app.close();
+    else {
+      await usage?.close();
+      await limiter?.close();
+      await store.close();
+    }
     throw err;
   }
-  const limiter = createLimiter(config);
-  // Connect before listening, so the first requests are not refused while Redis is
-  // still being reached. If it is down, serve anyway: requests fail closed until it is up.
-  if (!(await limiter.ready(5000))) logger.error('rate-limit service not reachable at start; requests get 503 until it is');
-  const usage = await UsageRecorder.open(store.db, logger, config.usageFlushMs, limiter);
-  const app = await buildApp({ config, store, limiter, usage, logger, serverFactory: apiServerFactory(config, tls) });
-  const cabinet = await buildCabinetApp({ config, db: store.db, limiter, logger, tls });
   const sweep = keySweep(store, config, logger);
   app.addHook('onClose', () => clearInterval(sweep));
   // From the moment a port opens, a signal stops the server gracefully (closeOnSignal).
@@ -114,7 +129,6 @@ export async function startServer(
     return `https://${host}:${typeof address === 'object' && address ? address.port : configured}`;
   };
   const limiterKind = config.redisUrl ? 'redis' : 'memory';
-  const anySchool = await hasSchools(store.db);
   logger.info({ store: store.dialect, limiter: limiterKind }, 'school-data API and cabinet listening');
   return {
     app,

@@ -15,7 +15,7 @@ import { isStoreUnavailable } from '../../src/db/index.js';
 import { roomIn } from '../../src/db/unavailable.js';
 import { schoolData } from '../helpers/fixtures.js';
 import { BIN, runCli, type CliResult } from '../helpers/processes.js';
-import { freePort } from '../helpers/redis.js';
+import { freePort, REDIS_ONLY } from '../helpers/redis.js';
 import { createTestStore, urlWithSchema, type TestStore } from '../helpers/store.js';
 
 describe('school-data CLI', () => {
@@ -116,6 +116,27 @@ describe('school-data CLI', () => {
     const [code, signal] = await exited;
     assert.deepEqual([code, signal], [0, null], out);
     assert.match(out, /"msg":"shutting down"/);
+  });
+
+  it('serve that fails to start once its stores are open closes them and ends, rather than stay up on its Redis connection', { skip: REDIS_ONLY }, async () => {
+    const broken = await createTestStore();
+    try {
+      // A store without its usage queue's row: the usage recorder cannot open.
+      await broken.db.deleteFrom('usage_queue').execute();
+      const child = spawn(process.execPath, [BIN, 'serve'], {
+        env: { ...env, SCHOOL_DATA_DIR: broken.dataDir, DATABASE_URL: broken.url ?? '', REDIS_URL: process.env.REDIS_URL, PORT: '0', SCHOOL_DATA_CABINET_PORT: '0' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, sig) => resolve([c, sig])));
+      clearTimeout(timer);
+      assert.equal(signal, null, `still running after 15 s: ${stderr}`);
+      fails({ code: code ?? -1, stdout: '', stderr }, /unexpected error/);
+    } finally {
+      await broken.close();
+    }
   });
 
   it('serve on a port another program holds says so, and how to choose another, in one line', async () => {
