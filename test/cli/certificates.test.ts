@@ -1,0 +1,89 @@
+/**
+ * The server's certificate (src/tls.ts): a configured one that has expired stops the start
+ * in one line; the self-signed one of the data directory is made anew when the one there is
+ * broken (a key of another certificate, a file that is no certificate) or near its end, and
+ * starts that make it at once leave one whole pair.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import tls from 'node:tls';
+import { after, before, describe, it } from 'node:test';
+import { generate } from 'selfsigned';
+import { loadTls, selfSignedPaths } from '../../src/tls.js';
+import { runCli } from '../helpers/processes.js';
+
+describe('the server\'s certificate', () => {
+  let dir: string;
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-certs-'));
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  const pair = (notAfterDate: Date, notBeforeDate = new Date(notAfterDate.getTime() - 86_400_000 * 365)) =>
+    generate([{ name: 'commonName', value: 'localhost' }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256', notBeforeDate, notAfterDate });
+  const matches = (paths: { cert: string; key: string }) => {
+    tls.createSecureContext({ cert: fs.readFileSync(paths.cert), key: fs.readFileSync(paths.key) });
+    return new Date(new X509Certificate(fs.readFileSync(paths.cert)).validTo);
+  };
+
+  it('refuses a configured certificate that has expired, in one line naming the setting and the date', async () => {
+    const expired = await pair(new Date('2024-01-01T00:00:00Z'));
+    const cert = path.join(dir, 'expired-cert.pem');
+    const key = path.join(dir, 'expired-key.pem');
+    fs.writeFileSync(cert, expired.cert);
+    fs.writeFileSync(key, expired.private);
+    const r = await runCli(['serve'], { ...process.env, DATABASE_URL: '', REDIS_URL: '', SCHOOL_DATA_DIR: path.join(dir, 'data-expired'), SCHOOL_DATA_TLS_CERT: cert, SCHOOL_DATA_TLS_KEY: key });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /^school-data: SCHOOL_DATA_TLS_CERT: the certificate in \S+expired-cert\.pem expired on 2024-01-01T00:00:00\.000Z; renew it\n$/);
+  });
+
+  it('makes the self-signed certificate anew when the pair there does not match, is no certificate, or is near its end', async () => {
+    const dataDir = path.join(dir, 'data-broken');
+    const paths = selfSignedPaths(dataDir);
+    const first = await loadTls({ tlsCert: '', tlsKey: '', dataDir });
+    assert.equal(first.cert, fs.readFileSync(paths.cert, 'utf8'));
+    assert.equal((await loadTls({ tlsCert: '', tlsKey: '', dataDir })).cert, first.cert, 'a whole pair is kept');
+    const other = await pair(new Date(Date.now() + 86_400_000 * 365));
+    const soon = await pair(new Date(Date.now() + 86_400_000 * 5));
+    for (const [what, cert, key] of [
+      ['a key of another certificate', first.cert, other.private],
+      ['a file that is no certificate', 'not a certificate', first.key],
+      ['a certificate five days from its end', soon.cert, soon.private],
+    ] as const) {
+      fs.writeFileSync(paths.cert, cert);
+      fs.writeFileSync(paths.key, key);
+      const made = await loadTls({ tlsCert: '', tlsKey: '', dataDir });
+      const until = matches(paths);
+      assert.equal(made.cert, fs.readFileSync(paths.cert, 'utf8'), what);
+      assert.ok(until.getTime() > Date.now() + 86_400_000 * 365 * 4, `${what}: valid until ${until.toISOString()}`);
+    }
+  });
+
+  it('leaves one whole pair when several starts make it at once', async () => {
+    const dataDir = path.join(dir, 'data-race');
+    const tlsModule = new URL('../../src/tls.ts', import.meta.url).href;
+    const script = `const { loadTls } = await import(${JSON.stringify(tlsModule)}); const m = await loadTls({ tlsCert: '', tlsKey: '', dataDir: ${JSON.stringify(dataDir)} }); process.stdout.write(m.cert);`;
+    const runs = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+          const child = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+          let out = '';
+          let err = '';
+          child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+          child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+          child.on('close', (code) => resolve({ code, out, err }));
+        }),
+      ),
+    );
+    for (const run of runs) assert.equal(run.code, 0, run.err);
+    const paths = selfSignedPaths(dataDir);
+    matches(paths);
+    const onDisk = fs.readFileSync(paths.cert, 'utf8');
+    assert.ok(runs.some((run) => run.out === onDisk), 'the pair on disk is one a start made whole');
+    assert.deepEqual(fs.readdirSync(dataDir), ['tls'], 'no staging directory left');
+  });
+});
