@@ -121,12 +121,16 @@ export function ensureDirectory(dir: string, setting: string): void {
     missing.unshift(d);
     if (path.dirname(d) === d) break;
   }
-  try {
-    for (const d of missing) fs.mkdirSync(d);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return ensureDirectory(dir, setting);
-    throw new ConfigError(`${setting}: cannot create the directory ${dir} (${code ?? (err as Error).message})`);
+  for (const d of missing) {
+    try {
+      fs.mkdirSync(d);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // Made meanwhile by another process: nothing to do. A link to nothing is there, yet no directory.
+      if (code === 'EEXIST' && fs.existsSync(d)) continue;
+      if (code === 'EEXIST' && fs.lstatSync(d).isSymbolicLink()) throw new ConfigError(`${setting}: ${d} is a symbolic link to ${fs.readlinkSync(d)}, which does not exist`);
+      throw new ConfigError(`${setting}: cannot create the directory ${dir} (${code ?? (err as Error).message})`);
+    }
   }
   // A file in its place would otherwise surface later as "unable to open database file".
   if (!fs.statSync(dir).isDirectory()) throw new ConfigError(`${setting}: ${dir} is not a directory`);

@@ -391,6 +391,10 @@ describe('school-data CLI', () => {
     for (const [flag, variable] of [['--data-dir', 'SCHOOL_DATA_DIR'], ['--port', 'PORT'], ['--host', 'HOST'], ['--cabinet-port', 'SCHOOL_DATA_CABINET_PORT']]) {
       fails(await runCli(['serve', flag!, ''], noCert), new RegExp(`^school-data: ${flag} is empty: leave the option out to use ${variable} or its default\n$`));
     }
+    // A link to a directory that is not there (a volume not mounted) is named, not followed for ever.
+    const dangling = path.join(store.dataDir, 'dangling');
+    fs.symlinkSync(path.join(store.dataDir, 'unmounted', 'data'), dangling);
+    fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: '', SCHOOL_DATA_DIR: dangling }), /^school-data: SCHOOL_DATA_DIR: \S+dangling is a symbolic link to \S+unmounted\/data, which does not exist\n$/);
     const file = path.join(store.dataDir, 'a-file');
     fs.writeFileSync(file, '');
     fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: '', SCHOOL_DATA_DIR: file }), /^school-data: SCHOOL_DATA_DIR: .*a-file is not a directory\n$/);
