@@ -73,21 +73,23 @@ describe('the command line when its output fails, and the mistakes of scripts', 
     }
   });
 
-  it('a new key or a generated password is not made when standard output is /dev/null', async () => {
+  it('a new key, a generated password or the demo is not made when standard output is /dev/null', async () => {
     const nul = fs.openSync('/dev/null', 'w');
     try {
       for (const args of [
         ['key', 'create', '--school', 'out-school', '--name', 'nowhere'],
         ['director', 'add', '--school', 'out-school', '--email', 'nowhere@example.com'],
+        ['demo'],
       ]) {
         const r = await runWithStdout(args, nul);
         assert.equal(r.code, 1);
         oneLine(r);
-        assert.match(r.stderr, /standard output goes to \/dev\/null \(or is closed\): the (new key|generated password) would be shown nowhere; nothing was made/);
+        assert.match(r.stderr, /standard output goes to \/dev\/null \(or is closed\): the (new key|generated password|demo keys and passwords) would be shown nowhere; nothing was made/);
       }
     } finally {
       fs.closeSync(nul);
     }
+    assert.doesNotMatch((await cli('school', 'list')).stdout, /demo-vip/);
     assert.equal((await keyNames()).some((k) => k.name === 'nowhere'), false);
     assert.doesNotMatch((await cli('director', 'list', '--school', 'out-school')).stdout, /nowhere@/);
   });

@@ -15,7 +15,7 @@ import { addDirector, findDirector, generatePassword, listDirectors, setDirector
 import { createKey, keyRoom } from '../../management/keys.js';
 import { createSchool, findSchool } from '../../management/schools.js';
 import { loadTls } from '../../tls.js';
-import { CliError, holdSignals, RUN, table, withStore, type CommandContext } from '../context.js';
+import { CliError, holdSignals, refuseIfOutputDiscarded, RUN, table, withStore, type CommandContext } from '../context.js';
 
 export const DEMO_SCHOOLS = [
   { id: 'demo-vip', name: 'Автошкола «Магистраль»', plan: 'VIP', timezone: 'Europe/Moscow', students: 320, seed: 1 },
@@ -125,6 +125,11 @@ async function loadDemo(ctx: CommandContext, opts: { ifEmpty?: boolean }): Promi
     if (opts.ifEmpty) {
       const any = await store.db.selectFrom('schools').select('id').limit(1).executeTakeFirst();
       if (any) return { skipped: await skippedHint(store.db) };
+    } else {
+      // Run again, it makes keys and new passwords for directors who may use the old ones. On
+      // an empty store (`npm start`, which a service manager may start with no output) nothing
+      // that was there is lost: its keys can be made with `key create`.
+      refuseIfOutputDiscarded('the demo keys and passwords');
     }
     // The certificate the curl line trusts, before anything is written: a configured file
     // that cannot be read would otherwise stop the run after keys and passwords were made.
