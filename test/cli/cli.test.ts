@@ -391,6 +391,8 @@ describe('school-data CLI', () => {
     for (const [flag, variable] of [['--data-dir', 'SCHOOL_DATA_DIR'], ['--port', 'PORT'], ['--host', 'HOST'], ['--cabinet-port', 'SCHOOL_DATA_CABINET_PORT']]) {
       fails(await runCli(['serve', flag!, ''], noCert), new RegExp(`^school-data: ${flag} is empty: leave the option out to use ${variable} or its default\n$`));
     }
+    // --workers in decimal digits only.
+    for (const workers of ['1e1', '0x4', ' 4 ', '2.0', '0', '65']) fails(await runCli(['serve', '--workers', workers], noCert), /^school-data: --workers must be an integer from 1 to 64\n$/);
     // A link to a directory that is not there (a volume not mounted) is named, not followed for ever.
     const dangling = path.join(store.dataDir, 'dangling');
     fs.symlinkSync(path.join(store.dataDir, 'unmounted', 'data'), dangling);

@@ -20,7 +20,8 @@ const logsFor = (ctx: CommandContext) => createLogger(ctx.config, ctx.out.json ?
 const NO_SCHOOLS = `no schools yet: load the demo with "${RUN} demo", or add one with "${RUN} school create" and "${RUN} import" (README, "Command line")`;
 
 export async function serveCommand(ctx: CommandContext, opts: { workers?: string } = {}): Promise<number> {
-  const workers = opts.workers === undefined ? 1 : Number(opts.workers);
+  // Decimal digits only, as every other number the program reads (Number() takes 1e1, 0x4, " 4 ").
+  const workers = opts.workers === undefined ? 1 : /^[0-9]{1,2}$/.test(opts.workers) ? Number(opts.workers) : NaN;
   if (!Number.isInteger(workers) || workers < 1 || workers > 64) throw new CliError('--workers must be an integer from 1 to 64');
   if (workers > 1 && !ctx.config.redisUrl) {
     throw new CliError('--workers above 1 needs REDIS_URL: in-memory rate limits would not be shared between workers');
