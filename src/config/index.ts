@@ -145,6 +145,10 @@ const SSL_MODES = ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', '
  * read (the driver would read them only at a connection, a request's or a command's).
  */
 function checkPostgresTls(url: URL): void {
+  // The driver takes a parameter's last value, the checks below its first: one of each.
+  const names = [...url.searchParams.keys()];
+  const repeated = names.find((name, i) => names.indexOf(name) !== i);
+  if (repeated !== undefined) throw new ConfigError(`DATABASE_URL gives ${repeated} more than once: give each parameter once`);
   const mode = url.searchParams.get('sslmode');
   if (mode !== null && !SSL_MODES.includes(mode)) throw new ConfigError(`DATABASE_URL's sslmode must be one of ${SSL_MODES.join(', ')} (got ${JSON.stringify(mode)})`);
   if (mode === 'verify-ca' && !url.searchParams.get('sslrootcert')) {

@@ -378,6 +378,8 @@ describe('school-data CLI', () => {
       fails(bad, /^school-data: DATABASE_URL (must be|is not a valid URL)/);
       assert.ok(!bad.stderr.includes('secret'), bad.stderr);
     }
+    // A parameter given twice: the driver would take the last, which nothing checked.
+    fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: 'postgres://u:secret@127.0.0.1/x?sslmode=disable&sslmode=bogus' }), /^school-data: DATABASE_URL gives sslmode more than once: give each parameter once\n$/);
     // Certificate files: the setting is named, whether the file cannot be read or holds no PEM.
     const json = path.join(store.dataDir, 'not-a-cert.json');
     fs.writeFileSync(json, '{}');
