@@ -1,12 +1,12 @@
 /**
  * TLS material for the listeners: the configured PEM files (refused when they do not match
  * or the certificate has expired), or a self-signed certificate for localhost / 127.0.0.1 /
- * ::1, generated into the data directory and reused on every later start while it is whole
- * and not near its end.
+ * ::1, generated once into the data directory and reused on every later start.
  */
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import { ConfigError, ensureDirectory, type Config } from './config/index.js';
 
@@ -59,39 +59,87 @@ export async function loadTls(config: Pick<Config, 'tlsCert' | 'tlsKey' | 'dataD
   return selfSigned(config.dataDir);
 }
 
-/** How long before its end a self-signed certificate is made anew at a start (a server runs on with the one it read). */
-const RENEW_BEFORE_MS = 30 * 86_400_000;
+/** The self-signed pair in `paths`: whole, expired (with its end), broken (the files do not match, or hold no certificate), or absent. */
+type Pair = { state: 'whole'; material: TlsMaterial } | { state: 'expired'; until: Date } | { state: 'broken' | 'absent' };
 
-/** The self-signed pair in `paths`, when both files are there, match, and are not near their end; else null. */
-function usablePair(paths: { cert: string; key: string }): TlsMaterial | null {
+function readPair(paths: { cert: string; key: string }): Pair {
   let cert: string;
   let key: string;
   try {
     cert = fs.readFileSync(paths.cert, 'utf8');
     key = fs.readFileSync(paths.key, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'absent' };
     throw new ConfigError(`SCHOOL_DATA_DIR: cannot read the certificate in ${path.dirname(paths.cert)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
   try {
     tls.createSecureContext({ cert, key });
   } catch {
-    return null;
+    return { state: 'broken' };
   }
   const until = validUntil(cert);
-  if (until === null || until.getTime() - RENEW_BEFORE_MS <= Date.now()) return null;
-  return { cert, key, certPath: paths.cert };
+  if (until === null) return { state: 'broken' };
+  if (until.getTime() <= Date.now()) return { state: 'expired', until };
+  return { state: 'whole', material: { cert, key, certPath: paths.cert } };
 }
 
+/** How long a start waits for another making the certificate, and after how long its mark is taken as left by a start that died. */
+const MAKING_WAIT_MS = 30_000;
+const MAKING_STALE_MS = 10_000;
+
 /**
- * The self-signed certificate of the data directory: the one there, or one made now when
- * there is none, or the one there is broken (the files do not match, or cannot be read as a
- * certificate) or within RENEW_BEFORE_MS of its end.
+ * The self-signed certificate of the data directory, made once: when there is none, or
+ * the pair there is broken (the files do not match, or hold no certificate; a start that
+ * died while writing could leave that). An expired one stops the start (a new one is made
+ * once the directory is removed): clients that trust the old one must be told. One start at
+ * a time makes it (a `.making` file, created exclusively), so starts at once on a new data
+ * directory all take the same pair.
  */
 async function selfSigned(dataDir: string): Promise<TlsMaterial> {
   const paths = selfSignedPaths(dataDir);
-  const kept = usablePair(paths);
+  const dir = path.dirname(paths.cert);
+  const usable = (pair: Pair): TlsMaterial | null => {
+    if (pair.state === 'expired') {
+      throw new ConfigError(`SCHOOL_DATA_DIR: the self-signed certificate in ${dir} expired on ${pair.until.toISOString()}: remove ${dir} to have a new one made at the next start`);
+    }
+    return pair.state === 'whole' ? pair.material : null;
+  };
+  const kept = usable(readPair(paths));
   if (kept !== null) return kept;
+  ensureDirectory(dir, 'SCHOOL_DATA_DIR');
+  const making = path.join(dir, '.making');
+  const deadline = performance.now() + MAKING_WAIT_MS;
+  for (;;) {
+    try {
+      fs.closeSync(fs.openSync(making, 'wx'));
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw writeError(err, dir);
+    }
+    const made = usable(readPair(paths));
+    if (made !== null) return made;
+    const since = fs.statSync(making, { throwIfNoEntry: false })?.mtimeMs;
+    if (since !== undefined && Date.now() - since > MAKING_STALE_MS) fs.rmSync(making, { force: true });
+    else if (performance.now() > deadline) throw new ConfigError(`SCHOOL_DATA_DIR: another start has been making the certificate in ${dir} for ${MAKING_WAIT_MS / 1000} s; if none is running, remove ${making}`);
+    else await sleep(50);
+  }
+  try {
+    // Made meanwhile by the start that held the mark before.
+    const made = usable(readPair(paths));
+    if (made !== null) return made;
+    return await makeSelfSigned(paths);
+  } finally {
+    fs.rmSync(making, { force: true });
+  }
+}
+
+/** A failure to write into the data directory, named (a full disk is left to the command's own words for it). */
+function writeError(err: unknown, dir: string): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? new ConfigError(`SCHOOL_DATA_DIR: cannot write the self-signed certificate into ${dir} (${code}): this user needs to be able to write the data directory`) : err;
+}
+
+async function makeSelfSigned(paths: { cert: string; key: string }): Promise<TlsMaterial> {
   const notAfter = new Date();
   notAfter.setFullYear(notAfter.getFullYear() + 5);
   // Loaded only when a certificate is made: every later start reads the files.
@@ -115,30 +163,23 @@ async function selfSigned(dataDir: string): Promise<TlsMaterial> {
       },
     ],
   });
-  ensureDirectory(dataDir, 'SCHOOL_DATA_DIR');
-  // The pair is written into a directory of its own, which then takes the place of `tls/` in
-  // one rename: a start never reads half a file or one start's key with another's certificate.
-  // When starts race, the first rename wins and the others take its pair.
-  const dir = path.dirname(paths.cert);
-  let staging: string | null = null;
+  // Written to temporary names and renamed, so a start never reads half a file. A write that
+  // fails (a full disk) leaves none of them behind.
+  const suffix = `.${process.pid}.tmp`;
   try {
-    staging = fs.mkdtempSync(path.join(dataDir, '.tls-'));
-    // As a directory made for it would be (mkdtemp makes it private); the key file stays private.
-    fs.chmodSync(staging, 0o755);
-    fs.writeFileSync(path.join(staging, path.basename(paths.key)), pems.private, { mode: 0o600 });
-    fs.writeFileSync(path.join(staging, path.basename(paths.cert)), pems.cert);
-    // What is there is no usable pair (looked at again: another start may just have made one).
-    if (usablePair(paths) === null) fs.rmSync(dir, { recursive: true, force: true });
-    fs.renameSync(staging, dir);
-    staging = null;
+    fs.writeFileSync(paths.key + suffix, pems.private, { mode: 0o600 });
+    fs.writeFileSync(paths.cert + suffix, pems.cert);
+    fs.renameSync(paths.key + suffix, paths.key);
+    fs.renameSync(paths.cert + suffix, paths.cert);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const theirs = code === 'ENOTEMPTY' || code === 'EEXIST' ? usablePair(paths) : null;
-    if (theirs !== null) return theirs;
-    if (err instanceof ConfigError) throw err;
-    throw new ConfigError(`SCHOOL_DATA_DIR: cannot write the self-signed certificate into ${dir} (${code ?? (err as Error).message})`);
-  } finally {
-    if (staging !== null) fs.rmSync(staging, { recursive: true, force: true });
+    for (const file of [paths.key, paths.cert]) {
+      try {
+        fs.rmSync(file + suffix, { force: true });
+      } catch {
+        // The write's own error is the one to report.
+      }
+    }
+    throw writeError(err, path.dirname(paths.cert));
   }
   return { cert: pems.cert, key: pems.private, certPath: paths.cert };
 }
