@@ -101,13 +101,16 @@ export async function startServer(
     cabinet = await buildCabinetApp({ config, db: store.db, limiter, logger, tls });
     anySchool = await hasSchools(store.db);
   } catch (err) {
-    await cabinet?.close();
     // The API app closes the stores it was given; before it exists, they are closed here.
-    if (app !== undefined) await app.close();
-    else {
-      await usage?.close();
-      await limiter?.close();
-      await store.close();
+    // Each step is tried whatever the one before did: the start's own error is the one told.
+    const [built, opened, counting, limits] = [app, cabinet, usage, limiter];
+    const steps = built !== undefined ? [() => opened?.close(), () => built.close()] : [() => counting?.close(), () => limits?.close(), () => store.close()];
+    for (const step of steps) {
+      try {
+        await step();
+      } catch {
+        // Not told: the failed start's error is.
+      }
     }
     throw err;
   }

@@ -94,7 +94,12 @@ async function openPostgres(db: Kysely<Database>, driver: typeof pg, connection:
   // A connection lost mid-statement fails that statement; the 'error' event must not end the process.
   client.on('error', () => undefined);
   await client.connect();
-  await client.query(READ_COMMITTED);
+  try {
+    await client.query(READ_COMMITTED);
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
   const { from: copyFrom } = createRequire(import.meta.url)('pg-copy-streams') as typeof PgCopyStreams;
   // One COPY at a time on the connection: each load starts once the one before it has ended.
   let previous: Promise<void> = Promise.resolve();

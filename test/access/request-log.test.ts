@@ -82,29 +82,24 @@ describe('the request log on its way to the store', () => {
   });
 
   it('keeps writing a key\'s log past two billion requests (its count of requests wraps, its slots go on)', async () => {
-    const recorder = new UsageRecorder(store.db, pino({ level: 'silent' }), 60_000);
-    const keyId = 'busy-key';
-    const log = (from: number, to: number) => {
-      for (let n = from; n <= to; n++) recorder.logRequest({ keyId, at: t0 + n, method: 'GET', target: `/api/public/v1/leads?n=${n}`, status: 200, requestId: `req-${n}`, address: '192.0.2.7', durationMs: 1 });
-    };
-    try {
-      // A log that has had 2^31 - 30 requests written: PostgreSQL's integer ends 30 later.
-      await store.db.insertInto('key_request_next').values({ key_id: keyId, next: 2 ** 31 - 30 }).execute();
+    // Logs that have had 2^31 - 30 requests written (PostgreSQL's integer ends 30 later), and
+    // 10^9 - 30 (the count wraps to 0 30 later): each log's next slot is its count modulo 100.
+    for (const [keyId, count, firstSlot] of [['busy-key', 2 ** 31 - 30, 18], ['wrapping-key', 1e9 - 30, 70]] as const) {
+      const recorder = new UsageRecorder(store.db, pino({ level: 'silent' }), 60_000);
+      const log = (from: number, to: number) => {
+        for (let n = from; n <= to; n++) recorder.logRequest({ keyId, at: t0 + n, method: 'GET', target: `/api/public/v1/leads?n=${n}`, status: 200, requestId: `req-${n}`, address: '192.0.2.7', durationMs: 1 });
+      };
+      await store.db.insertInto('key_request_next').values({ key_id: keyId, next: count }).execute();
       log(1, 60);
       await recorder.flush();
       log(61, 100);
       // A close writes the log at once (a flush writes it at most every few seconds).
       await recorder.close();
       const rows = await store.db.selectFrom('key_requests').select(['slot', 'request_id']).where('key_id', '=', keyId).execute();
-      assert.equal(rows.length, 100);
-      // Slots follow on from where the log was: 2^31 - 30 is slot 18, so request 1 is in slot 18.
+      assert.equal(rows.length, 100, keyId);
       const slotOf = new Map(rows.map((r) => [r.request_id, Number(r.slot)]));
-      assert.equal(slotOf.get('req-1'), 18);
-      assert.equal(slotOf.get('req-82'), 99);
-      assert.equal(slotOf.get('req-83'), 0);
-      assert.equal(slotOf.get('req-100'), 17);
-    } finally {
-      await recorder.close();
+      // Request n goes in the slot after request n - 1's, round the ring.
+      for (let n = 1; n <= 100; n++) assert.equal(slotOf.get(`req-${n}`), (firstSlot + n - 1) % 100, `${keyId}: req-${n}`);
     }
   });
 

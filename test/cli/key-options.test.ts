@@ -148,7 +148,7 @@ describe('school-data key options (CLI)', () => {
   it('marks no key revoked as unused by its shell\'s setting, which may not be the servers\' (the key commands leave that to them)', async () => {
     const idle = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Idle');
     const other = await json<{ id: string }>('key', 'create', '--school', 'ko-school', '--name', 'Other');
-    // Made 200 days ago and never used: past this shell's 90 days (the default).
+    // Made in 2020 and never used: past this shell's 90 days (the default).
     await store.db.updateTable('api_keys').set({ created_at: '2020-01-01T00:00:00Z' }).where('id', '=', idle.id).execute();
     const card = (await keys()).find((c) => c.id === idle.id)!;
     assert.equal(card.revoke_reason, 'unused', 'shown as this shell judges it');

@@ -121,15 +121,14 @@ export async function demoCommand(ctx: CommandContext, opts: { ifEmpty?: boolean
 async function loadDemo(ctx: CommandContext, opts: { ifEmpty?: boolean }): Promise<number> {
   const { config, out } = ctx;
   const now = new Date();
+  // Run again, it makes keys and new passwords for directors who may use the old ones. On an
+  // empty store (`npm start`, which a service manager may start with no output) nothing that
+  // was there is lost: its keys can be made with `key create`.
+  if (!opts.ifEmpty) refuseIfOutputDiscarded('the demo keys and passwords');
   const results = await withStore(config, async (store) => {
     if (opts.ifEmpty) {
       const any = await store.db.selectFrom('schools').select('id').limit(1).executeTakeFirst();
       if (any) return { skipped: await skippedHint(store.db) };
-    } else {
-      // Run again, it makes keys and new passwords for directors who may use the old ones. On
-      // an empty store (`npm start`, which a service manager may start with no output) nothing
-      // that was there is lost: its keys can be made with `key create`.
-      refuseIfOutputDiscarded('the demo keys and passwords');
     }
     // The certificate the curl line trusts, before anything is written: a configured file
     // that cannot be read would otherwise stop the run after keys and passwords were made.
