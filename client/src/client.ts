@@ -3,6 +3,7 @@
  * come from types.ts, generated from the service's OpenAPI document.
  */
 import https from 'node:https';
+import tls from 'node:tls';
 import { ListRequest, type Page, type PageQuery } from './pagination.js';
 import { Throttle, type ThrottleOptions } from './throttle.js';
 import { ChangeFeed, type ChangesQuery } from './feed.js';
@@ -14,7 +15,7 @@ export interface ClientOptions {
   baseUrl: string;
   /** The school's key, `service_pk_` + 32 hex characters. */
   apiKey: string;
-  /** PEM certificate(s) to trust besides the system's, for a service with its own certificate authority. */
+  /** PEM certificate(s) to trust besides Node.js's public authorities, for a service with its own certificate authority. */
   ca?: string | Buffer | (string | Buffer)[];
   /** Set false only to test against a certificate you cannot trust otherwise. Default true. */
   rejectUnauthorized?: boolean;
@@ -94,7 +95,9 @@ export class SchoolDataClient {
 
   constructor(options: ClientOptions) {
     if (!KEY_FORMAT.test(options.apiKey)) throw new TypeError('apiKey must be a school-data key: service_pk_ followed by 32 lowercase hex characters');
-    this.ownAgent = options.agent ? null : new https.Agent({ keepAlive: true, ca: options.ca, rejectUnauthorized: options.rejectUnauthorized ?? true });
+    // Node's `ca` replaces its public authorities: they are kept beside the ones given.
+    const ca = options.ca === undefined ? undefined : [...tls.rootCertificates, ...[options.ca].flat()];
+    this.ownAgent = options.agent ? null : new https.Agent({ keepAlive: true, ca, rejectUnauthorized: options.rejectUnauthorized ?? true });
     const throttle = options.throttle ? new Throttle(options.throttle === true ? {} : options.throttle) : null;
     this.transport = new Transport({
       origin: origin(options.baseUrl),

@@ -56,7 +56,10 @@ export class ListRequest<T, Q extends PageQuery> implements PromiseLike<Page<T>>
 
   /**
    * Every record from `offset` (default 0) to the end, page after page in the API's
-   * stable order. Pages are `limit` records (200 when the query has none).
+   * stable order. Pages are `limit` records (200 when the query has none). Pages are read by
+   * offset: a record removed (or no longer matching the filter) before the page being read
+   * while the walk goes on makes it miss the record that moves up in its place, and one added
+   * makes it see a record twice. For a complete copy use `client.changes.list()`.
    *
    * @example
    * for await (const student of client.students.list({ status: 'learning_practice' })) {
