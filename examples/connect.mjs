@@ -4,7 +4,7 @@
  *   SCHOOL_DATA_KEY  the school's API key (required)
  *   SCHOOL_DATA_URL  the service's base address (default https://127.0.0.1:8443, the demo)
  *   SCHOOL_DATA_CA   a PEM file to trust (default data/tls/cert.pem, the demo's self-signed certificate;
- *                    set it empty for a service whose certificate the system already trusts)
+ *                    set it empty for a service with a certificate of a public authority)
  *
  * In your own project, install the package (`cd client && npm pack`, then `npm install
  * /path/to/school-data-client-0.1.0.tgz`) and import from '@school-data/client' instead of
@@ -25,7 +25,7 @@ export function connect(options = {}) {
     try {
       ca = fs.readFileSync(caFile);
     } catch {
-      fail(`cannot read the certificate ${caFile} (SCHOOL_DATA_CA); set SCHOOL_DATA_CA= to use the system's trust store`);
+      fail(`cannot read the certificate ${caFile} (SCHOOL_DATA_CA); set SCHOOL_DATA_CA= to trust Node.js's public authorities alone`);
     }
   }
   try {

@@ -22,13 +22,37 @@ function field(value) {
 
 const row = (values) => `${values.map(field).join(',')}\r\n`;
 
+/** One line on stderr and exit code 1: a command line this example does not take. */
+function usage(message) {
+  process.stderr.write(`${message}\nusage: node examples/export-students-csv.mjs [--status STATUS] [FILE]\n`);
+  process.exit(1);
+}
+
 await run(async () => {
   const args = process.argv.slice(2);
   const statusAt = args.indexOf('--status');
   const status = statusAt === -1 ? undefined : args.splice(statusAt, 2)[1];
+  if (statusAt !== -1 && (status === undefined || status.startsWith('-'))) usage('--status needs a value, e.g. --status learning_practice');
+  if (args.length > 1 || args.some((a) => a.startsWith('-'))) usage(`unexpected argument: ${args.find((a) => a.startsWith('-')) ?? args[1]}`);
   const file = args[0];
   // A file is written under a temporary name and renamed when complete: never half an export.
-  const out = file ? fs.createWriteStream(`${file}.partial`) : process.stdout;
+  const partial = `${file}.partial`;
+  const out = file ? fs.createWriteStream(partial) : process.stdout;
+  if (file) {
+    // A write that fails (no such folder, a full disk) ends the export in one line, and a
+    // Ctrl-C ends it: neither leaves the partial file behind.
+    out.on('error', (err) => {
+      fs.rmSync(partial, { force: true });
+      process.stderr.write(`cannot write ${partial}: ${err.message}\n`);
+      process.exit(1);
+    });
+    for (const [signal, code] of /** @type {const} */ ([['SIGINT', 130], ['SIGTERM', 143]])) {
+      process.once(signal, () => {
+        fs.rmSync(partial, { force: true });
+        process.exit(code);
+      });
+    }
+  }
   // A long export paces itself by the RateLimit header instead of running into 429.
   const client = connect({ throttle: true });
   let count = 0;
@@ -44,7 +68,7 @@ await run(async () => {
     }
     if (count === 0) await write(row(COLUMNS));
   } catch (err) {
-    if (file) fs.rmSync(`${file}.partial`, { force: true });
+    if (file) fs.rmSync(partial, { force: true });
     throw err;
   } finally {
     client.close();
@@ -52,7 +76,7 @@ await run(async () => {
   if (file) {
     out.end();
     await once(out, 'finish');
-    fs.renameSync(`${file}.partial`, file);
+    fs.renameSync(partial, file);
   }
   process.stderr.write(`${count} students exported${file ? ` to ${file}` : ''}\n`);
 });

@@ -10,9 +10,12 @@
  *
  *   SCHOOL_DATA_KEY=service_pk_... node examples/sync-to-sqlite.mjs school.db
  *   SCHOOL_DATA_KEY=service_pk_... node examples/sync-to-sqlite.mjs school.db --every 60   # again each minute
+ *
+ * With --every, a run that finds the service unreachable or unavailable (after the client's
+ * retries) says so and the next goes on; any other error ends the example.
  */
 import Database from 'better-sqlite3';
-import { CursorExpiredError } from '../client/dist/index.js';
+import { CursorExpiredError, SchoolDataConnectionError, SchoolDataError } from '../client/dist/index.js';
 import { connect, run } from './connect.mjs';
 
 const RESOURCES = ['students', 'instructors', 'vehicles', 'lessons', 'contracts', 'payments', 'leads'];
@@ -68,12 +71,22 @@ async function syncOnce(client) {
   process.stdout.write(`${upserts} records written, ${deletions} deleted; the copy holds ${held} records\n`);
 }
 
+/** Failures a later run may not meet: the service unreachable or unavailable for a while (what the client's own retries did not outlast). */
+const passing = (err) => err instanceof SchoolDataConnectionError || (err instanceof SchoolDataError && (err.status === 503 || err.status === 429));
+
 await run(async () => {
   const client = connect({ throttle: true });
-  await syncOnce(client);
-  while (seconds) {
+  for (;;) {
+    try {
+      await syncOnce(client);
+    } catch (err) {
+      // With --every, a service down for a while is waited out: the copy is as the last
+      // applied page left it, and the next run goes on from there. Any other error ends it.
+      if (!seconds || !passing(err)) throw err;
+      process.stderr.write(`${err instanceof Error ? err.message : String(err)}: trying again in ${seconds} s\n`);
+    }
+    if (!seconds) break;
     await new Promise((resolve) => setTimeout(resolve, Number(seconds) * 1000));
-    await syncOnce(client);
   }
   client.close();
   db.close();

@@ -18,6 +18,7 @@ import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
 import { selfSignedPaths } from '../../src/tls.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { freePort } from '../helpers/redis.js';
 
 const EXAMPLES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples');
 const STUDENTS = 60;
@@ -72,6 +73,44 @@ describe('examples', () => {
     const toFile = await run('export-students-csv.mjs', [file, '--status', 'learning_practice']);
     assert.equal(toFile.code, 0, toFile.stderr);
     assert.ok(fs.readFileSync(file, 'utf8').split('\r\n').slice(1, -1).every((l) => l.includes(',learning_practice,')));
+    assert.ok(!fs.existsSync(`${file}.partial`));
+    // A file it cannot write, or a command line it does not take: one line, exit 1, no partial file.
+    const nowhere = path.join(t.store.dataDir, 'no-such-folder', 'students.csv');
+    const unwritable = await run('export-students-csv.mjs', [nowhere]);
+    assert.equal(unwritable.code, 1);
+    assert.match(unwritable.stderr, /^cannot write \S+no-such-folder\/students\.csv\.partial: ENOENT/);
+    assert.equal(unwritable.stderr.trim().split('\n').length, 1, unwritable.stderr);
+    for (const args of [['--status'], ['--statu', 'x']]) {
+      const bad = await run('export-students-csv.mjs', args);
+      assert.equal(bad.code, 1, bad.stderr);
+      assert.match(bad.stderr, /^(--status needs a value|unexpected argument: --statu)/);
+    }
+    assert.ok(!fs.existsSync('--statu') && !fs.existsSync(path.join(t.store.dataDir, '--statu')));
+  });
+
+  it('sync-to-sqlite --every: waits out a service it cannot reach, saying so, rather than end', async () => {
+    const port = await freePort();
+    const file = path.join(t.store.dataDir, 'unreachable.db');
+    const child = spawn(process.execPath, [path.join(EXAMPLES, 'sync-to-sqlite.mjs'), file, '--every', '1'], { env: { ...env, SCHOOL_DATA_URL: `https://127.0.0.1:${port}` }, cwd: t.store.dataDir, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const closed = new Promise((resolve) => child.on('close', resolve));
+    for (let i = 0; i < 300 && (stderr.match(/trying again in 1 s/g) ?? []).length < 2 && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(child.exitCode, null, `it ended: ${stderr}`);
+    assert.ok((stderr.match(/ECONNREFUSED.*: trying again in 1 s\n/g) ?? []).length >= 2, stderr);
+    child.kill('SIGTERM');
+    await closed;
+  });
+
+  it('export-students-csv: a Ctrl-C leaves no partial file', async () => {
+    const file = path.join(t.store.dataDir, 'stopped.csv');
+    const child = spawn(process.execPath, [path.join(EXAMPLES, 'export-students-csv.mjs'), file], { env, cwd: t.store.dataDir, stdio: ['ignore', 'ignore', 'pipe'] });
+    // Stopped once its partial file is there (the pages are still being read, or just done).
+    for (let i = 0; i < 500 && !fs.existsSync(`${file}.partial`) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 5));
+    child.kill('SIGINT');
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    if (code === 0) assert.ok(fs.existsSync(file), 'it had finished: the whole file is there');
+    else assert.equal(code, 130);
     assert.ok(!fs.existsSync(`${file}.partial`));
   });
 
