@@ -7,6 +7,10 @@
  * floating point.
  *
  *   SCHOOL_DATA_KEY=service_pk_... node examples/finance-monthly.mjs
+ *
+ * "This month" is this computer's: where its time zone is not the school's, give the
+ * school's (TZ=Europe/Moscow node examples/finance-monthly.mjs), or the first hours of a
+ * month count to the one before.
  */
 import { connect, run } from './connect.mjs';
 
