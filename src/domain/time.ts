@@ -108,7 +108,7 @@ export function compareWithinMillisecond(a: string, b: string): number {
 }
 
 /** The first instant of the four-digit years the stored form has, and the first after them. */
-const YEAR_0_MS = utcMs(0, 0, 1);
+export const YEAR_0_MS = utcMs(0, 0, 1);
 export const YEAR_10000_MS = utcMs(10000, 0, 1);
 
 /**

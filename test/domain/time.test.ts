@@ -46,6 +46,10 @@ describe('timestamps in the stored form', () => {
     assert.equal(resolvePeriod(undefined, '9999-12-31', 'UTC').until, null);
     assert.equal(resolvePeriod(undefined, '9999-12-31T23:59:59Z', 'Europe/Moscow').until, null);
     assert.equal(resolvePeriod(undefined, '9999-12-30', 'UTC').until, '9999-12-31T00:00:00Z');
+    // One that starts before the year 0000 in UTC (its first day east of Greenwich) starts at
+    // its first second: a bound in six digits would not sort as a time on every collation.
+    assert.equal(resolvePeriod('0000-01-01', undefined, 'Asia/Tokyo').from, '0000-01-01T00:00:00Z');
+    assert.equal(resolvePeriod('0000-01-01', undefined, 'America/New_York').from, '0000-01-01T04:56:02Z');
     // One that starts after it holds nothing, a fraction of a second after it included.
     for (const start of ['9999-12-31T23:59:59.001Z', '9999-12-31T23:59:59.5Z', '9999-12-31T23:59:59-00:01']) {
       const range = resolvePeriod(start, undefined, 'UTC');

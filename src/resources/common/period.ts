@@ -3,7 +3,7 @@
  * zone) or an RFC 3339 date-time; both bounds inclusive. They become a half-open
  * range of UTC timestamps [from, until) that compares directly with stored text.
  */
-import { compareWithinMillisecond, formatTimestamp, nextDay, parseDate, parseDateTime, startOfLocalDay, YEAR_10000_MS } from '../../domain/time.js';
+import { compareWithinMillisecond, formatTimestamp, nextDay, parseDate, parseDateTime, startOfLocalDay, YEAR_0_MS, YEAR_10000_MS } from '../../domain/time.js';
 import type { Tenant } from '../../domain/tenant.js';
 import { Problem, type InvalidParam } from '../../problems/index.js';
 
@@ -74,7 +74,8 @@ export function resolvePeriod(from: string | undefined, to: string | undefined, 
   // An end past the four-digit years leaves the period open: every stored time is before it.
   const until = last === null ? null : Math.floor(last / 1000) * 1000 + 1000;
   return {
-    from: first === null ? null : formatTimestamp(first),
+    // A start before the four-digit years is their first second (its six-digit form would not sort as a time).
+    from: first === null ? null : formatTimestamp(Math.max(first, YEAR_0_MS)),
     until: until === null || until >= YEAR_10000_MS ? null : formatTimestamp(until),
   };
 }
