@@ -24,7 +24,7 @@ const row = (values) => `${values.map(field).join(',')}\r\n`;
 
 /** One line on stderr and exit code 1: a command line this example does not take. */
 function usage(message) {
-  process.stderr.write(`${message}\nusage: node examples/export-students-csv.mjs [--status STATUS] [FILE]\n`);
+  process.stderr.write(`${message} (usage: node examples/export-students-csv.mjs [--status STATUS] [FILE])\n`);
   process.exit(1);
 }
 
@@ -35,6 +35,9 @@ await run(async () => {
   if (statusAt !== -1 && (status === undefined || status.startsWith('-'))) usage('--status needs a value, e.g. --status learning_practice');
   if (args.length > 1 || args.some((a) => a.startsWith('-'))) usage(`unexpected argument: ${args.find((a) => a.startsWith('-')) ?? args[1]}`);
   const file = args[0];
+  // A long export paces itself by the RateLimit header instead of running into 429. Made
+  // before the file: a setting it refuses ends the example with nothing written.
+  const client = connect({ throttle: true });
   // A file is written under a temporary name and renamed when complete: never half an export.
   const partial = `${file}.partial`;
   const out = file ? fs.createWriteStream(partial) : process.stdout;
@@ -53,8 +56,6 @@ await run(async () => {
       });
     }
   }
-  // A long export paces itself by the RateLimit header instead of running into 429.
-  const client = connect({ throttle: true });
   let count = 0;
   const write = async (line) => {
     // Respect back-pressure: a slow disk or pipe slows the export, not memory.

@@ -71,8 +71,11 @@ async function syncOnce(client) {
   process.stdout.write(`${upserts} records written, ${deletions} deleted; the copy holds ${held} records\n`);
 }
 
-/** Failures a later run may not meet: the service unreachable or unavailable for a while (what the client's own retries did not outlast). */
-const passing = (err) => err instanceof SchoolDataConnectionError || (err instanceof SchoolDataError && (err.status === 503 || err.status === 429));
+/** Connection failures that pass (the service restarting or out of reach for a while); not a certificate refused or a name that does not resolve. */
+const OUTAGES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'timeout']);
+
+/** Failures a later run may not meet, once the client's own retries did not outlast them. */
+const passing = (err) => (err instanceof SchoolDataConnectionError && OUTAGES.has(err.code)) || (err instanceof SchoolDataError && (err.status === 503 || err.status === 429));
 
 await run(async () => {
   const client = connect({ throttle: true });

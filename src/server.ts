@@ -102,16 +102,8 @@ export async function startServer(
     anySchool = await hasSchools(store.db);
   } catch (err) {
     // The API app closes the stores it was given; before it exists, they are closed here.
-    // Each step is tried whatever the one before did: the start's own error is the one told.
     const [built, opened, counting, limits] = [app, cabinet, usage, limiter];
-    const steps = built !== undefined ? [() => opened?.close(), () => built.close()] : [() => counting?.close(), () => limits?.close(), () => store.close()];
-    for (const step of steps) {
-      try {
-        await step();
-      } catch {
-        // Not told: the failed start's error is.
-      }
-    }
+    await closeEach(built !== undefined ? [() => opened?.close(), () => built.close()] : [() => counting?.close(), () => limits?.close(), () => store.close()]);
     throw err;
   }
   const sweep = keySweep(store, config, logger);
@@ -122,8 +114,7 @@ export async function startServer(
     await app.listen({ host: config.host, port: config.port });
     await cabinet.listen({ host: config.host, port: config.cabinetPort });
   } catch (err) {
-    await cabinet.close();
-    await app.close();
+    await closeEach([() => cabinet.close(), () => app.close()]);
     throw err;
   }
   const host = localUrlHost(config.host);
@@ -148,6 +139,17 @@ export async function startServer(
       await app.close();
     },
   };
+}
+
+/** Runs each step of closing a start that failed, whatever the one before did: the start's own error is the one told. */
+async function closeEach(steps: (() => Promise<unknown> | undefined)[]): Promise<void> {
+  for (const step of steps) {
+    try {
+      await step();
+    } catch {
+      // Not told: the failed start's error is.
+    }
+  }
 }
 
 /**

@@ -3,7 +3,7 @@
  * or the certificate has expired), or a self-signed certificate for localhost / 127.0.0.1 /
  * ::1, generated once into the data directory and reused on every later start.
  */
-import { X509Certificate } from 'node:crypto';
+import { randomUUID, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -85,7 +85,7 @@ function readPair(paths: { cert: string; key: string }): Pair {
 
 /** How long a start waits for another making the certificate, and after how long its mark is taken as left by a start that died. */
 const MAKING_WAIT_MS = 30_000;
-const MAKING_STALE_MS = 10_000;
+const MAKING_STALE_MS = 20_000;
 
 /**
  * The self-signed certificate of the data directory, made once: when there is none, or
@@ -108,28 +108,52 @@ async function selfSigned(dataDir: string): Promise<TlsMaterial> {
   if (kept !== null) return kept;
   ensureDirectory(dir, 'SCHOOL_DATA_DIR');
   const making = path.join(dir, '.making');
+  // What this start writes in the mark: it removes only a mark that still holds it.
+  const mine = `${process.pid} ${randomUUID()}`;
+  const markHolds = (token: string) => {
+    try {
+      return fs.readFileSync(making, 'utf8') === token;
+    } catch {
+      return false;
+    }
+  };
   const deadline = performance.now() + MAKING_WAIT_MS;
   for (;;) {
     try {
-      fs.closeSync(fs.openSync(making, 'wx'));
+      fs.writeFileSync(making, mine, { flag: 'wx' });
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw writeError(err, dir);
     }
     const made = usable(readPair(paths));
     if (made !== null) return made;
-    const since = fs.statSync(making, { throwIfNoEntry: false })?.mtimeMs;
-    if (since !== undefined && Date.now() - since > MAKING_STALE_MS) fs.rmSync(making, { force: true });
-    else if (performance.now() > deadline) throw new ConfigError(`SCHOOL_DATA_DIR: another start has been making the certificate in ${dir} for ${MAKING_WAIT_MS / 1000} s; if none is running, remove ${making}`);
-    else await sleep(50);
+    let theirs: string | null = null;
+    try {
+      if (Date.now() - fs.statSync(making).mtimeMs > MAKING_STALE_MS) theirs = fs.readFileSync(making, 'utf8');
+    } catch {
+      // Gone meanwhile: taken again at once.
+      continue;
+    }
+    // Left by a start that died: removed, unless another start has just taken its place.
+    if (theirs !== null && markHolds(theirs)) {
+      try {
+        fs.rmSync(making, { force: true });
+      } catch (err) {
+        throw writeError(err, dir);
+      }
+    } else if (performance.now() > deadline) {
+      throw new ConfigError(`SCHOOL_DATA_DIR: another start has been making the certificate in ${dir} for ${MAKING_WAIT_MS / 1000} s; if none is running, remove ${making}`);
+    } else await sleep(50);
   }
   try {
     // Made meanwhile by the start that held the mark before.
     const made = usable(readPair(paths));
     if (made !== null) return made;
-    return await makeSelfSigned(paths);
+    const own = await makeSelfSigned(paths);
+    // Should another start have written meanwhile (its mark taken as stale), the pair on disk is the one to serve.
+    return usable(readPair(paths)) ?? own;
   } finally {
-    fs.rmSync(making, { force: true });
+    if (markHolds(mine)) fs.rmSync(making, { force: true });
   }
 }
 

@@ -96,7 +96,7 @@ export class SchoolDataClient {
   constructor(options: ClientOptions) {
     if (!KEY_FORMAT.test(options.apiKey)) throw new TypeError('apiKey must be a school-data key: service_pk_ followed by 32 lowercase hex characters');
     // Node's `ca` replaces its public authorities: they are kept beside the ones given.
-    const ca = options.ca === undefined ? undefined : [...tls.rootCertificates, ...[options.ca].flat()];
+    const ca = options.ca == null ? undefined : [...tls.rootCertificates, ...[options.ca].flat()];
     this.ownAgent = options.agent ? null : new https.Agent({ keepAlive: true, ca, rejectUnauthorized: options.rejectUnauthorized ?? true });
     const throttle = options.throttle ? new Throttle(options.throttle === true ? {} : options.throttle) : null;
     this.transport = new Transport({

@@ -50,6 +50,8 @@ describe('timestamps in the stored form', () => {
     // its first second: a bound in six digits would not sort as a time on every collation.
     assert.equal(resolvePeriod('0000-01-01', undefined, 'Asia/Tokyo').from, '0000-01-01T00:00:00Z');
     assert.equal(resolvePeriod('0000-01-01', undefined, 'America/New_York').from, '0000-01-01T04:56:02Z');
+    // An end before it: an empty period at that second.
+    assert.deepEqual(resolvePeriod('0000-01-01T00:00:00+01:00', '0000-01-01T00:00:00+01:00', 'UTC'), { from: '0000-01-01T00:00:00Z', until: '0000-01-01T00:00:00Z' });
     // One that starts after it holds nothing, a fraction of a second after it included.
     for (const start of ['9999-12-31T23:59:59.001Z', '9999-12-31T23:59:59.5Z', '9999-12-31T23:59:59-00:01']) {
       const range = resolvePeriod(start, undefined, 'UTC');

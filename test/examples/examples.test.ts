@@ -84,8 +84,14 @@ describe('examples', () => {
       const bad = await run('export-students-csv.mjs', args);
       assert.equal(bad.code, 1, bad.stderr);
       assert.match(bad.stderr, /^(--status needs a value|unexpected argument: --statu)/);
+      assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
     }
     assert.ok(!fs.existsSync('--statu') && !fs.existsSync(path.join(t.store.dataDir, '--statu')));
+    // A setting it refuses (no key) ends it before any file is made.
+    const keyless = path.join(t.store.dataDir, 'keyless.csv');
+    const noKey = await new Promise<number | null>((resolve) => spawn(process.execPath, [path.join(EXAMPLES, 'export-students-csv.mjs'), keyless], { env: { ...env, SCHOOL_DATA_KEY: '' }, stdio: 'ignore' }).on('close', resolve));
+    assert.equal(noKey, 1);
+    assert.ok(!fs.existsSync(`${keyless}.partial`));
   });
 
   it('sync-to-sqlite --every: waits out a service it cannot reach, saying so, rather than end', async () => {
@@ -106,7 +112,7 @@ describe('examples', () => {
     const file = path.join(t.store.dataDir, 'stopped.csv');
     const child = spawn(process.execPath, [path.join(EXAMPLES, 'export-students-csv.mjs'), file], { env, cwd: t.store.dataDir, stdio: ['ignore', 'ignore', 'pipe'] });
     // Stopped once its partial file is there (the pages are still being read, or just done).
-    for (let i = 0; i < 500 && !fs.existsSync(`${file}.partial`) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 3000 && !fs.existsSync(`${file}.partial`) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 5));
     child.kill('SIGINT');
     const code = await new Promise((resolve) => child.on('close', resolve));
     if (code === 0) assert.ok(fs.existsSync(file), 'it had finished: the whole file is there');

@@ -76,7 +76,7 @@ export function resolvePeriod(from: string | undefined, to: string | undefined, 
   return {
     // A start before the four-digit years is their first second (its six-digit form would not sort as a time).
     from: first === null ? null : formatTimestamp(Math.max(first, YEAR_0_MS)),
-    until: until === null || until >= YEAR_10000_MS ? null : formatTimestamp(until),
+    until: until === null || until >= YEAR_10000_MS ? null : formatTimestamp(Math.max(until, YEAR_0_MS)),
   };
 }
 
