@@ -130,6 +130,11 @@ const byCode: Partial<Record<ErrorCode, typeof SchoolDataError>> = {
   address_not_allowed: AddressNotAllowedError,
 };
 
+/** A 200 whose body is not the service's answer (a proxy's, another server's): `unexpected_response`. Internal. */
+export function unexpectedAnswer(detail: string): SchoolDataError {
+  return new SchoolDataError({ status: 200, code: 'unexpected_response', detail, requestId: null });
+}
+
 export function errorFor(details: ErrorDetails): SchoolDataError {
   const Class = byCode[details.code] ?? byStatus[details.status] ?? SchoolDataError;
   return new Class(details);

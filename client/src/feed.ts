@@ -4,7 +4,7 @@
  * apply and save page by page. `cursor` is the place to save once the changes read so far
  * are applied: after a page is done, its `next_cursor`.
  */
-import { SchoolDataError } from './errors.js';
+import { unexpectedAnswer } from './errors.js';
 import type { Change, ChangeList } from './types.js';
 
 export interface ChangesQuery {
@@ -68,7 +68,7 @@ export class ChangeFeed implements AsyncIterable<Change> {
       // again from its start, or forever: not the service's answer (a proxy's, another server's).
       const cursor: unknown = answer.meta?.next_cursor;
       if (typeof cursor !== 'string' || cursor === '' || (answer.meta.has_more && answer.items.length === 0 && cursor === this.saved)) {
-        throw new SchoolDataError({ status: 200, code: 'unexpected_response', detail: 'the changes feed answered without a cursor to go on from, or with more to come but no change and the same cursor', requestId: null });
+        throw unexpectedAnswer('the changes feed answered without a cursor to go on from, or with more to come but no change and the same cursor');
       }
       const page = { changes: answer.items, cursor, hasMore: answer.meta.has_more };
       yield page;

@@ -3,7 +3,7 @@
  * iterate it with `for await` to walk every record of every page, or collect them
  * with `toArray({ max })`. Nothing is sent until one of those is used.
  */
-import { SchoolDataError } from './errors.js';
+import { unexpectedAnswer } from './errors.js';
 import type { ListMeta } from './types.js';
 
 /** The API's list envelope. */
@@ -76,7 +76,7 @@ export class ListRequest<T, Q extends PageQuery> implements PromiseLike<Page<T>>
       const page = await this.fetchPage({ ...this.query, limit, offset });
       // Without its total a walk would not end while pages keep coming: not the service's answer.
       if (!Array.isArray(page.items) || typeof page.meta?.total !== 'number') {
-        throw new SchoolDataError({ status: 200, code: 'unexpected_response', detail: 'a list page came without its items or its meta.total', requestId: null });
+        throw unexpectedAnswer('a list page came without its items or its meta.total');
       }
       yield* page.items;
       offset += page.items.length;

@@ -57,6 +57,9 @@ export interface KeyPolicy {
   marksUnused?: boolean;
 }
 
+/** `query` with its rows locked FOR UPDATE on PostgreSQL (SQLite's writers already run one at a time). */
+const lockedOnPostgres = <Q extends { forUpdate(): Q }>(trx: Transaction<Database>, query: Q): Q => (onPostgres(trx) ? query.forUpdate() : query);
+
 /** The days after which a sweep by this policy marks a key unused (0: it marks none). */
 const markedUnusedDays = (policy: KeyPolicy): number => (policy.marksUnused === false ? 0 : policy.unusedDays);
 
@@ -403,9 +406,7 @@ export async function rollKey(
     // Read again under the school's lock: the sweep may just have ended it. On PostgreSQL the
     // row is locked too, so a revoke or an allowlist change under way (they take no school
     // lock) is waited for and read, never written over.
-    let oldQuery = trx.selectFrom('api_keys').select(CARD_COLUMNS).where('id', '=', keyId);
-    if (onPostgres(trx)) oldQuery = oldQuery.forUpdate();
-    const old = await oldQuery.executeTakeFirstOrThrow();
+    const old = await lockedOnPostgres(trx, trx.selectFrom('api_keys').select(CARD_COLUMNS).where('id', '=', keyId)).executeTakeFirstOrThrow();
     if (old.revoked_at !== null) return { ok: false, reason: `key "${keyId}" ${ended(old.revoke_reason)}; only an active key can be rolled` };
     if (old.retires_at !== null) return { ok: false, reason: `key "${keyId}" was already rolled; it ends at ${old.retires_at}` };
     if (!place.ok) return place;
@@ -444,9 +445,7 @@ export async function setAllowlist(
     // A key that has ended but is not yet marked so (expired, overlap over, unused) is marked first.
     if ((await sweepKeyIn(trx, keyId, now, policy, schoolId)) === undefined) return { ok: false, reason: `no key with id "${keyId}"` };
     // Locked on PostgreSQL: a roll under way copies the allowlist before or after this change, whole.
-    let beforeQuery = trx.selectFrom('api_keys').select(['school_id', 'allow', 'revoked_at', 'revoke_reason']).where('id', '=', keyId);
-    if (onPostgres(trx)) beforeQuery = beforeQuery.forUpdate();
-    const before = await beforeQuery.executeTakeFirstOrThrow();
+    const before = await lockedOnPostgres(trx, trx.selectFrom('api_keys').select(['school_id', 'allow', 'revoked_at', 'revoke_reason']).where('id', '=', keyId)).executeTakeFirstOrThrow();
     if (before.revoked_at !== null) {
       return { ok: false, reason: `key "${keyId}" ${ended(before.revoke_reason)}; its options can no longer change` };
     }
