@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
-import { loadConfig, settings, type Config, type ConfigOverrides } from '../config/index.js';
+import { flagFor, loadConfig, settings, type Config, type ConfigOverrides } from '../config/index.js';
 import { openStore, type LockWait, type Store } from '../db/index.js';
 import type { KeyPolicy } from '../management/keys.js';
 
@@ -102,7 +102,7 @@ export function operatorKeyPolicy(config: Config): KeyPolicy {
  */
 export function contextFor(options: { json?: boolean }, overrides: ConfigOverrides = {}): CommandContext {
   for (const [key, value] of Object.entries(overrides)) {
-    const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+    const flag = flagFor(key);
     if (typeof value === 'string' && value.trim() === '') throw new CliError(`${flag} is empty: leave the option out to use ${settings[key as keyof typeof settings].env} or its default`);
   }
   return { config: loadConfig(process.env, overrides), out: createOutput(Boolean(options.json)) };

@@ -167,6 +167,11 @@ function checkPostgresTls(url: URL): void {
   }
 }
 
+/** The command-line flag that sets a setting (`cabinetPort` -> `--cabinet-port`). */
+export function flagFor(key: string): string {
+  return `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+}
+
 /**
  * Reads the configuration from `env`, with `overrides` (command-line flags) taking
  * precedence. Throws a ConfigError naming the variable when a value is invalid.
@@ -183,7 +188,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     if (value === undefined) {
       // A URL may hold a password: it is not echoed.
       const got = key === 'databaseUrl' || key === 'redisUrl' ? '' : ` (got ${JSON.stringify(String(given))})`;
-      throw new ConfigError(`${s.env} must be ${s.rule.says}${got}`);
+      // A flag's value is named by the flag, with the variable it stands for.
+      const named = overrides[key] != null && overrides[key] !== '' ? `${flagFor(key)} (${s.env})` : s.env;
+      throw new ConfigError(`${named} must be ${s.rule.says}${got}`);
     }
     out[key] = value;
   }

@@ -27,7 +27,9 @@ describe('configuration', () => {
     refused({ SCHOOL_DATA_LOG_LEVEL: 'INFO' }, 'SCHOOL_DATA_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "INFO")');
     refused({ DATABASE_URL: 'mysql://u:secret@h/x' }, 'DATABASE_URL must be a postgres:// URL');
     refused({ REDIS_URL: 'http://u:secret@h' }, 'REDIS_URL must be a redis:// URL');
-    assert.throws(() => loadConfig({}, { port: 1.5 }), /PORT must be an integer/);
+    // A flag's bad value names the flag the operator typed, and the variable it stands for.
+    assert.throws(() => loadConfig({}, { port: 1.5 }), /^ConfigError: --port \(PORT\) must be an integer/);
+    assert.throws(() => loadConfig({ PORT: '8443' }, { cabinetPort: '99999' }), /^ConfigError: --cabinet-port \(SCHOOL_DATA_CABINET_PORT\) must be an integer from 0 to 65535 \(got "99999"\)$/);
   });
 
   it("checks DATABASE_URL's TLS settings before any connection needs them", () => {
