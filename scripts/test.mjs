@@ -23,13 +23,17 @@
  * killed and counted as failed when it has not ended in FILE_TIMEOUT_MS. A file still
  * running EXIT_GRACE_MS after node:test printed its summary is hung in Node.js's own exit
  * (nodejs/node#54918): it is killed, judged by its summary, and named in the run's summary.
+ *
+ * Made once for the run, in a temporary directory removed at its end: Kysely and TypeBox
+ * bundled (ts-resolve.mjs loads them from there), and the self-signed certificate each test
+ * store's data directory starts with (test/helpers/store.ts).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import module from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 // The tests run on Node.js's own type stripping, from 22.18 (package.json "engines").
@@ -48,6 +52,8 @@ const SUMMARY_END = /^ℹ duration_ms [\d.]+$/m;
 const TIMES_FILE = path.join(os.tmpdir(), 'school-data-test-times.json');
 /** How a test file runs: Node.js strips the types, the hook maps `./x.js` imports to `./x.ts`. */
 const NODE_ARGS = ['--import', fileURLToPath(new URL('./ts-resolve.mjs', import.meta.url))];
+/** The dependencies every test process loads from a bundle made for the run (see below). */
+const BUNDLED_DEPENDENCIES = ['kysely', 'typebox'];
 
 const { values: opts, positionals: filters } = parseArgs({
   allowPositionals: true,
@@ -103,6 +109,19 @@ delete process.env.SCHOOL_DATA_TEST_STORE_FREE;
 // Every test file and every CLI process it starts load much the same modules: V8's compiled
 // code is kept on disk (Node.js's module compile cache) and used by the next process.
 if (!process.env.NODE_DISABLE_COMPILE_CACHE) process.env.NODE_COMPILE_CACHE ??= path.join(os.tmpdir(), 'school-data-compile-cache');
+// Kysely and TypeBox are ESM made of hundreds of files each, which every test process would
+// resolve, read and link at its start: bundled into a few files for this run, as the program
+// is (scripts/bundle.mjs), and given to every test process by scripts/ts-resolve.mjs.
+const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-test-run-'));
+process.on('exit', () => fs.rmSync(runDir, { recursive: true, force: true }));
+await bundleDependencies(runDir);
+process.env.SCHOOL_DATA_TEST_DEPS = runDir;
+// The self-signed certificate the program makes in a new data directory, made once for the
+// run: each test store's directory starts with a copy (test/helpers/store.ts), so the test
+// apps, `serve` and `demo` do not each load the certificate maker and make one. How one is
+// made is tested on directories of their own (test/cli/certificates.test.ts).
+await makeCertificate(runDir);
+process.env.SCHOOL_DATA_TEST_TLS = path.join(runDir, 'tls');
 const embeddedEnv = { ...process.env };
 delete embeddedEnv.DATABASE_URL;
 delete embeddedEnv.REDIS_URL;
@@ -119,6 +138,38 @@ for (const node of opts['also-node']) {
   // The tests' own child processes (the CLI, `serve`) run on the test's Node.js (process.execPath).
   const env = { ...embeddedEnv, PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH ?? ''}` };
   suites.push(suite(`embedded on Node.js ${version}: SQLite + in-memory rate limiter`, `embedded ${version}`, env, node));
+}
+
+/**
+ * Bundles every entry point (package.json "exports") of the BUNDLED packages into `dir`, and
+ * writes there the map from each import specifier to its file that ts-resolve.mjs reads.
+ */
+async function bundleDependencies(dir) {
+  const { build } = await import('esbuild');
+  const entryPoints = {};
+  for (const name of BUNDLED_DEPENDENCIES) {
+    const manifest = JSON.parse(fs.readFileSync(path.join('node_modules', name, 'package.json'), 'utf8'));
+    for (const sub of Object.keys(manifest.exports ?? { '.': null })) {
+      if (sub === './package.json') continue;
+      const specifier = sub === '.' ? name : `${name}/${sub.slice(2)}`;
+      entryPoints[specifier.replaceAll('/', '~')] = specifier;
+    }
+  }
+  await build({ entryPoints, outdir: dir, bundle: true, splitting: true, format: 'esm', platform: 'node', target: 'node22', logLevel: 'warning' });
+  const map = Object.fromEntries(Object.entries(entryPoints).map(([file, specifier]) => [specifier, pathToFileURL(path.join(dir, `${file}.js`)).href]));
+  fs.writeFileSync(path.join(dir, 'map.json'), JSON.stringify(map));
+}
+
+/** Makes the program's self-signed pair in `dir`/tls, as a first start there would. */
+async function makeCertificate(dir) {
+  const tlsModule = pathToFileURL(path.resolve('src/tls.ts')).href;
+  const script = `const { loadTls } = await import(${JSON.stringify(tlsModule)}); await loadTls({ tlsCert: null, tlsKey: null, dataDir: ${JSON.stringify(dir)} });`;
+  const child = spawn(process.execPath, [...NODE_ARGS, '--input-type=module', '--eval', script], { stdio: 'inherit' });
+  const code = await new Promise((resolve, reject) => child.on('error', reject).on('close', resolve));
+  if (code !== 0) {
+    console.error('the test certificate could not be made (see above)');
+    process.exit(1);
+  }
 }
 
 function output(command, args) {

@@ -41,6 +41,8 @@ export function urlWithSchema(base: string, schema: string): string {
 export async function createTestStore(options: { migrateTo?: string } = {}): Promise<TestStore> {
   refuseIfStoreFree('it opens a store');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-test-'));
+  // The run's certificate (scripts/test.mjs), as a start in this directory would have made one.
+  if (process.env.SCHOOL_DATA_TEST_TLS) fs.cpSync(process.env.SCHOOL_DATA_TEST_TLS, path.join(dataDir, 'tls'), { recursive: true });
   const base = process.env.DATABASE_URL;
   if (!base) {
     const store = openStore({ databaseUrl: null, dataDir, dbTimeoutMs: 3000, dbPoolSize: 4 });
