@@ -72,7 +72,8 @@ describe('school-data demo', () => {
   });
 
   it('on a wildcard HOST, prints addresses this machine can open, which the certificate names', async () => {
-    for (const [host, url] of [['0.0.0.0', '127.0.0.1'], ['::', '[::1]']]) {
+    // The IPv4 wildcard's address (127.0.0.1) is localUrlHost's, in test/config/config.test.ts: a demo run is costly.
+    for (const [host, url] of [['::', '[::1]']]) {
       const r = await runCli(['demo', '--json'], { ...env, HOST: host });
       assert.equal(r.code, 0, r.stderr);
       const out = JSON.parse(r.stdout) as { base_url: string; cabinet_url: string; curl: string };

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig, settings } from '../../src/config/index.js';
+import { ConfigError, loadConfig, localUrlHost, settings } from '../../src/config/index.js';
 
 const refused = (env: NodeJS.ProcessEnv, message: string) => assert.throws(() => loadConfig(env), (err: unknown) => err instanceof ConfigError && err.message === message);
 
@@ -27,9 +27,21 @@ describe('configuration', () => {
     refused({ SCHOOL_DATA_LOG_LEVEL: 'INFO' }, 'SCHOOL_DATA_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "INFO")');
     refused({ DATABASE_URL: 'mysql://u:secret@h/x' }, 'DATABASE_URL must be a postgres:// URL');
     refused({ REDIS_URL: 'http://u:secret@h' }, 'REDIS_URL must be a redis:// URL');
+    // A URL wrong only in its port or host is not echoed either.
+    for (const url of ['postgres://u:secret@127.0.0.1:99999/x', 'postgres://u:secret@bad host/x']) {
+      refused({ DATABASE_URL: url }, 'DATABASE_URL is not a valid URL (a host, and a port from 1 to 65535 if given)');
+    }
+    // A parameter given twice: the driver would take the last, which nothing checked.
+    refused({ DATABASE_URL: 'postgres://u:secret@127.0.0.1/x?sslmode=disable&sslmode=bogus' }, 'DATABASE_URL gives sslmode more than once: give each parameter once');
     // A flag's bad value names the flag the operator typed, and the variable it stands for.
     assert.throws(() => loadConfig({}, { port: 1.5 }), /^ConfigError: --port \(PORT\) must be an integer/);
     assert.throws(() => loadConfig({ PORT: '8443' }, { cabinetPort: '99999' }), /^ConfigError: --cabinet-port \(SCHOOL_DATA_CABINET_PORT\) must be an integer from 0 to 65535 \(got "99999"\)$/);
+  });
+
+  it('gives the host a URL reaches the listeners by from this machine: a wildcard\'s loopback address', () => {
+    for (const [host, url] of [['0.0.0.0', '127.0.0.1'], ['::', '[::1]'], ['0:0:0:0:0:0:0:0', '[::1]'], ['::1', '[::1]'], ['127.0.0.1', '127.0.0.1'], ['api.example.org', 'api.example.org']]) {
+      assert.equal(localUrlHost(host!), url, host);
+    }
   });
 
   it("checks DATABASE_URL's TLS settings before any connection needs them", () => {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { writeImportFile, importShape } from '../../bench/dataset/import-file.js';
 import { datasetShape } from '../../bench/dataset/shape.js';
-import { importData } from '../../src/importer/index.js';
+import { importData, importFile } from '../../src/importer/index.js';
 import { FaultProxy } from '../helpers/faultproxy.js';
 import { BIN, runCli } from '../helpers/processes.js';
 import { createTestStore, urlWithSchema, type TestStore } from '../helpers/store.js';
@@ -48,21 +48,39 @@ describe('school-data import (the CLI)', () => {
     months: await store.db.selectFrom('payment_months').selectAll().where('school_id', '=', school).orderBy('month').orderBy('method').execute(),
   });
 
-  it('says a file is empty, and where JSON goes wrong by line and column', async () => {
+  const bytes = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+
+  it('says a file is empty, and where JSON goes wrong by line and column, in one line', async () => {
     const school = await addSchool(store.db);
-    const bytes = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+    const cases: [string | Buffer, RegExp][] = [
+      ['', /^school-data: import refused, nothing written: the file is empty$/],
+      [bytes('{\n "leads": [{"id": "l', [0xff], '1"}]}'), /^school-data: import refused, nothing written: the file is not UTF-8 text at line 2, column 21: the bytes there are not UTF-8$/],
+      ['{\n  "students": [\n    {"id": "st-1",, "full_name": "x"}\n  ]\n}', /^school-data: import refused, nothing written: the file is not valid JSON at line 3, column 19: unexpected ","$/],
+      // A file of brackets: the parser would keep every open level, memory in proportion to the file.
+      [`{"leads": ${'['.repeat(3_000_000)}`, /^school-data: import refused, nothing written: the file is not an import file at line 1, column 74: values are nested deeper than 64 levels, which no value of the format is$/],
+    ];
+    for (const [text, expected] of cases) {
+      const r = await cli('import', '--school', school, write('bad.json', text));
+      assert.equal(r.code, 1, String(expected));
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr.trim(), expected);
+    }
+  });
+
+  // The command above prints the first error of importFile's result: the other places a file
+  // goes wrong are read by the same function in this process, rather than by a process each.
+  it('finds where a file goes wrong, by line and column, whatever the bytes, and writes nothing', async () => {
+    const school = await addSchool(store.db);
+    const before = await state(school);
     // A line over a chunk of the file (256 KiB) long, of two-byte characters, one of them cut
     // between two chunks (the prefix is an odd 37 bytes): its column counts characters.
     const long = `{"branches": [{"id": "b12", "name": "${'я'.repeat(200_000)}" x`;
     const cases: [string | Buffer, RegExp][] = [
-      ['', /import refused, nothing written: the file is empty$/],
       [long, /not valid JSON at line 1, column 200040: unexpected "x"$/],
-      [bytes('{\n "leads": [{"id": "l', [0xff], '1"}]}'), /not UTF-8 text at line 2, column 21: the bytes there are not UTF-8$/],
       [bytes('{"leads": [{"full_name": "я', [0xd1], '"}]}'), /not UTF-8 text at line 1, column 28/],
       [bytes('{"leads": []}', [0xe2, 0x82]), /not UTF-8 text at line 1, column 14/],
       [bytes('{"x": "', [0xed, 0xa0, 0x80], '"}'), /not UTF-8 text at line 1, column 8/],
       [bytes('{"x": "', [0xc0, 0xaf], '"}'), /not UTF-8 text at line 1, column 8/],
-      ['{\n  "students": [\n    {"id": "st-1",, "full_name": "x"}\n  ]\n}', /not valid JSON at line 3, column 19: unexpected ","$/],
       ['{"students": [', /not valid JSON at line 1, column 15: unexpected end of the file$/],
       // After a byte order mark, whether the parser or the tokenizer finds what is wrong.
       [bytes([0xef, 0xbb, 0xbf], '{\n "students": [\n {"id": "st-1",, "x": 1}]}'), /not valid JSON at line 3, column 16: unexpected ","$/],
@@ -77,14 +95,13 @@ describe('school-data import (the CLI)', () => {
       // Nesting no import value has is refused where it passes 64 levels: the parser keeps
       // every open level, so a file of brackets would take memory in proportion to its size.
       [`{"branches": [{"id": "b1", "name": ${'['.repeat(62)}${']'.repeat(62)}}]}`, /line 1, column 97: values are nested deeper than 64 levels/],
-      [`{"leads": ${'['.repeat(3_000_000)}`, /line 1, column 74: values are nested deeper than 64 levels/],
     ];
     for (const [text, expected] of cases) {
-      const r = await cli('import', '--school', school, write('bad.json', text));
-      assert.equal(r.code, 1, String(expected));
-      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
-      assert.match(r.stderr.trim(), expected);
+      const result = await importFile(store.db, school, write('bad.json', text));
+      assert.ok(!result.ok, String(expected));
+      assert.match(result.errors[0]!.reason, expected);
     }
+    assert.deepEqual(await state(school), before);
   });
 
   it('refuses a record that gives a field twice, naming it', async () => {

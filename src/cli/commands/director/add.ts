@@ -76,7 +76,7 @@ export function passwordLines(password: string, generated: boolean): string[] {
  * Where the director signs in: the cabinet's sign-in URL on the configured host, or, when the
  * cabinet listens on every address, that URL with the server's name left for the operator to put in.
  */
-function signInAddress(host: string, cabinetPort: number): string {
+export function signInAddress(host: string, cabinetPort: number): string {
   if (isWildcardHost(host)) return `https://<this server's name>:${cabinetPort}/login (HOST is ${host}: the cabinet listens on every address of this server)`;
   return `https://${localUrlHost(host)}:${cabinetPort}/login`;
 }
