@@ -24,11 +24,13 @@
  * running EXIT_GRACE_MS after node:test printed its summary is hung in Node.js's own exit
  * (nodejs/node#54918): it is killed, judged by its summary, and named in the run's summary.
  *
- * Made once for the run, in a temporary directory removed at its end: Kysely and TypeBox
- * bundled (ts-resolve.mjs loads them from there), and the self-signed certificate each test
- * store's data directory starts with (test/helpers/store.ts).
+ * Made once: Kysely and TypeBox bundled (ts-resolve.mjs loads them from there), kept in the
+ * temporary directory until their versions change; and for the run, in a temporary directory
+ * removed when it ends or is stopped, the self-signed certificate each test store's data
+ * directory starts with (test/helpers/store.ts).
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import module from 'node:module';
 import os from 'node:os';
@@ -52,8 +54,9 @@ const SUMMARY_END = /^ℹ duration_ms [\d.]+$/m;
 const TIMES_FILE = path.join(os.tmpdir(), 'school-data-test-times.json');
 /** How a test file runs: Node.js strips the types, the hook maps `./x.js` imports to `./x.ts`. */
 const NODE_ARGS = ['--import', fileURLToPath(new URL('./ts-resolve.mjs', import.meta.url))];
-/** The dependencies every test process loads from a bundle made for the run (see below). */
+/** The dependencies every test process loads from a bundle (see below). */
 const BUNDLED_DEPENDENCIES = ['kysely', 'typebox'];
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 const { values: opts, positionals: filters } = parseArgs({
   allowPositionals: true,
@@ -110,16 +113,24 @@ delete process.env.SCHOOL_DATA_TEST_STORE_FREE;
 // code is kept on disk (Node.js's module compile cache) and used by the next process.
 if (!process.env.NODE_DISABLE_COMPILE_CACHE) process.env.NODE_COMPILE_CACHE ??= path.join(os.tmpdir(), 'school-data-compile-cache');
 // Kysely and TypeBox are ESM made of hundreds of files each, which every test process would
-// resolve, read and link at its start: bundled into a few files for this run, as the program
-// is (scripts/bundle.mjs), and given to every test process by scripts/ts-resolve.mjs.
-const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-test-run-'));
-process.on('exit', () => fs.rmSync(runDir, { recursive: true, force: true }));
-await bundleDependencies(runDir);
-process.env.SCHOOL_DATA_TEST_DEPS = runDir;
+// resolve, read and link at its start: bundled into a few files, as the program is
+// (scripts/bundle.mjs), and given to every test process by scripts/ts-resolve.mjs.
+process.env.SCHOOL_DATA_TEST_DEPS = await bundleDependencies();
 // The self-signed certificate the program makes in a new data directory, made once for the
 // run: each test store's directory starts with a copy (test/helpers/store.ts), so the test
 // apps, `serve` and `demo` do not each load the certificate maker and make one. How one is
-// made is tested on directories of their own (test/cli/certificates.test.ts).
+// made is tested on directories without one (test/cli/certificates.test.ts, and the demo's
+// first run in test/cli/demo.test.ts through the built program).
+const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-test-run-'));
+process.on('exit', () => fs.rmSync(runDir, { recursive: true, force: true }));
+/** The test files running now: a run that is stopped stops them, and removes its directory on the way out. */
+const running = new Set();
+for (const [signal, number] of [['SIGINT', 2], ['SIGTERM', 15], ['SIGHUP', 1]]) {
+  process.once(signal, () => {
+    for (const child of running) child.kill(signal);
+    process.exit(128 + number);
+  });
+}
 await makeCertificate(runDir);
 process.env.SCHOOL_DATA_TEST_TLS = path.join(runDir, 'tls');
 const embeddedEnv = { ...process.env };
@@ -141,28 +152,47 @@ for (const node of opts['also-node']) {
 }
 
 /**
- * Bundles every entry point (package.json "exports") of the BUNDLED packages into `dir`, and
- * writes there the map from each import specifier to its file that ts-resolve.mjs reads.
+ * Bundles every entry point (package.json "exports") of the BUNDLED packages, with the map
+ * from each import specifier to its file that ts-resolve.mjs reads, into a directory of the
+ * temporary directory named by their versions, esbuild's and the options (kept, as the
+ * compile cache is, and made again only when one changes). Returns the directory.
  */
-async function bundleDependencies(dir) {
-  const { build } = await import('esbuild');
+async function bundleDependencies() {
+  const esbuild = await import('esbuild');
   const entryPoints = {};
+  const versions = [`esbuild@${esbuild.version}`];
   for (const name of BUNDLED_DEPENDENCIES) {
-    const manifest = JSON.parse(fs.readFileSync(path.join('node_modules', name, 'package.json'), 'utf8'));
+    const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', name, 'package.json'), 'utf8'));
+    versions.push(`${name}@${manifest.version}`);
     for (const sub of Object.keys(manifest.exports ?? { '.': null })) {
       if (sub === './package.json') continue;
       const specifier = sub === '.' ? name : `${name}/${sub.slice(2)}`;
       entryPoints[specifier.replaceAll('/', '~')] = specifier;
     }
   }
-  await build({ entryPoints, outdir: dir, bundle: true, splitting: true, format: 'esm', platform: 'node', target: 'node22', logLevel: 'warning' });
-  const map = Object.fromEntries(Object.entries(entryPoints).map(([file, specifier]) => [specifier, pathToFileURL(path.join(dir, `${file}.js`)).href]));
-  fs.writeFileSync(path.join(dir, 'map.json'), JSON.stringify(map));
+  const options = { absWorkingDir: ROOT, entryPoints, bundle: true, splitting: true, format: 'esm', platform: 'node', target: 'node22', logLevel: 'warning' };
+  const dir = path.join(os.tmpdir(), `school-data-test-deps-${createHash('sha256').update(versions.join(' ') + JSON.stringify(options)).digest('hex').slice(0, 16)}`);
+  if (fs.existsSync(path.join(dir, 'map.json'))) return dir;
+  // Built beside it and renamed into place: a run beside this one sees the whole or nothing.
+  const building = fs.mkdtempSync(`${dir}.building-`);
+  try {
+    await esbuild.build({ ...options, outdir: building });
+    // The chunks are ES modules whatever a package.json above the temporary directory says.
+    fs.writeFileSync(path.join(building, 'package.json'), '{"type": "module"}\n');
+    const map = Object.fromEntries(Object.entries(entryPoints).map(([file, specifier]) => [specifier, pathToFileURL(path.join(dir, `${file}.js`)).href]));
+    fs.writeFileSync(path.join(building, 'map.json'), JSON.stringify(map));
+    fs.renameSync(building, dir);
+  } catch (err) {
+    fs.rmSync(building, { recursive: true, force: true });
+    // Another run renamed its own into place first: the same files.
+    if (!fs.existsSync(path.join(dir, 'map.json'))) throw err;
+  }
+  return dir;
 }
 
 /** Makes the program's self-signed pair in `dir`/tls, as a first start there would. */
 async function makeCertificate(dir) {
-  const tlsModule = pathToFileURL(path.resolve('src/tls.ts')).href;
+  const tlsModule = pathToFileURL(path.join(ROOT, 'src', 'tls.ts')).href;
   const script = `const { loadTls } = await import(${JSON.stringify(tlsModule)}); await loadTls({ tlsCert: null, tlsKey: null, dataDir: ${JSON.stringify(dir)} });`;
   const child = spawn(process.execPath, [...NODE_ARGS, '--input-type=module', '--eval', script], { stdio: 'inherit' });
   const code = await new Promise((resolve, reject) => child.on('error', reject).on('close', resolve));
@@ -199,6 +229,7 @@ function runFile(task) {
       env: storeFree.has(file) ? { ...s.env, SCHOOL_DATA_TEST_STORE_FREE: '1' } : s.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    running.add(child);
     const chunks = [];
     let timedOut = false;
     let hungAtExit = false;
@@ -220,6 +251,7 @@ function runFile(task) {
       child.kill('SIGKILL');
     }, FILE_TIMEOUT_MS);
     child.on('close', (code, signal) => {
+      running.delete(child);
       clearTimeout(timer);
       clearTimeout(exitTimer);
       const text = Buffer.concat(chunks).toString('utf8');

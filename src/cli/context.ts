@@ -102,7 +102,7 @@ export function operatorKeyPolicy(config: Config): KeyPolicy {
  */
 export function contextFor(options: { json?: boolean }, overrides: ConfigOverrides = {}): CommandContext {
   for (const [key, value] of Object.entries(overrides)) {
-    const flag = flagFor(key);
+    const flag = flagFor(key) ?? key;
     if (typeof value === 'string' && value.trim() === '') throw new CliError(`${flag} is empty: leave the option out to use ${settings[key as keyof typeof settings].env} or its default`);
   }
   return { config: loadConfig(process.env, overrides), out: createOutput(Boolean(options.json)) };

@@ -167,9 +167,12 @@ function checkPostgresTls(url: URL): void {
   }
 }
 
-/** The command-line flag that sets a setting (`cabinetPort` -> `--cabinet-port`). */
-export function flagFor(key: string): string {
-  return `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+/** The settings `serve` also takes as flags (src/cli/main.ts), each named as its key is (`cabinetPort`: `--cabinet-port`). */
+const FLAGGED: ReadonlySet<string> = new Set(['dataDir', 'host', 'port', 'cabinetPort']);
+
+/** The command-line flag that sets a setting, or null when none does. */
+export function flagFor(key: string): string | null {
+  return FLAGGED.has(key) ? `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` : null;
 }
 
 /**
@@ -189,7 +192,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       // A URL may hold a password: it is not echoed.
       const got = key === 'databaseUrl' || key === 'redisUrl' ? '' : ` (got ${JSON.stringify(String(given))})`;
       // A flag's value is named by the flag, with the variable it stands for.
-      const named = overrides[key] != null && overrides[key] !== '' ? `${flagFor(key)} (${s.env})` : s.env;
+      const flag = overrides[key] != null && overrides[key] !== '' ? flagFor(key) : null;
+      const named = flag === null ? s.env : `${flag} (${s.env})`;
       throw new ConfigError(`${named} must be ${s.rule.says}${got}`);
     }
     out[key] = value;

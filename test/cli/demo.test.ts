@@ -6,10 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startTestCabinet, type TestCabinet } from '../helpers/cabinet.js';
 import { createKey } from '../../src/management/keys.js';
+import { selfSignedPaths } from '../../src/tls.js';
 import { BIN, runCli } from '../helpers/processes.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
@@ -35,13 +37,19 @@ describe('school-data demo', () => {
   const signsIn = async (email: string, password: string) => (await cabinet.browser().login(email, password)).status === 303;
 
   before(async () => {
-    store = await createTestStore();
+    // No certificate yet: the demo's first run makes it, through the built program, as on a
+    // newcomer's machine; the cabinet and the API started after it serve the same one.
+    store = await createTestStore({ certificate: false });
     env = { ...process.env, SCHOOL_DATA_DIR: store.dataDir, DATABASE_URL: store.url ?? '', SCHOOL_DATA_LOG_LEVEL: 'warn' };
-    cabinet = await startTestCabinet({ store });
-    api = await startTestApp({ store });
-    const out = JSON.parse((await demo('--json')).stdout) as { cabinet_url: string; schools: DemoSchool[] };
+    const out = JSON.parse((await demo('--json')).stdout) as { cabinet_url: string; cert: string; schools: DemoSchool[] };
     first = out.schools;
     assert.match(out.cabinet_url, /^https:\/\/127\.0\.0\.1:\d+\/$/);
+    const made = selfSignedPaths(store.dataDir);
+    assert.ok(fs.existsSync(made.cert) && fs.existsSync(made.key), 'the certificate was made');
+    assert.equal(out.cert, made.cert, 'the curl line trusts the certificate made');
+    cabinet = await startTestCabinet({ store });
+    api = await startTestApp({ store });
+    assert.equal(api.ca, fs.readFileSync(made.cert, 'utf8'), 'the API serves the certificate the demo made');
   });
   after(async () => {
     await cabinet.close();

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { keyCreate } from '../../src/cli/commands/key/create.js';
-import { contextFor } from '../../src/cli/context.js';
+import { createOutput } from '../../src/cli/context.js';
+import { loadConfig } from '../../src/config/index.js';
 import { parseKeyOptions } from '../../src/management/keys.js';
 import { runCli, type CliResult } from '../helpers/processes.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
@@ -98,7 +99,7 @@ describe('school-data key options (CLI)', () => {
     fails(await cli('audit', 'list', '--school', 'ko-school', '--key', 'key_nope'), /no key/);
     // An option given empty (a script's unset variable) is not "no limit" on the command line.
     fails(await cli('key', 'create', '--school', 'ko-school', '--name', 'x', '--allow', ' '), /--allow is empty/);
-    const ctx = contextFor({}, { dataDir: store.dataDir });
+    const ctx = { config: loadConfig(env), out: createOutput(false) };
     for (const [option, given] of [['scopes', { scopes: '' }], ['expires', { expires: '' }]] as const) {
       await assert.rejects(keyCreate(ctx, { school: 'ko-school', name: 'x', ...given }), { name: 'CliError', message: `--${option} is empty: leave the option out for no limit` });
     }

@@ -36,6 +36,8 @@ describe('configuration', () => {
     // A flag's bad value names the flag the operator typed, and the variable it stands for.
     assert.throws(() => loadConfig({}, { port: 1.5 }), /^ConfigError: --port \(PORT\) must be an integer/);
     assert.throws(() => loadConfig({ PORT: '8443' }, { cabinetPort: '99999' }), /^ConfigError: --cabinet-port \(SCHOOL_DATA_CABINET_PORT\) must be an integer from 0 to 65535 \(got "99999"\)$/);
+    // An override that no flag gives (a caller's own) is named by its variable alone.
+    assert.throws(() => loadConfig({}, { usageFlushMs: 0 }), /^ConfigError: SCHOOL_DATA_USAGE_FLUSH_MS must be/);
   });
 
   it('gives the host a URL reaches the listeners by from this machine: a wildcard\'s loopback address', () => {

@@ -37,12 +37,15 @@ export function urlWithSchema(base: string, schema: string): string {
   return url.toString();
 }
 
-/** A fresh store, migrated to the latest schema (or only up to `migrateTo`, to test an upgrade). */
-export async function createTestStore(options: { migrateTo?: string } = {}): Promise<TestStore> {
+/**
+ * A fresh store, migrated to the latest schema (or only up to `migrateTo`, to test an upgrade).
+ * Its data directory holds the run's self-signed certificate (scripts/test.mjs), as a start
+ * there would have made one; with `certificate: false`, none, for the first start to make.
+ */
+export async function createTestStore(options: { migrateTo?: string; certificate?: boolean } = {}): Promise<TestStore> {
   refuseIfStoreFree('it opens a store');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'school-data-test-'));
-  // The run's certificate (scripts/test.mjs), as a start in this directory would have made one.
-  if (process.env.SCHOOL_DATA_TEST_TLS) fs.cpSync(process.env.SCHOOL_DATA_TEST_TLS, path.join(dataDir, 'tls'), { recursive: true });
+  if (options.certificate !== false && process.env.SCHOOL_DATA_TEST_TLS) fs.cpSync(process.env.SCHOOL_DATA_TEST_TLS, path.join(dataDir, 'tls'), { recursive: true });
   const base = process.env.DATABASE_URL;
   if (!base) {
     const store = openStore({ databaseUrl: null, dataDir, dbTimeoutMs: 3000, dbPoolSize: 4 });

@@ -99,6 +99,7 @@ describe('school-data import (the CLI)', () => {
     for (const [text, expected] of cases) {
       const result = await importFile(store.db, school, write('bad.json', text));
       assert.ok(!result.ok, String(expected));
+      assert.equal(result.errors.length, 1, JSON.stringify(result.errors));
       assert.match(result.errors[0]!.reason, expected);
     }
     assert.deepEqual(await state(school), before);
