@@ -163,6 +163,28 @@ function writeError(err: unknown, dir: string): unknown {
   return code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? new ConfigError(`SCHOOL_DATA_DIR: cannot write the self-signed certificate into ${dir} (${code}): this user needs to be able to write the data directory`) : err;
 }
 
+/** A start's temporary files of the pair: `key.pem.<pid>.tmp`, `cert.pem.<pid>.tmp`. */
+const LEFTOVER = /^(key|cert)\.pem\.(\d+)\.tmp$/;
+
+/** Removes the temporary files of starts no longer running (a private key among them). */
+function removeLeftovers(dir: string): void {
+  for (const name of fs.readdirSync(dir)) {
+    const pid = LEFTOVER.exec(name)?.[2];
+    if (pid === undefined || Number(pid) === process.pid || running(Number(pid))) continue;
+    fs.rmSync(path.join(dir, name), { force: true });
+  }
+}
+
+/** Whether a process of this id runs (one of another user's counts: it may not be signalled). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 async function makeSelfSigned(paths: { cert: string; key: string }): Promise<TlsMaterial> {
   const notAfter = new Date();
   notAfter.setFullYear(notAfter.getFullYear() + 5);
@@ -188,7 +210,9 @@ async function makeSelfSigned(paths: { cert: string; key: string }): Promise<Tls
     ],
   });
   // Written to temporary names and renamed, so a start never reads half a file. A write that
-  // fails (a full disk) leaves none of them behind.
+  // fails (a full disk) leaves none of them behind; those of a start killed while it wrote are
+  // removed by the next one to make a pair (it holds the mark: no other start is writing).
+  removeLeftovers(path.dirname(paths.cert));
   const suffix = `.${process.pid}.tmp`;
   try {
     fs.writeFileSync(paths.key + suffix, pems.private, { mode: 0o600 });

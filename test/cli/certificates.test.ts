@@ -5,7 +5,7 @@
  * expired one stops the start, and starts that make it at once all take one whole pair.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -74,9 +74,13 @@ describe('the server\'s certificate', () => {
     const mark = path.join(path.dirname(paths.cert), '.making');
     fs.writeFileSync(mark, '');
     fs.utimesSync(mark, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    // So are the files it was writing (a private key among them); a running start's are its own.
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid;
+    const tlsDir = path.dirname(paths.cert);
+    for (const name of [`key.pem.${dead}.tmp`, `cert.pem.${dead}.tmp`, `key.pem.${process.ppid}.tmp`]) fs.writeFileSync(path.join(tlsDir, name), 'half');
     await loadTls({ tlsCert: '', tlsKey: '', dataDir });
     matches(paths);
-    assert.deepEqual(fs.readdirSync(path.dirname(paths.cert)).sort(), ['cert.pem', 'key.pem']);
+    assert.deepEqual(fs.readdirSync(tlsDir).sort(), ['cert.pem', 'key.pem', `key.pem.${process.ppid}.tmp`]);
   });
 
   it('leaves one whole pair when several starts make it at once', async () => {
