@@ -212,9 +212,9 @@ async function makeSelfSigned(paths: { cert: string; key: string }): Promise<Tls
   // Written to temporary names and renamed, so a start never reads half a file. A write that
   // fails (a full disk) leaves none of them behind; those of a start killed while it wrote are
   // removed by the next one to make a pair (it holds the mark: no other start is writing).
-  removeLeftovers(path.dirname(paths.cert));
   const suffix = `.${process.pid}.tmp`;
   try {
+    removeLeftovers(path.dirname(paths.cert));
     fs.writeFileSync(paths.key + suffix, pems.private, { mode: 0o600 });
     fs.writeFileSync(paths.cert + suffix, pems.cert);
     fs.renameSync(paths.key + suffix, paths.key);
