@@ -202,12 +202,18 @@ describe('the command line when its output fails, and the mistakes of scripts', 
     }
   });
 
-  it('a password on a pipe left open with nothing on it is refused after the wait, never waited for forever', async () => {
+  it('a password on a pipe left open with nothing on it, or with a line not ended, is refused after the wait, never waited for forever', async () => {
     const silent = new PassThrough() as unknown as NodeJS.ReadStream;
     await assert.rejects(passwordFromStdin(silent, 100), (err: unknown) => err instanceof CliError && /nothing came on stdin in 0.1 s/.test(err.message));
     const given = new PassThrough() as unknown as NodeJS.ReadStream & PassThrough;
     given.end('a-password-123\n');
     assert.deepEqual(await passwordFromStdin(given, 100), { password: 'a-password-123', generated: false });
+    // A line begun and never ended, the pipe left open.
+    const partial = new PassThrough() as unknown as NodeJS.ReadStream & PassThrough;
+    partial.write('a-pass');
+    setTimeout(() => partial.write('word'), 50);
+    const noLineEnd = /^the password on stdin has no line end, and nothing more came in 0.1 s/;
+    await assert.rejects(passwordFromStdin(partial, 100), (err: unknown) => err instanceof CliError && noLineEnd.test(err.message));
   });
 
   it('a password on stdin is its first line as UTF-8 text: an editor\'s byte order mark and line end left out, other encodings refused', async () => {

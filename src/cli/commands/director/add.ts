@@ -5,31 +5,40 @@ import { CliError, refuseIfOutputDiscarded, RUN, withStore, type CommandContext 
 /** More than the longest password allowed can take in UTF-8 with its line end. */
 const STDIN_MAX_BYTES = PASSWORD_MAX_LENGTH * 4 + 2;
 
-/** How long stdin may stay open with nothing on it before the command gives up waiting. */
-const STDIN_FIRST_BYTES_MS = 60_000;
+/** How long stdin may stay open with nothing more on it before the command gives up waiting. */
+const STDIN_SILENCE_MS = 60_000;
 
 /**
  * The new director's password: the first line of stdin when something is piped in, or
  * a generated one when stdin is a terminal or empty (`< /dev/null`). An empty first
  * line is refused rather than replaced: it is most likely an unset variable.
- * Reading stops at the first line end (or once the line is too long to be a password),
- * so a writer that never ends (`yes |`) does not hold the command; nor does a pipe left
- * open with nothing on it (a CI runner's): refused after STDIN_FIRST_BYTES_MS.
+ * Reading stops at the first line end, at the end of stdin, or once the line is too long
+ * to be a password, so a writer that never ends (`yes |`) does not hold the command; nor
+ * does a pipe left open (a CI runner's), with nothing on it or with a line not ended:
+ * refused once nothing more has come for `waitMs`.
  */
-export async function passwordFromStdin(stdin: NodeJS.ReadStream, waitMs = STDIN_FIRST_BYTES_MS): Promise<{ password: string; generated: boolean }> {
+export async function passwordFromStdin(stdin: NodeJS.ReadStream, waitMs = STDIN_SILENCE_MS): Promise<{ password: string; generated: boolean }> {
   if (stdin.isTTY) return { password: generatePassword(), generated: true };
   const chunks: Buffer[] = [];
   let size = 0;
   const reading = stdin[Symbol.asyncIterator]();
   let timer: NodeJS.Timeout | undefined;
-  const silent = new Promise<'silent'>((resolve) => (timer = setTimeout(() => resolve('silent'), waitMs)));
+  const silence = () =>
+    new Promise<'silent'>((resolve) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => resolve('silent'), waitMs);
+    });
   try {
-    for (let first = true; ; first = false) {
-      const next = first ? await Promise.race([reading.next(), silent]) : await reading.next();
+    for (;;) {
+      const next = await Promise.race([reading.next(), silence()]);
       if (next === 'silent') {
         // Its read is still pending: ending the iteration would wait for it.
         stdin.destroy();
-        throw new CliError(`nothing came on stdin in ${waitMs / 1000} s: pipe in the password, or give < /dev/null to have one generated`);
+        throw new CliError(
+          size === 0
+            ? `nothing came on stdin in ${waitMs / 1000} s: pipe in the password, or give < /dev/null to have one generated`
+            : `the password on stdin has no line end, and nothing more came in ${waitMs / 1000} s: end it with a line break, or close stdin`,
+        );
       }
       if (next.done === true) break;
       const chunk = next.value as Buffer;
