@@ -192,7 +192,9 @@ function usageError(program: Command, args: string[], err: CommanderError): stri
     const names = command.commands.map((c) => c.name()).filter((n) => n !== 'help');
     return `${path.length > 0 ? `${path.join(' ')} needs` : 'give'} a command: ${names.join(', ')} (see ${help})`;
   }
-  return `${err.message.replace(/^error: /, '')} (see ${help})`;
+  // Commander puts its suggestion on a line of its own: said on this one.
+  const message = err.message.replace(/^error: /, '').replace(/\n\(Did you mean (.*)\?\)$/, ' (did you mean $1?)');
+  return `${message} (see ${help})`;
 }
 
 /**
