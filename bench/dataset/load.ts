@@ -135,7 +135,7 @@ export async function ensureDataset(loc: DatasetLocation, shape: DatasetShape, r
     // The rows were written past the importer, which keeps these in its transaction: the
     // day totals are made here, and the read model is recorded as today's (items and
     // positions were written with the rows), so the server's start rebuilds nothing.
-    await rebuildDayTotals(stats.db);
+    await stats.db.transaction().execute((trx) => rebuildDayTotals(trx));
     // Every list was laid out whole: its blocks start at each BLOCK_SPAN-th position.
     for (const table of LIST_TABLES) {
       const block = sql`(pos / ${sql.lit(BLOCK_SPAN)})`;

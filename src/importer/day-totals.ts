@@ -112,15 +112,16 @@ export async function refreshDayTotals(q: Sql, schoolId: string, touched: Touche
   }
 }
 
-/** Makes every school's day and month totals from the rows: for a migration, and for data written past the importer (the benchmark's loader). */
-export async function rebuildDayTotals(db: Kysely<Database>): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    const q = viaKysely(trx);
-    for (const side of FINANCE_SIDES) {
-      await q.run((trx as unknown as Untyped).deleteFrom(side.totals));
-      await insertTotals(q, side);
-      await q.run((trx as unknown as Untyped).deleteFrom(side.months));
-      await insertMonths(q, side);
-    }
-  });
+/**
+ * Makes every school's day and month totals from the rows, in the caller's transaction: for
+ * an upgrade, and for data written past the importer (the benchmark's loader).
+ */
+export async function rebuildDayTotals(trx: Kysely<Database>): Promise<void> {
+  const q = viaKysely(trx);
+  for (const side of FINANCE_SIDES) {
+    await q.run((trx as unknown as Untyped).deleteFrom(side.totals));
+    await insertTotals(q, side);
+    await q.run((trx as unknown as Untyped).deleteFrom(side.months));
+    await insertMonths(q, side);
+  }
 }

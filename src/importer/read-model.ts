@@ -353,17 +353,16 @@ export async function remakeAllItems(db: Kysely<Database>): Promise<void> {
 
 /**
  * Describes lists numbered 0, 1, 2 ... in their order (positions of version 1) by blocks of
- * BLOCK_ROWS positions each, with no room between them, in one statement per list.
+ * BLOCK_ROWS positions each, with no room between them, in one statement per list; in the
+ * caller's transaction.
  */
-export async function blocksOfNumbered(db: Kysely<Database>): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    await trx.deleteFrom('list_blocks').execute();
-    for (const table of LIST_TABLES) {
-      const block = sql`(pos / ${int(BLOCK_ROWS)}) * ${int(BLOCK_ROWS)}`;
-      await sql`insert into list_blocks (school_id, list, first_pos, first_rank, n)
-                select school_id, ${table}, ${block}, ${block}, count(*) from ${sql.table(table)} group by school_id, ${block}`.execute(trx);
-    }
-  });
+export async function blocksOfNumbered(trx: Kysely<Database>): Promise<void> {
+  await trx.deleteFrom('list_blocks').execute();
+  for (const table of LIST_TABLES) {
+    const block = sql`(pos / ${int(BLOCK_ROWS)}) * ${int(BLOCK_ROWS)}`;
+    await sql`insert into list_blocks (school_id, list, first_pos, first_rank, n)
+              select school_id, ${table}, ${block}, ${block}, count(*) from ${sql.table(table)} group by school_id, ${block}`.execute(trx);
+  }
 }
 
 /** Lays out every school's lists anew (the rebuild after an upgrade). */
