@@ -88,6 +88,10 @@ describe('memory limiter windows', () => {
     assert.equal(limiter.consume('s', 1).allowed, true);
     now += 30_000;
     assert.equal(limiter.consume('s', 1).allowed, false, 'the new window began 30 s ago');
+    // A window begun at a time whose end, less itself, rounds to a hair over 60,000 ms.
+    now = 122_391.529_819_965_64;
+    assert.ok(now + 60_000 - now > 60_000);
+    assert.equal(limiter.consume('t', 1).resetSeconds, 60, 'never more seconds than the window has');
     await limiter.close();
   });
 

@@ -121,6 +121,8 @@ export function decide(count: number, limit: number, msLeft: number): RateLimitD
     allowed: count <= limit,
     limit,
     remaining: Math.max(0, limit - count),
-    resetSeconds: Math.max(1, Math.ceil(msLeft / 1000)),
+    // Within the window's length: a window's end less the time now, in fractional
+    // milliseconds, can come out a hair over it (and Redis's clock is read across a trip).
+    resetSeconds: Math.min(WINDOW_SECONDS, Math.max(1, Math.ceil(msLeft / 1000))),
   };
 }
