@@ -72,7 +72,7 @@ export interface StudentCard {
   contracts: {
     id: string;
     number: string;
-    status: string;
+    status: 'active' | 'completed' | 'terminated';
     /**
      * decimal amount with two fraction digits
      * pattern: `^-?\d+\.\d{2}$`

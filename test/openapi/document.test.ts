@@ -113,7 +113,7 @@ describe('OpenAPI document', () => {
     for (const [path, , op] of operations(doc)) {
       // The changes feed alone can say 410 (an expired cursor).
       const own = path.endsWith('/changes') ? ['410'] : [];
-      assert.deepEqual(Object.keys(op.responses).sort(), ['200', '304', '414', ...own, ...commonErrorStatuses.map(String)].sort(), path);
+      assert.deepEqual(Object.keys(op.responses).sort(), ['200', '304', '408', '414', '431', ...own, ...commonErrorStatuses.map(String)].sort(), path);
       assert.equal(op.responses['304']?.content, undefined, `${path}: a 304 has no body`);
       assert.equal(op.responses['304']?.headers?.ETag?.required, true);
       assert.ok(op.parameters?.some((p) => p.in === 'header' && p.name === 'If-None-Match'), `${path}: If-None-Match`);
@@ -123,12 +123,16 @@ describe('OpenAPI document', () => {
         assert.deepEqual(res.content, { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } }, `${path} ${status}`);
         assert.ok(res.description.length > 10);
         assert.equal(res.headers?.['X-Request-Id']?.required, true);
+        assert.equal(res.headers?.['Cache-Control']?.schema.const, 'no-store', `${path} ${status}`);
+        assert.equal(res.headers?.['Strict-Transport-Security']?.required, true);
       }
       const ok = op.responses['200']!.headers ?? {};
       assert.equal(ok.RateLimit?.required, true);
       assert.equal(ok['RateLimit-Policy']?.required, true);
       assert.equal(ok.ETag?.required, true);
       assert.equal(ok['Cache-Control']?.required, true);
+      assert.equal(ok.Vary?.required, true);
+      assert.equal(ok['X-Content-Type-Options']?.required, true);
       assert.equal(op.responses['401']?.headers?.['WWW-Authenticate']?.required, true);
       assert.equal(op.responses['429']?.headers?.['Retry-After']?.required, true);
       assert.equal(op.responses['503']?.headers?.['Retry-After']?.required, true);
@@ -149,9 +153,10 @@ describe('OpenAPI document', () => {
 
 describe('the contract check of test responses', () => {
   let contract: DocumentContract;
+  const always = { 'x-request-id': 'r1', 'strict-transport-security': 'max-age=31536000', 'x-content-type-options': 'nosniff' };
   const ok = {
-    'content-type': 'application/json; charset=utf-8', 'x-request-id': 'r1', ratelimit: '"default";r=1;t=5', 'ratelimit-policy': '"default";q=60;w=60',
-    etag: '"abc-identity"', 'cache-control': 'private, no-cache',
+    ...always, 'content-type': 'application/json; charset=utf-8', ratelimit: '"default";r=1;t=5', 'ratelimit-policy': '"default";q=60;w=60',
+    etag: '"abc-identity"', 'cache-control': 'private, no-cache', vary: 'accept-encoding, x-no-compression',
   };
   const page = { items: [], meta: { total: 0, limit: 50, offset: 0 } };
 
@@ -171,9 +176,11 @@ describe('the contract check of test responses', () => {
       [200, ok, { ...page, extra: 1 }, /must NOT have additional properties/],
       [200, ok, { ...page, meta: { ...page.meta, total: '0' } }, /must be integer/],
       [200, { ...ok, ratelimit: 'r=1' }, page, /header RateLimit/],
-      [200, { 'content-type': 'application/json', 'x-request-id': 'r' }, page, /required header RateLimit/],
-      [400, { ...ok, 'content-type': 'application/json' }, {}, /content type application\/json is not one of application\/problem\+json/],
-      [401, { 'content-type': 'application/problem+json', 'x-request-id': 'r' }, {}, /WWW-Authenticate/],
+      [200, { ...always, 'content-type': 'application/json' }, page, /required header RateLimit/],
+      [200, { ...ok, 'strict-transport-security': 'max-age=0' }, page, /header Strict-Transport-Security/],
+      [400, { ...always, 'cache-control': 'no-store', 'content-type': 'application/json' }, {}, /content type application\/json is not one of application\/problem\+json/],
+      [401, { ...always, 'content-type': 'application/problem+json', 'cache-control': 'no-store' }, {}, /WWW-Authenticate/],
+      [404, { ...always, 'content-type': 'application/problem+json', 'cache-control': 'private, no-cache' }, {}, /header Cache-Control/],
       [418, ok, page, /no response with status 418/],
     ];
     for (const [status, headers, body, expected] of cases) {

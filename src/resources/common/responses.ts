@@ -1,8 +1,11 @@
 import { Type, type TSchema } from 'typebox';
 import { commonErrorStatuses, PROBLEM_CONTENT_TYPE, ProblemSchema } from '../../problems/index.js';
 
-/** Every error status a route can answer: the common ones, and 414 for the server's URL limit. */
-const errorStatuses = [...commonErrorStatuses, 414] as const;
+/**
+ * Every error status a route can answer: the common ones, and those of the server's own
+ * limits (a request not sent whole in time, a URL or headers over the limit).
+ */
+const errorStatuses = [...commonErrorStatuses, 408, 414, 431] as const;
 /** Statuses only some routes answer, each route naming its own. */
 type OwnStatus = 410;
 type ErrorStatus = (typeof errorStatuses)[number] | OwnStatus;
@@ -17,8 +20,10 @@ const statusDescriptions: Record<200 | 304 | ErrorStatus, string> = {
   403: 'The key may not be used for this: the endpoint (or a resource named in resources) is outside the key\'s scopes (code insufficient_scope, with WWW-Authenticate: Bearer error="insufficient_scope"), or the request comes from an address outside the key\'s allowlist (code address_not_allowed). Do not retry: use a key that may, or ask the school\'s director to change the key.',
   404: 'No such object, or it belongs to another school (code not_found).',
   405: 'Only GET and HEAD exist (code method_not_allowed).',
+  408: 'The request was not sent whole in time (code request_timeout); the connection is closed.',
   410: 'The changes feed no longer holds what came after this cursor (code cursor_expired): drop the copy and read the feed again without after.',
   414: 'The URL is longer than the service allows (code uri_too_long).',
+  431: 'The request\'s headers are larger than the service allows (code header_too_large); the connection is closed.',
   429: 'The school\'s per-minute limit is used up (code rate_limited). Wait for Retry-After seconds, then retry.',
   500: 'An internal error (code internal_error); request_id identifies it in the service\'s logs.',
   503: 'The rate-limit service (code rate_limit_unavailable) or the data store (code data_unavailable) is unavailable. Retry after Retry-After seconds.',
@@ -89,27 +94,46 @@ const etag: ResponseHeader = {
 };
 const cacheControl = (value: string): ResponseHeader => ({ description: `Always ${value}.`, schema: Type.String({ const: value }), required: true });
 
+/** Sent on every answer, whatever its status. */
+const everyAnswer: Record<string, ResponseHeader> = {
+  'X-Request-Id': requestId,
+  'Strict-Transport-Security': { description: 'Always max-age=31536000.', schema: Type.String({ const: 'max-age=31536000' }), required: true },
+  'X-Content-Type-Options': { description: 'Always nosniff.', schema: Type.String({ const: 'nosniff' }), required: true },
+};
+/** An answer with data: the headers it and its 304 carry. */
+const dataAnswer: Record<string, ResponseHeader> = {
+  ...everyAnswer,
+  ...rateLimitHeaders(true),
+  ETag: etag,
+  'Cache-Control': cacheControl('private, no-cache'),
+  Vary: { description: 'Always accept-encoding, x-no-compression: the headers that choose the content coding.', schema: Type.String({ const: 'accept-encoding, x-no-compression' }), required: true },
+};
+/** A problem: never stored by any cache. */
+const problem: Record<string, ResponseHeader> = { ...everyAnswer, 'Cache-Control': cacheControl('no-store') };
+
 export const responseHeaders: Record<200 | 304 | ErrorStatus, Record<string, ResponseHeader>> = {
-  200: { 'X-Request-Id': requestId, ...rateLimitHeaders(true), ETag: etag, 'Cache-Control': cacheControl('private, no-cache') },
-  304: { 'X-Request-Id': requestId, ...rateLimitHeaders(true), ETag: etag, 'Cache-Control': cacheControl('private, no-cache') },
-  400: { 'X-Request-Id': requestId, ...rateLimitHeaders(false) },
+  200: dataAnswer,
+  304: dataAnswer,
+  400: { ...problem, ...rateLimitHeaders(false) },
   401: {
-    'X-Request-Id': requestId,
+    ...problem,
     'WWW-Authenticate': { description: 'Always Bearer realm="school-data".', schema: Type.String({ pattern: '^Bearer realm=' }), required: true },
   },
-  402: { 'X-Request-Id': requestId },
+  402: problem,
   403: {
-    'X-Request-Id': requestId,
+    ...problem,
     ...rateLimitHeaders(false),
     'WWW-Authenticate': { description: 'Bearer error="insufficient_scope" on an insufficient_scope answer; absent on address_not_allowed.', schema: Type.String({ pattern: '^Bearer ' }), required: false },
   },
-  404: { 'X-Request-Id': requestId, ...rateLimitHeaders(false) },
-  405: { 'X-Request-Id': requestId, Allow: { description: 'Always GET, HEAD.', schema: Type.String(), required: true } },
-  410: { 'X-Request-Id': requestId, ...rateLimitHeaders(true) },
-  414: { 'X-Request-Id': requestId },
-  429: { 'X-Request-Id': requestId, ...rateLimitHeaders(true), 'Retry-After': retryAfter('Seconds to wait before retrying: always 60.') },
-  500: { 'X-Request-Id': requestId, ...rateLimitHeaders(false) },
-  503: { 'X-Request-Id': requestId, ...rateLimitHeaders(false), 'Retry-After': retryAfter('Seconds to wait before retrying (5).') },
+  404: { ...problem, ...rateLimitHeaders(false) },
+  405: { ...problem, Allow: { description: 'Always GET, HEAD.', schema: Type.String(), required: true } },
+  408: problem,
+  410: { ...problem, ...rateLimitHeaders(true) },
+  414: problem,
+  429: { ...problem, ...rateLimitHeaders(true), 'Retry-After': retryAfter('Seconds to wait before retrying: always 60.') },
+  431: problem,
+  500: { ...problem, ...rateLimitHeaders(false) },
+  503: { ...problem, ...rateLimitHeaders(false), 'Retry-After': retryAfter('Seconds to wait before retrying (5).') },
 };
 
 export const Nullable = <S extends TSchema>(schema: S) => Type.Union([schema, Type.Null()]);

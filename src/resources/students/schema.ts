@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { CATEGORIES, STUDENT_STATUSES, TRANSMISSIONS } from '../../domain/enums.js';
+import { CATEGORIES, CONTRACT_STATUSES, STUDENT_STATUSES, TRANSMISSIONS } from '../../domain/enums.js';
 import { ID_PATTERN } from '../../domain/ids.js';
 import { IdParam, Paging, type Paged } from '../common/params.js';
 import { Currency, DateOnly, ListOf, Money, Nullable, Timestamp } from '../common/responses.js';
@@ -38,7 +38,7 @@ export type StudentListQuery = Paged<Static<typeof StudentListQuery>>;
 export const StudentParams = Type.Object({ id: Type.String({ pattern: ID_PATTERN }) }, { additionalProperties: false });
 
 const CardContract = Type.Object(
-  { id: Type.String(), number: Type.String(), status: Type.String(), price: Money, paid: Money, debt: Money, currency: Currency },
+  { id: Type.String(), number: Type.String(), status: Type.Enum([...CONTRACT_STATUSES], { type: 'string' }), price: Money, paid: Money, debt: Money, currency: Currency },
   { additionalProperties: false },
 );
 
