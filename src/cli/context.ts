@@ -114,9 +114,9 @@ export function contextFor(options: { json?: boolean }, overrides: ConfigOverrid
  * migrations applied and the parts rebuilt.
  */
 export async function upgradeStore(store: Store): Promise<{ applied: string[]; rebuilt: string[] }> {
-  const applied = await store.migrate();
-  const rebuilt = await (await import('../importer/rebuild.js')).rebuildStale(store.db);
-  return { applied, rebuilt };
+  const { rebuildStale } = await import('../importer/rebuild.js');
+  const { applied, derived } = await store.upgrade(rebuildStale);
+  return { applied, rebuilt: derived };
 }
 
 /** Whether the wait for the lock was told already (once a command). */

@@ -65,6 +65,12 @@ export interface Store {
    */
   migrate(to?: string): Promise<string[]>;
   /**
+   * Applies every pending migration, then `derive` (the read-model rebuild the command line
+   * passes) on the same connection: on PostgreSQL the migrations' own, without the per-query
+   * timeout, so a long rebuild, or a wait for another instance's, is not cut off.
+   */
+  upgrade<T>(derive: (db: Kysely<Database>) => Promise<T>): Promise<{ applied: string[]; derived: T }>;
+  /**
    * On PostgreSQL, a watch of the changes key lookups read (watch.ts), not yet started, for
    * a server that keeps the keys it looked up; null on SQLite.
    */
@@ -194,14 +200,20 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     registerBulk(db, { driver, connection, stallMs: copyStallMs(config.dbTimeoutMs) });
     const reads = new PgReader(db, pool);
-    const migrate = async (to?: string) => {
+    const onMigrationConnection = async <T>(work: (migrationDb: Kysely<Database>) => Promise<T>) => {
       const migrationDb = openMigrationConnection(driver, connection);
       try {
-        return await runMigrations(migrationDb, to);
+        return await work(migrationDb);
       } finally {
         await migrationDb.destroy();
       }
     };
+    const migrate = (to?: string) => onMigrationConnection((migrationDb) => runMigrations(migrationDb, to));
+    const upgrade = <T>(derive: (db: Kysely<Database>) => Promise<T>) =>
+      onMigrationConnection(async (migrationDb) => {
+        const applied = await runMigrations(migrationDb, undefined);
+        return { applied, derived: await derive(migrationDb) };
+      });
     const close = async () => {
       await db.destroy();
       // Kysely ends the pool only if it ran a query itself: a process that served only
@@ -216,7 +228,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     // and the watch starts again on a new one (a blackholed database is seen as lost).
     const watchKeys = (options: Omit<KeyWatchOptions, 'client'> = {}) =>
       new KeyWatch({ ...options, client: (name) => new driver.Client({ ...connection, application_name: name, query_timeout: (options.leaseMs ?? DEFAULT_LEASE_MS) / 2 }) });
-    return { db, reads, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, migrate, watchKeys, close };
+    return { db, reads, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, migrate, upgrade, watchKeys, close };
   }
   ensureDirectory(config.dataDir, 'SCHOOL_DATA_DIR');
   const file = sqlitePath(config);
@@ -245,6 +257,10 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     dialect: 'sqlite',
     location: file,
     migrate: (to) => runMigrations(db, to),
+    upgrade: async (derive) => {
+      const applied = await runMigrations(db, undefined);
+      return { applied, derived: await derive(db) };
+    },
     watchKeys: () => null,
     close: async () => {
       await reads.close();

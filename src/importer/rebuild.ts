@@ -31,14 +31,16 @@ const record = (db: Kysely<Database>, part: Part) =>
 /**
  * Runs `work` in one transaction unless `part` is current by then, and records its version
  * in the same transaction. The versions are read under a lock every such transaction takes
- * (on SQLite, the write lock), so of processes upgrading one store at once only the first
- * makes the part: a later one, which may have found it stale before that, could otherwise
- * make it again from rows an import has written since in today's form. Returns whether it ran.
+ * (on PostgreSQL a lock of the versions' table; on SQLite the write lock, which the store's
+ * transactions take as they begin), so of processes upgrading one store at once only the
+ * first makes the part: a later one, which may have found it stale before that, could
+ * otherwise make it again from rows an import has written since in today's form. A
+ * migration that writes the versions does so before it locks a read-model table, so the
+ * two never wait for each other. Returns whether it ran.
  */
 async function inOneTransaction(db: Kysely<Database>, part: Part, work: (trx: Kysely<Database>) => Promise<void>): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     if (onPostgres(trx)) await sql`lock table read_model_versions in share row exclusive mode`.execute(trx);
-    else await sql`update read_model_versions set version = version`.execute(trx);
     if (((await storedVersions(trx)).get(part) ?? 0) >= READ_MODEL_VERSIONS[part]) return false;
     await work(trx);
     await record(trx, part);

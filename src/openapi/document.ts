@@ -30,10 +30,10 @@ keys in the cabinet (settings, API); the value is shown once. A missing, wrong o
 Keys work for schools on the Profi and VIP plans; other plans get 402.
 
 **Limits.** Each school has a per-minute request limit shared by all its keys (Profi 60, VIP 600 by
-default). Every answer given once the key is accepted and the request counted (200 and 304, and such a
-request's 400, 403, 404, 410 or 429) carries \`RateLimit-Policy\` (the quota) and \`RateLimit\` (requests
-remaining, seconds to reset); over the limit the answer is 429 with \`Retry-After: 60\`. A 503 carries \`Retry-After\` too. HEAD answers as GET does, without
-the body.
+default). Every answer to a request with a key of a school whose plan has a limit (200 or 304, and 400,
+403, 404, 410, 429, 500 or 503 data_unavailable) carries \`RateLimit-Policy\` (the quota) and \`RateLimit\`
+(requests remaining, seconds to reset); over the limit the answer is 429 with \`Retry-After: 60\`. A 503
+carries \`Retry-After\` too. HEAD answers as GET does, without the body.
 
 **Lists** answer \`{ "items": [...], "meta": { "total", "limit", "offset" } }\`, \`limit\` 1-200 (default 50),
 \`offset\` 0-1000000, in a stable order (the resource's time field, then id). **Periods** are a date

@@ -214,6 +214,17 @@ describe('the command line when its output fails, and the mistakes of scripts', 
     setTimeout(() => partial.write('word'), 50);
     const noLineEnd = /^the password on stdin has no line end, and nothing more came in 0.1 s/;
     await assert.rejects(passwordFromStdin(partial, 100), (err: unknown) => err instanceof CliError && noLineEnd.test(err.message));
+    // The wait is for silence, not for the whole line: a slow writer, a piece every 60 ms for longer than it, is read to its end.
+    const slow = new PassThrough() as unknown as NodeJS.ReadStream & PassThrough;
+    const pieces = ['a-', 'slow', '-pass', 'word', '-123', '\n'];
+    const writing = (async () => {
+      for (const piece of pieces) {
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        slow.write(piece);
+      }
+    })();
+    assert.deepEqual(await passwordFromStdin(slow, 100), { password: 'a-slow-password-123', generated: false });
+    await writing;
   });
 
   it('a password on stdin is its first line as UTF-8 text: an editor\'s byte order mark and line end left out, other encodings refused', async () => {

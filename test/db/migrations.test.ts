@@ -1,7 +1,8 @@
 /**
  * Migrations on PostgreSQL (src/db/postgres-migrations.ts): services migrating other
  * schemas of the same database neither wait for nor break each other, and a migration
- * is not bound by the per-query timeout that bounds a request.
+ * is not bound by the per-query timeout that bounds a request, nor is the read-model
+ * rebuild an upgrade runs after it.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -9,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { openStore } from '../../src/db/index.js';
 import { MIGRATION_LOCK_CLASS } from '../../src/db/postgres-migrations.js';
+import { READ_MODEL_VERSIONS, rebuildStale } from '../../src/importer/rebuild.js';
 import { urlWithSchema } from '../helpers/store.js';
 
 const base = process.env.DATABASE_URL ?? '';
@@ -54,6 +56,30 @@ describe('migrations on PostgreSQL', { skip: base ? false : 'PostgreSQL only: a 
       await store.close();
       await otherStore.close();
       await admin.query(`drop schema if exists ${other} cascade`);
+    }
+  });
+
+  it('runs an upgrade\'s rebuild on its own connection too: a wait for another instance\'s is not cut off at the query timeout', async () => {
+    const fresh = `sd_test_mig_${randomBytes(5).toString('hex')}`;
+    await admin.query(`create schema ${fresh}`);
+    const store = openStore({ databaseUrl: urlWithSchema(base, fresh), dataDir: '/nonexistent', dbTimeoutMs: 300, dbPoolSize: 2 });
+    const holder = new pg.Client({ connectionString: urlWithSchema(base, fresh) });
+    await holder.connect();
+    try {
+      await store.migrate();
+      // Another instance is making a part of the read model.
+      await holder.query('begin');
+      await holder.query('lock table read_model_versions in share row exclusive mode');
+      const upgrading = store.upgrade(rebuildStale);
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      await holder.query('commit');
+      const { applied, derived } = await upgrading;
+      assert.deepEqual(applied, []);
+      assert.deepEqual(derived, Object.keys(READ_MODEL_VERSIONS));
+    } finally {
+      await holder.end();
+      await store.close();
+      await admin.query(`drop schema if exists ${fresh} cascade`);
     }
   });
 

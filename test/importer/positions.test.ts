@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { openStore } from '../../src/db/index.js';
 import { importData, type ImportResult } from '../../src/importer/index.js';
 import { READ_MODEL_VERSIONS, rebuildStale } from '../../src/importer/rebuild.js';
 import { pagedList } from '../../src/resources/common/list.js';
@@ -194,13 +195,17 @@ describe('importer: blocks of positions against ORDER BY/OFFSET', () => {
     assert.deepEqual(await changedBy(second.seq), [again[10]!.id, again[250]!.id, again[499]!.id, again[502]!.id].sort());
   });
 
-  /** A school of 300 payments, in a store as positions of version 1 left it: every list numbered from 0, no blocks. */
+  /**
+   * A school of 300 payments, and the whole store as positions of version 1 left it: every
+   * school's lists numbered from 0 in their order, no blocks.
+   */
   async function asPositionsOfVersionOne(school: string): Promise<void> {
     const first = Array.from({ length: 300 }, (_, i) => pay(`p-${String(i).padStart(4, '0')}`, 10 + i));
     ok(await importData(store.db, school, { ...sampleFile(), payments: first }));
     for (const table of ['students', 'contracts', 'payments', 'lessons', 'leads', 'instructors', 'vehicles'] as const) {
-      const ids = (await store.db.selectFrom(table).select('id').where('school_id', '=', school).orderBy('pos').execute()).map((r) => r.id);
-      for (const [n, id] of ids.entries()) await store.db.updateTable(table).set({ pos: n }).where('school_id', '=', school).where('id', '=', id).execute();
+      await sql`update ${sql.table(table)} set pos = numbered.n
+                from (select school_id, id, row_number() over (partition by school_id order by pos) - 1 as n from ${sql.table(table)}) as numbered
+                where ${sql.ref(`${table}.school_id`)} = numbered.school_id and ${sql.ref(`${table}.id`)} = numbered.id`.execute(store.db);
     }
     await store.db.deleteFrom('list_blocks').execute();
     for (const [part, version] of Object.entries({ ...READ_MODEL_VERSIONS, positions: 1 })) await store.db.updateTable('read_model_versions').set({ version }).where('part', '=', part).execute();
@@ -217,34 +222,42 @@ describe('importer: blocks of positions against ORDER BY/OFFSET', () => {
     ok(await importData(store.db, school, { payments: [pay('a-mid', 100), pay('a-end', 5000)], deleted: { payments: ['p-0000', 'p-0150'] } }));
     await check(school);
   });
-  it(
-    'makes the blocks once when two upgrades find positions of version 1 at once, though an import laid a list out between them',
-    { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only: a SQLite upgrade cannot be held between its reading of the versions and its transaction' },
-    async () => {
-      const school = await addSchool(store.db);
-      await asPositionsOfVersionOne(school);
-      // One upgrade makes the blocks; an import then lays the list out with room.
-      assert.deepEqual(await rebuildStale(store.db), ['positions']);
-      ok(await importData(store.db, school, { payments: [pay('b-mid', 100), pay('b-end', 5000)], deleted: { payments: ['p-0001', 'p-0151'] } }));
-      await check(school);
-      const blocks = async () => store.db.selectFrom('list_blocks').selectAll().where('school_id', '=', school).orderBy('list').orderBy('first_pos').execute();
-      const laidOut = await blocks();
-      // A second upgrade read the versions before the first recorded its own (shown here by the
-      // version of 1 it read, and the first's record held back until the second waits for it).
-      await store.db.updateTable('read_model_versions').set({ version: 1 }).where('part', '=', 'positions').execute();
-      const waiting = async () =>
-        (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike '%read_model_versions%'`.execute(store.db)).rows[0]!.n > 0;
-      let second: Promise<string[]> | undefined;
+  it('makes the blocks once when two upgrades find positions of version 1 at once, though an import laid a list out between them', async () => {
+    const school = await addSchool(store.db);
+    await asPositionsOfVersionOne(school);
+    // One upgrade makes the blocks; an import then lays the list out with room.
+    assert.deepEqual(await rebuildStale(store.db), ['positions']);
+    ok(await importData(store.db, school, { payments: [pay('b-mid', 100), pay('b-end', 5000)], deleted: { payments: ['p-0001', 'p-0151'] } }));
+    await check(school);
+    const blocks = async () => store.db.selectFrom('list_blocks').selectAll().where('school_id', '=', school).orderBy('list').orderBy('first_pos').execute();
+    const laidOut = await blocks();
+    // A second upgrade read the versions before the first recorded its own (shown here by the
+    // version of 1 it reads, and the first's record held back until the second waits for it).
+    // On SQLite the second is a store of its own on the file, as another process's would be.
+    await store.db.updateTable('read_model_versions').set({ version: 1 }).where('part', '=', 'positions').execute();
+    let waited = () => {};
+    const waitedForLock = new Promise<void>((resolve) => (waited = resolve));
+    const other = store.url === null ? openStore({ databaseUrl: null, dataDir: store.dataDir, dbTimeoutMs: 3000, dbPoolSize: 1 }, { lockWaitMs: 30_000, onLockWait: () => waited() }) : store;
+    const waitingOnPostgres = async () =>
+      (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike '%read_model_versions%'`.execute(store.db)).rows[0]!.n > 0;
+    let second: Promise<string[]> | undefined;
+    try {
       await store.db.transaction().execute(async (trx) => {
-        await sql`lock table read_model_versions in share row exclusive mode`.execute(trx);
+        if (store.url !== null) await sql`lock table read_model_versions in share row exclusive mode`.execute(trx);
         await trx.updateTable('read_model_versions').set({ version: READ_MODEL_VERSIONS.positions }).where('part', '=', 'positions').execute();
-        second = rebuildStale(store.db);
-        for (let i = 0; i < 200 && !(await waiting()); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-        assert.ok(await waiting(), 'the second upgrade waits for the first to record the positions');
+        second = rebuildStale(other.db);
+        if (store.url === null) await waitedForLock;
+        else {
+          for (let i = 0; i < 200 && !(await waitingOnPostgres()); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+          assert.ok(await waitingOnPostgres(), 'the second upgrade waits for the first to record the positions');
+        }
       });
       assert.deepEqual(await second, [], 'the second upgrade finds the positions current');
-      assert.deepEqual(await blocks(), laidOut, 'the blocks are the import\'s');
-      await check(school);
-    },
-  );
+    } finally {
+      await second?.catch(() => undefined);
+      if (other !== store) await other.close();
+    }
+    assert.deepEqual(await blocks(), laidOut, 'the blocks are the import\'s');
+    await check(school);
+  });
 });
