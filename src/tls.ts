@@ -3,7 +3,7 @@
  * or the certificate has expired), or a self-signed certificate for localhost / 127.0.0.1 /
  * ::1, generated once into the data directory and reused on every later start.
  */
-import { randomUUID, X509Certificate } from 'node:crypto';
+import { createPrivateKey, randomUUID, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -40,15 +40,27 @@ function validUntil(cert: string): Date | null {
   }
 }
 
+/**
+ * Why `key` cannot serve `cert` (its first certificate, the server's own), or null when it
+ * can. OpenSSL compares a key only with a certificate of the key's type: an RSA key beside
+ * an EC certificate passes it, and every handshake then fails; so the public keys are
+ * compared too.
+ */
+function pairProblem(cert: string, key: string): string | null {
+  try {
+    tls.createSecureContext({ cert, key });
+    return new X509Certificate(cert).checkPrivateKey(createPrivateKey(key)) ? null : "the private key is not the certificate's";
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
 export async function loadTls(config: Pick<Config, 'tlsCert' | 'tlsKey' | 'dataDir'>): Promise<TlsMaterial> {
   if (config.tlsCert && config.tlsKey) {
     const cert = readSetting('SCHOOL_DATA_TLS_CERT', config.tlsCert);
     const key = readSetting('SCHOOL_DATA_TLS_KEY', config.tlsKey);
-    try {
-      tls.createSecureContext({ cert, key });
-    } catch (err) {
-      throw new ConfigError(`SCHOOL_DATA_TLS_CERT and SCHOOL_DATA_TLS_KEY must name a PEM certificate and its private key (${(err as Error).message})`);
-    }
+    const problem = pairProblem(cert, key);
+    if (problem !== null) throw new ConfigError(`SCHOOL_DATA_TLS_CERT and SCHOOL_DATA_TLS_KEY must name a PEM certificate and its private key (${problem})`);
     // Served, an expired certificate fails every client's handshake: said at start instead.
     const until = validUntil(cert);
     if (until !== null && until.getTime() <= Date.now()) {
@@ -72,11 +84,7 @@ function readPair(paths: { cert: string; key: string }): Pair {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'absent' };
     throw new ConfigError(`SCHOOL_DATA_DIR: cannot read the certificate in ${path.dirname(paths.cert)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
-  try {
-    tls.createSecureContext({ cert, key });
-  } catch {
-    return { state: 'broken' };
-  }
+  if (pairProblem(cert, key) !== null) return { state: 'broken' };
   const until = validUntil(cert);
   if (until === null) return { state: 'broken' };
   if (until.getTime() <= Date.now()) return { state: 'expired', until };

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,9 +26,38 @@ describe('the server\'s certificate', () => {
   const pair = (notAfterDate: Date, notBeforeDate = new Date(notAfterDate.getTime() - 86_400_000 * 365)) =>
     generate([{ name: 'commonName', value: 'localhost' }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256', notBeforeDate, notAfterDate });
   const matches = (paths: { cert: string; key: string }) => {
-    tls.createSecureContext({ cert: fs.readFileSync(paths.cert), key: fs.readFileSync(paths.key) });
-    return new Date(new X509Certificate(fs.readFileSync(paths.cert)).validTo);
+    const [cert, key] = [fs.readFileSync(paths.cert), fs.readFileSync(paths.key)];
+    tls.createSecureContext({ cert, key });
+    const x509 = new X509Certificate(cert);
+    assert.ok(x509.checkPrivateKey(createPrivateKey(key)), "the key is the certificate's");
+    return new Date(x509.validTo);
   };
+
+  /** An RSA pair: OpenSSL's own check of a key against a certificate compares keys of one type only. */
+  let rsa: Awaited<ReturnType<typeof generate>>;
+  before(async () => {
+    rsa = await generate([{ name: 'commonName', value: 'localhost' }], { keyType: 'rsa', keySize: 2048, algorithm: 'sha256' });
+  });
+
+  it('refuses a configured private key that is not the certificate\'s, of its type or another, in one line', async () => {
+    const ec = await pair(new Date(Date.now() + 86_400_000 * 365));
+    const other = await pair(new Date(Date.now() + 86_400_000 * 365));
+    for (const [what, cert, key] of [
+      ['an RSA certificate, an EC key', rsa.cert, ec.private],
+      ['an EC certificate, an RSA key', ec.cert, rsa.private],
+      ['an EC certificate, the key of another', ec.cert, other.private],
+    ] as const) {
+      const certFile = path.join(dir, 'mixed-cert.pem');
+      const keyFile = path.join(dir, 'mixed-key.pem');
+      fs.writeFileSync(certFile, cert);
+      fs.writeFileSync(keyFile, key);
+      await assert.rejects(loadTls({ tlsCert: certFile, tlsKey: keyFile, dataDir: path.join(dir, 'data-mixed') }), (err: unknown) =>
+        err instanceof Error && /^SCHOOL_DATA_TLS_CERT and SCHOOL_DATA_TLS_KEY must name a PEM certificate and its private key \(.+\)$/.test(err.message), what);
+    }
+    fs.writeFileSync(path.join(dir, 'mixed-key.pem'), rsa.private);
+    fs.writeFileSync(path.join(dir, 'mixed-cert.pem'), rsa.cert);
+    assert.equal((await loadTls({ tlsCert: path.join(dir, 'mixed-cert.pem'), tlsKey: path.join(dir, 'mixed-key.pem'), dataDir: path.join(dir, 'data-mixed') })).cert, rsa.cert, 'a pair of its own is taken');
+  });
 
   it('refuses a configured certificate that has expired, in one line naming the setting and the date', async () => {
     const expired = await pair(new Date('2024-01-01T00:00:00Z'));
@@ -50,6 +79,7 @@ describe('the server\'s certificate', () => {
     const other = await pair(new Date(Date.now() + 86_400_000 * 365));
     for (const [what, cert, key] of [
       ['a key of another certificate', first.cert, other.private],
+      ['a key of another type', first.cert, rsa.private],
       ['a file that is no certificate', 'not a certificate', first.key],
     ] as const) {
       fs.writeFileSync(paths.cert, cert);
