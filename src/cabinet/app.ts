@@ -61,8 +61,9 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   const { config, db, limiter, tls } = deps;
   const logger = deps.logger.child({ listener: 'cabinet' }, { serializers: { req: requestFields } });
   const metrics = deps.metrics ?? ApiMetrics.forProcess();
-  // The lines of the answers made on the socket (no request reached Fastify), with the
-  // refusals' budget of the API's: a flood of bad bytes is not a flood of lines.
+  // Every request's one `request completed` line, as the API's (Fastify's own two lines a
+  // request are off), and those of the answers made on the socket (no request reached
+  // Fastify), with the refusals' budget of the API's: a flood of bad bytes is not a flood of lines.
   const accessLog = new AccessLog(lineWriter(logger), logger.isLevelEnabled('info'), { listener: 'cabinet' });
   const socketAnswers = socketAnswerRecords(accessLog, metrics, 'cabinet');
 
@@ -73,7 +74,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     https: { ...serverOptions(config, tls), requireHostHeader: false },
     genReqId: () => randomUUID(),
     requestIdHeader: false,
-    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     bodyLimit: FORM_LIMIT,
     return503OnClosing: false,
     // A path parameter as long as the headers allow: an over-long key id is a malformed id,
@@ -103,6 +104,13 @@ export async function buildCabinetApp(deps: CabinetDeps) {
   app.server.on('connect', connectHandler(CABINET_HEADERS, headRefusal, socketAnswers.connect, { apiRules: false }));
   app.addHook('onClose', (_instance, done) => {
     accessLog.reportUnlogged();
+    done();
+  });
+  app.addHook('onResponse', (request, reply, done) => {
+    accessLog.write({
+      requestId: request.id, method: request.method, url: request.url, remoteAddress: request.ip, remotePort: request.socket?.remotePort,
+      status: reply.statusCode, responseTime: reply.elapsedTime, caller: null,
+    });
     done();
   });
 

@@ -5,6 +5,7 @@
  * of the cabinet is reachable on the API's listener.
  */
 import assert from 'node:assert/strict';
+import { isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import tls from 'node:tls';
@@ -357,7 +358,26 @@ describe('cabinet security', () => {
     assert.ok(!logs.includes(hex), 'a key value is in the cabinet\'s logs');
   });
 
+  it('writes one `request completed` line a request, with its method, URL, address, status and time, as the API does', async () => {
+    const page = await t.browser().get('/login?from=the-log');
+    const id = String(page.headers['x-request-id']);
+    type Line = { msg: string; listener?: string; requestId?: string; req?: { method: string; url: string; remoteAddress?: string }; res?: { statusCode: number }; responseTime?: number };
+    const linesOf = () => t.logs.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line).filter((l) => l.requestId === id);
+    // Written once the answer is sent, which the client may see first.
+    for (let i = 0; i < 100 && linesOf().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    const lines = linesOf();
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    const [line] = lines;
+    assert.equal(line!.msg, 'request completed');
+    assert.equal(line!.listener, 'cabinet');
+    assert.deepEqual([line!.req?.method, line!.req?.url, line!.res?.statusCode], ['GET', '/login?from=the-log', page.status]);
+    assert.notEqual(isIP(String(line!.req?.remoteAddress)), 0, 'the client\'s address');
+    assert.equal(typeof line!.responseTime, 'number');
+  });
+
   it('logs and counts what it answers on the socket (bytes that are not HTTP, headers over the limit, CONNECT), as the API does', async () => {
+    // Refusals get their lines within a budget a second, which the tests before may have spent.
+    await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000)));
     const answered: [string, number][] = [];
     for (const bytes of ['HELLO\r\n\r\n', `GET /login HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n']) {
       const outcome = await rawExchange(t.origin, t.ca, bytes);
