@@ -35,7 +35,7 @@ export function describeError(err: unknown, dataDir?: string, room?: (dir: strin
     return `${file} is not a SQLite database (${firstLine((err as Error).message)}): check that SCHOOL_DATA_DIR (or --data-dir) names the data directory, or move the file away to start a new database there`;
   }
   if (typeof code === 'string' && code.startsWith('SQLITE_CORRUPT')) {
-    return `${file} is damaged (${firstLine((err as Error).message)}): restore a copy of it (docs/operations.md, "Restoring an older copy of the database")`;
+    return `${file} is damaged (${firstLine((err as Error).message)}): restore a copy of it (docs/operations.md, "Backups")`;
   }
   // PostgreSQL's invalid_schema_name: the tables would go in the first schema of the search_path that exists, and none does.
   if (code === '3F000') {

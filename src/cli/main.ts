@@ -121,6 +121,10 @@ function buildProgram(done: Run, opened: (config: Config) => void): Command {
       done(await (await import('./commands/import.js')).importCommand(() => context(o), file, o)),
     );
 
+  leaf(program, 'backup', 'copy the SQLite database to a file, while servers run (PostgreSQL: pg_dump)')
+    .argument('<file>', 'the new file (never written over)')
+    .action(async (file: string, o: { json?: boolean }) => done((await import('./commands/backup.js')).backupCommand(context(o), file)));
+
   leaf(program, 'demo', 'create demo schools with data and keys, and print the keys')
     .option('--if-empty', 'do nothing when the database already has a school')
     .action(async (o: { json?: boolean; ifEmpty?: boolean }) => done(await (await import('./commands/demo.js')).demoCommand(context(o), o)));

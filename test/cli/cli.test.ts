@@ -369,7 +369,7 @@ describe('school-data CLI', () => {
     // A damaged SQLite file, said as such.
     assert.equal(
       describeError(Object.assign(new Error('database disk image is malformed'), { code: 'SQLITE_CORRUPT' }), '/srv/data'),
-      '/srv/data/school-data.db is damaged (database disk image is malformed): restore a copy of it (docs/operations.md, "Restoring an older copy of the database")',
+      '/srv/data/school-data.db is damaged (database disk image is malformed): restore a copy of it (docs/operations.md, "Backups")',
     );
     // A search_path that names no schema there is (PostgreSQL only).
     const noSchema = /^school-data: PostgreSQL has no schema to create the tables in \(no schema has been selected to create in\): the search_path DATABASE_URL sets \(options=-c search_path=\.\.\.\) names none that exists; create the schema, or correct DATABASE_URL\n$/;
