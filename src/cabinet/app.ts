@@ -22,7 +22,7 @@ import { clientErrorHandler, connectHandler, socketAnswerRecords } from '../edge
 import { lineWriter } from '../logger.js';
 import { opsPlugin } from '../ops/health.js';
 import { ApiMetrics } from '../ops/metrics.js';
-import { AccessLog, redactKeys } from '../ops/request-log.js';
+import { AccessLog } from '../ops/request-log.js';
 import type { Config } from '../config/index.js';
 import type { Database } from '../db/schema.js';
 import type { TlsMaterial } from '../tls.js';
@@ -45,8 +45,28 @@ export interface CabinetDeps {
   metrics?: ApiMetrics;
 }
 
-/** A request in the cabinet's log lines: Fastify's fields, with anything shaped like a key masked in the URL. */
-const requestFields = (req: FastifyRequest) => ({ method: req.method, url: redactKeys(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort });
+/**
+ * Writes the request's access line once its answer is done or its connection gone, from
+ * its first step (a hook, or the router's error for a target it cannot read): the client's
+ * address is read now, while the connection is there. Each request gets one line, but one
+ * whose page was never sent (its body refused by the parser, whose 400 has a line of its
+ * own; its client gone first).
+ */
+function logWhenAnswered(accessLog: AccessLog, request: FastifyRequest, reply: FastifyReply): void {
+  if (logged.has(request.raw)) return;
+  logged.add(request.raw);
+  const startedAt = performance.now();
+  const remoteAddress = request.ip;
+  const remotePort = request.socket?.remotePort;
+  reply.raw.once('close', () => {
+    if (!reply.raw.headersSent) return;
+    accessLog.write({
+      requestId: request.id, method: request.method, url: request.url, remoteAddress, remotePort,
+      status: reply.raw.statusCode, responseTime: performance.now() - startedAt, caller: null,
+    });
+  });
+}
+const logged = new WeakSet<IncomingMessage>();
 
 /** The headers of every answer: the security headers, and the request id its error page shows. */
 function pageHeaders(request: FastifyRequest, reply: FastifyReply): void {
@@ -59,7 +79,7 @@ const FORM_LIMIT = 8 * 1024;
 
 export async function buildCabinetApp(deps: CabinetDeps) {
   const { config, db, limiter, tls } = deps;
-  const logger = deps.logger.child({ listener: 'cabinet' }, { serializers: { req: requestFields } });
+  const logger = deps.logger.child({ listener: 'cabinet' });
   const metrics = deps.metrics ?? ApiMetrics.forProcess();
   // Every request's one `request completed` line, as the API's (Fastify's own two lines a
   // request are off), and those of the answers made on the socket (no request reached
@@ -83,6 +103,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     // Errors the router raises before any hook (an undecodable path, a target that is no
     // path): the same headers and error page as every other answer.
     frameworkErrors: (error, request, reply) => {
+      logWhenAnswered(accessLog, request, reply);
       pageHeaders(request, reply);
       cabinetErrorHandler(error, request, reply);
     },
@@ -106,16 +127,10 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     accessLog.reportUnlogged();
     done();
   });
-  app.addHook('onResponse', (request, reply, done) => {
-    accessLog.write({
-      requestId: request.id, method: request.method, url: request.url, remoteAddress: request.ip, remotePort: request.socket?.remotePort,
-      status: reply.statusCode, responseTime: reply.elapsedTime, caller: null,
-    });
-    done();
-  });
 
   app.decorateRequest('cabinet', null);
   app.addHook('onRequest', (request, reply, done) => {
+    logWhenAnswered(accessLog, request, reply);
     pageHeaders(request, reply);
     // As on the API's listener (the form checks compare Host with Origin).
     if (headFault(request.raw) !== null) done(new CabinetError(400, { page: 'badRequest' }));

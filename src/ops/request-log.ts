@@ -91,9 +91,10 @@ function addressPart(address: string | undefined): string {
  * A request's access line: the `request completed` line of docs/operations.md, as pino
  * would write it (level, time, pid, request id, key and school, the request with keys in
  * its URL masked, the status, the time). It is formatted here and written straight to the
- * logger's destination by the one writer of answers (src/edge/answer.ts): one line per
- * request, where pino's child logger, serializers and redaction (for a line that never
- * holds a header) would cost more than all the rest of a refused request's logging. The
+ * logger's destination, by the API's one writer of answers (src/edge/answer.ts) and by the
+ * cabinet (src/cabinet/app.ts): one line per request, where pino's child logger,
+ * serializers and redaction (for a line that never holds a header) would cost more than
+ * all the rest of a refused request's logging. The
  * fields are written one by one, and the parts that repeat from request to request (the
  * caller, the address) made once (docs/performance.md, "The access line").
  */
@@ -120,8 +121,7 @@ const REFUSALS: ReadonlySet<number> = new Set([401, 402, 403, 405, 429]);
 const isRefusal = (record: AccessRecord) => REFUSALS.has(record.status) || (record.caller === null && record.status >= 400 && record.status < 500);
 
 /**
- * Writes the access lines of the API (and of the cabinet's answers made on the socket:
- * src/cabinet/app.ts). Every answered request gets one, except that
+ * Writes the access lines of a listener, the API's or the cabinet's. Every answered request gets one, except that
  * refusals (401, 402, 403, 405, 429, any other 4xx before a key was read, and the answers to what the HTTP parser refused) get at
  * most REFUSAL_LINES_PER_SECOND lines per status in a second: the rest are counted, and
  * once that second is over one line says how many went unlogged (`refusals not logged

@@ -373,6 +373,24 @@ describe('cabinet security', () => {
     assert.deepEqual([line!.req?.method, line!.req?.url, line!.res?.statusCode], ['GET', '/login?from=the-log', page.status]);
     assert.notEqual(isIP(String(line!.req?.remoteAddress)), 0, 'the client\'s address');
     assert.equal(typeof line!.responseTime, 'number');
+    // A target the router cannot read, and an answer that closes the connection before the
+    // body (with the address read before it closed): each its one line too. Refusals get their
+    // lines within a budget a second, which the tests before may have spent.
+    await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000)));
+    const b = t.browser();
+    for (const [what, answer, status] of [
+      ['a target not percent-decodable', await b.get('/settings/api/keys/%E0%A4%A'), 400],
+      ['a JSON body', await b.post('/login', {}, { body: '{}', contentType: 'application/json' }), 415],
+    ] as const) {
+      assert.equal(answer.status, status, what);
+      const requestId = String(answer.headers['x-request-id']);
+      const of = () => t.logs.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line).filter((l) => l.requestId === requestId);
+      for (let i = 0; i < 100 && of().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      const found = of();
+      assert.equal(found.length, 1, `${what}: ${JSON.stringify(found)}`);
+      assert.equal(found[0]!.res?.statusCode, status, what);
+      assert.notEqual(isIP(String(found[0]!.req?.remoteAddress)), 0, `${what}: the client's address`);
+    }
   });
 
   it('logs and counts what it answers on the socket (bytes that are not HTTP, headers over the limit, CONNECT), as the API does', async () => {

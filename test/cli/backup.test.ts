@@ -38,6 +38,8 @@ describe('backup', () => {
     const r = await runCli(['backup', file, '--json'], env);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout), { file, bytes: fs.statSync(file).size });
+    assert.equal(fs.statSync(file).mode & 0o777, 0o600, 'readable by its owner alone');
+    assert.deepEqual(fs.readdirSync(store.dataDir).filter((f) => f.endsWith('.partial')), []);
     const restored = path.join(store.dataDir, 'restored');
     fs.mkdirSync(restored);
     fs.copyFileSync(file, path.join(restored, 'school-data.db'));
@@ -57,19 +59,27 @@ describe('backup', () => {
     const ctx = contextFor({ json: true });
     const config = { ...ctx.config, dataDir: store.dataDir, databaseUrl: null };
     const into = path.join(store.dataDir, 'no-such-directory', 'copy.db');
-    assert.throws(() => backupCommand({ ...ctx, config }, into), /^CliError: cannot write the backup \S+copy\.db \(unable to open database: \S+copy\.db\.partial\): nothing of it is left$/);
+    assert.throws(() => backupCommand({ ...ctx, config }, into), /^CliError: cannot write the backup \S+copy\.db \(ENOENT in \S+no-such-directory\): nothing of it is left$/);
     assert.ok(!fs.existsSync(path.dirname(into)));
-    // A file no longer there: the copy of a stopped backup is removed, and the new one made.
+    // Another run's copy, still being written or left by a run that was stopped, is not touched.
     const stopped = path.join(store.dataDir, 'stopped.db');
-    fs.writeFileSync(`${stopped}.partial`, 'half');
+    const another = `${stopped}.1-00000000.partial`;
+    fs.writeFileSync(another, 'half');
     backupCommand({ ...ctx, config }, stopped);
-    assert.ok(!fs.existsSync(`${stopped}.partial`));
+    assert.equal(fs.readFileSync(another, 'utf8'), 'half');
     const copy = new SQLite(stopped, { readonly: true });
     try {
       assert.equal((copy.prepare('select count(*) as n from schools').get() as { n: number }).n, 1);
     } finally {
       copy.close();
     }
+    assert.throws(() => backupCommand({ ...ctx, config }, `${store.dataDir}/new/`), /^CliError: \S+new\/ names a directory: name the new file in it$/);
+    // The store's own failures are the store's, as every command says them.
+    const notADatabase = path.join(store.dataDir, 'not-a-database');
+    fs.mkdirSync(notADatabase);
+    fs.writeFileSync(path.join(notADatabase, 'school-data.db'), 'x'.repeat(4096));
+    assert.throws(() => backupCommand({ ...ctx, config: { ...config, dataDir: notADatabase } }, path.join(notADatabase, 'x.db')), (err: unknown) => (err as { code?: string }).code === 'SQLITE_NOTADB');
+    assert.deepEqual(fs.readdirSync(notADatabase), ['school-data.db']);
     assert.throws(() => backupCommand({ ...ctx, config }, path.join(store.dataDir, 'school-data.db')), /is the database itself/);
     const empty = path.join(store.dataDir, 'empty');
     fs.mkdirSync(empty);
