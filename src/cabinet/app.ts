@@ -22,7 +22,7 @@ import { clientErrorHandler, connectHandler, socketAnswerRecords } from '../edge
 import { lineWriter } from '../logger.js';
 import { opsPlugin } from '../ops/health.js';
 import { ApiMetrics } from '../ops/metrics.js';
-import { AccessLog } from '../ops/request-log.js';
+import { AccessLog, redactKeys } from '../ops/request-log.js';
 import type { Config } from '../config/index.js';
 import type { Database } from '../db/schema.js';
 import type { TlsMaterial } from '../tls.js';
@@ -49,8 +49,9 @@ export interface CabinetDeps {
  * Writes the request's access line once its answer is done or its connection gone, from
  * its first step (a hook, or the router's error for a target it cannot read): the client's
  * address is read now, while the connection is there. Each request gets one line, but one
- * whose page was never sent (its body refused by the parser, whose 400 has a line of its
- * own; its client gone first).
+ * whose page was never sent: its body refused by the parser (whose 400 has a line of its
+ * own), or its client gone before the page (what the request did is in its own lines, a
+ * sign-in's say).
  */
 function logWhenAnswered(accessLog: AccessLog, request: FastifyRequest, reply: FastifyReply): void {
   if (logged.has(request.raw)) return;
@@ -68,6 +69,22 @@ function logWhenAnswered(accessLog: AccessLog, request: FastifyRequest, reply: F
 }
 const logged = new WeakSet<IncomingMessage>();
 
+/** A request in the cabinet's other log lines (Fastify's error lines): its fields, with anything shaped like a key masked in the URL. */
+const requestFields = (req: FastifyRequest) => ({ method: req.method, url: redactKeys(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort });
+
+/**
+ * Fastify's logging of the cabinet's requests but for its two lines a request (`incoming
+ * request`, and a `request completed` without method or URL): the access line is
+ * `logWhenAnswered`'s. Its error lines (an error handler that failed, a stream error) stay.
+ */
+class CabinetLogController extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+    if (error) super.requestCompleted(error, request, reply, metadata);
+  }
+}
+
 /** The headers of every answer: the security headers, and the request id its error page shows. */
 function pageHeaders(request: FastifyRequest, reply: FastifyReply): void {
   reply.headers(CABINET_HEADERS);
@@ -79,7 +96,7 @@ const FORM_LIMIT = 8 * 1024;
 
 export async function buildCabinetApp(deps: CabinetDeps) {
   const { config, db, limiter, tls } = deps;
-  const logger = deps.logger.child({ listener: 'cabinet' });
+  const logger = deps.logger.child({ listener: 'cabinet' }, { serializers: { req: requestFields } });
   const metrics = deps.metrics ?? ApiMetrics.forProcess();
   // Every request's one `request completed` line, as the API's (Fastify's own two lines a
   // request are off), and those of the answers made on the socket (no request reached
@@ -94,7 +111,7 @@ export async function buildCabinetApp(deps: CabinetDeps) {
     https: { ...serverOptions(config, tls), requireHostHeader: false },
     genReqId: () => randomUUID(),
     requestIdHeader: false,
-    logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
+    logController: new CabinetLogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: FORM_LIMIT,
     return503OnClosing: false,
     // A path parameter as long as the headers allow: an over-long key id is a malformed id,

@@ -14,7 +14,10 @@ import { sqlitePath } from '../../db/index.js';
 import { CliError, type CommandContext } from '../context.js';
 import { firstLine } from '../errors.js';
 
-/** Failures of writing the copy (its directory, its disk), told apart from those of reading the store. */
+/**
+ * Failures of writing the copy (its directory, its disk), told apart from those of reading the
+ * store; an I/O error is taken as the copy's (it is written as the store is read).
+ */
 const WRITE_FAILURES = /^SQLITE_(CANTOPEN|FULL|IOERR|READONLY)/;
 /** File systems that have no hard links (vfat, many network shares) answer a link so. */
 const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']);
@@ -73,10 +76,22 @@ function name(partial: string, target: string): void {
     if (fs.existsSync(target)) throw new CliError(`${target} was made while the copy was written: name a new file`);
     fs.renameSync(partial, target);
   }
-  const dir = fs.openSync(path.dirname(target), 'r');
+  syncDirectory(path.dirname(target));
+}
+
+/**
+ * The new name made durable, where the file system can: some (network, FUSE) refuse to sync a
+ * directory, and the copy is whole and named by then, so their refusal is no failure of it.
+ */
+function syncDirectory(dir: string): void {
   try {
-    fs.fsyncSync(dir);
-  } finally {
-    fs.closeSync(dir);
+    const fd = fs.openSync(dir, 'r');
+    try {
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    // Not durable on such a file system until it writes its metadata; nothing to undo.
   }
 }
