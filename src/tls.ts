@@ -47,11 +47,26 @@ function validUntil(cert: string): Date | null {
  * compared too.
  */
 function pairProblem(cert: string, key: string): string | null {
+  // The service takes no passphrase: OpenSSL's word for it would be "bad decrypt".
+  if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|^Proc-Type: 4,ENCRYPTED/m.test(key)) return 'the private key is encrypted: give it unencrypted (the service asks for no passphrase)';
   try {
     tls.createSecureContext({ cert, key });
-    return new X509Certificate(cert).checkPrivateKey(createPrivateKey(key)) ? null : "the private key is not the certificate's";
+    if (new X509Certificate(cert).checkPrivateKey(createPrivateKey(key))) return null;
   } catch (err) {
-    return (err as Error).message;
+    return laterInChain(cert, key) ?? (err as Error).message;
+  }
+  return laterInChain(cert, key) ?? "the private key is not the certificate's";
+}
+
+/** Said when the key is that of a certificate after the first in the file: a chain written leaf last. */
+function laterInChain(cert: string, key: string): string | null {
+  try {
+    const blocks = cert.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+    const privateKey = createPrivateKey(key);
+    const at = blocks.findIndex((block, i) => i > 0 && new X509Certificate(block).checkPrivateKey(privateKey));
+    return at > 0 ? `the private key is that of certificate ${at + 1} in the file: the server's own certificate comes first, then the chain` : null;
+  } catch {
+    return null;
   }
 }
 

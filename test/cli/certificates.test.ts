@@ -54,6 +54,17 @@ describe('the server\'s certificate', () => {
       await assert.rejects(loadTls({ tlsCert: certFile, tlsKey: keyFile, dataDir: path.join(dir, 'data-mixed') }), (err: unknown) =>
         err instanceof Error && /^SCHOOL_DATA_TLS_CERT and SCHOOL_DATA_TLS_KEY must name a PEM certificate and its private key \(.+\)$/.test(err.message), what);
     }
+    // Two mistakes of a hand-made pair, said in words of their own.
+    const refusal = async (cert: string, key: string) => {
+      fs.writeFileSync(path.join(dir, 'mixed-cert.pem'), cert);
+      fs.writeFileSync(path.join(dir, 'mixed-key.pem'), key);
+      const err = await loadTls({ tlsCert: path.join(dir, 'mixed-cert.pem'), tlsKey: path.join(dir, 'mixed-key.pem'), dataDir: path.join(dir, 'data-mixed') }).then(() => null, (e: unknown) => e);
+      return err instanceof Error ? err.message : 'accepted';
+    };
+    assert.match(await refusal(`${other.cert}\n${ec.cert}`, ec.private), /\(the private key is that of certificate 2 in the file: the server's own certificate comes first, then the chain\)$/);
+    const encrypted = createPrivateKey(ec.private).export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'secret' }) as string;
+    assert.match(await refusal(ec.cert, encrypted), /\(the private key is encrypted: give it unencrypted \(the service asks for no passphrase\)\)$/);
+    assert.equal(await refusal(`${ec.cert}\n${other.cert}`, ec.private), 'accepted', 'the server\'s own certificate first, then the chain');
     fs.writeFileSync(path.join(dir, 'mixed-key.pem'), rsa.private);
     fs.writeFileSync(path.join(dir, 'mixed-cert.pem'), rsa.cert);
     assert.equal((await loadTls({ tlsCert: path.join(dir, 'mixed-cert.pem'), tlsKey: path.join(dir, 'mixed-key.pem'), dataDir: path.join(dir, 'data-mixed') })).cert, rsa.cert, 'a pair of its own is taken');
