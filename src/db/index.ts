@@ -209,11 +209,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
       }
     };
     const migrate = (to?: string) => onMigrationConnection((migrationDb) => runMigrations(migrationDb, to));
-    const upgrade = <T>(derive: (db: Kysely<Database>) => Promise<T>) =>
-      onMigrationConnection(async (migrationDb) => {
-        const applied = await runMigrations(migrationDb, undefined);
-        return { applied, derived: await derive(migrationDb) };
-      });
+    const upgrade = <T>(derive: (db: Kysely<Database>) => Promise<T>) => onMigrationConnection((migrationDb) => migrateThen(migrationDb, derive));
     const close = async () => {
       await db.destroy();
       // Kysely ends the pool only if it ran a query itself: a process that served only
@@ -257,10 +253,7 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
     dialect: 'sqlite',
     location: file,
     migrate: (to) => runMigrations(db, to),
-    upgrade: async (derive) => {
-      const applied = await runMigrations(db, undefined);
-      return { applied, derived: await derive(db) };
-    },
+    upgrade: (derive) => migrateThen(db, derive),
     watchKeys: () => null,
     close: async () => {
       await reads.close();
@@ -574,6 +567,12 @@ async function executedMigrations(db: Kysely<Database>, schema: string | undefin
   if ((await present.execute(db)).rows.length === 0) return null;
   const table = pg ? sql.id(schema!, 'kysely_migration') : sql.id('kysely_migration');
   return (await sql<{ name: string }>`select name from ${table}`.execute(db)).rows.map((r) => r.name);
+}
+
+/** Every pending migration, then `derive`, on `db` (a store's `upgrade`). */
+async function migrateThen<T>(db: Kysely<Database>, derive: (db: Kysely<Database>) => Promise<T>): Promise<{ applied: string[]; derived: T }> {
+  const applied = await runMigrations(db, undefined);
+  return { applied, derived: await derive(db) };
 }
 
 async function runMigrations(db: Kysely<Database>, to: string | undefined): Promise<string[]> {

@@ -40,12 +40,7 @@ export function backupCommand({ config, out }: CommandContext, file: string): nu
       fs.closeSync(fs.openSync(partial, 'wx', 0o600));
       made = true;
       database.prepare('vacuum into ?').run(partial);
-      const fd = fs.openSync(partial, 'r');
-      try {
-        fs.fsyncSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
+      sync(partial);
       name(partial, target);
     } catch (err) {
       if (err instanceof CliError) throw err;
@@ -76,22 +71,21 @@ function name(partial: string, target: string): void {
     if (fs.existsSync(target)) throw new CliError(`${target} was made while the copy was written: name a new file`);
     fs.renameSync(partial, target);
   }
-  syncDirectory(path.dirname(target));
-}
-
-/**
- * The new name made durable, where the file system can: some (network, FUSE) refuse to sync a
- * directory, and the copy is whole and named by then, so their refusal is no failure of it.
- */
-function syncDirectory(dir: string): void {
+  // The new name made durable, where the file system can: some (network, FUSE) refuse to sync
+  // a directory, and the copy is whole and named by then, so their refusal is no failure of it.
   try {
-    const fd = fs.openSync(dir, 'r');
-    try {
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
+    sync(path.dirname(target));
   } catch {
     // Not durable on such a file system until it writes its metadata; nothing to undo.
+  }
+}
+
+/** Writes what the system holds of a file or a directory to its disk. */
+function sync(file: string): void {
+  const fd = fs.openSync(file, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
   }
 }
