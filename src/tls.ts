@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
-import { ConfigError, ensureDirectory, type Config } from './config/index.js';
+import { ConfigError, ensureDirectory, settingNamed, type Config } from './config/index.js';
 
 export interface TlsMaterial {
   key: string;
@@ -83,13 +83,13 @@ export async function loadTls(config: Pick<Config, 'tlsCert' | 'tlsKey' | 'dataD
     }
     return { cert, key, certPath: config.tlsCert };
   }
-  return selfSigned(config.dataDir);
+  return selfSigned(config.dataDir, settingNamed(config, 'dataDir'));
 }
 
 /** The self-signed pair in `paths`: whole, expired (with its end), broken (the files do not match, or hold no certificate), or absent. */
 type Pair = { state: 'whole'; material: TlsMaterial } | { state: 'expired'; until: Date } | { state: 'broken' | 'absent' };
 
-function readPair(paths: { cert: string; key: string }): Pair {
+function readPair(paths: { cert: string; key: string }, named: string): Pair {
   let cert: string;
   let key: string;
   try {
@@ -97,7 +97,7 @@ function readPair(paths: { cert: string; key: string }): Pair {
     key = fs.readFileSync(paths.key, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'absent' };
-    throw new ConfigError(`SCHOOL_DATA_DIR: cannot read the certificate in ${path.dirname(paths.cert)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new ConfigError(`${named}: cannot read the certificate in ${path.dirname(paths.cert)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
   if (pairProblem(cert, key) !== null) return { state: 'broken' };
   const until = validUntil(cert);
@@ -116,20 +116,20 @@ const MAKING_STALE_MS = 20_000;
  * died while writing could leave that). An expired one stops the start (a new one is made
  * once the directory is removed): clients that trust the old one must be told. One start at
  * a time makes it (a `.making` file, created exclusively), so starts at once on a new data
- * directory all take the same pair.
+ * directory all take the same pair. `named` is how messages name the data directory's setting.
  */
-async function selfSigned(dataDir: string): Promise<TlsMaterial> {
+async function selfSigned(dataDir: string, named: string): Promise<TlsMaterial> {
   const paths = selfSignedPaths(dataDir);
   const dir = path.dirname(paths.cert);
   const usable = (pair: Pair): TlsMaterial | null => {
     if (pair.state === 'expired') {
-      throw new ConfigError(`SCHOOL_DATA_DIR: the self-signed certificate in ${dir} expired on ${pair.until.toISOString()}: remove ${dir} to have a new one made at the next start`);
+      throw new ConfigError(`${named}: the self-signed certificate in ${dir} expired on ${pair.until.toISOString()}: remove ${dir} to have a new one made at the next start`);
     }
     return pair.state === 'whole' ? pair.material : null;
   };
-  const kept = usable(readPair(paths));
+  const kept = usable(readPair(paths, named));
   if (kept !== null) return kept;
-  ensureDirectory(dir, 'SCHOOL_DATA_DIR');
+  ensureDirectory(dir, named);
   const making = path.join(dir, '.making');
   // What this start writes in the mark: it removes only a mark that still holds it.
   const mine = `${process.pid} ${randomUUID()}`;
@@ -146,9 +146,9 @@ async function selfSigned(dataDir: string): Promise<TlsMaterial> {
       fs.writeFileSync(making, mine, { flag: 'wx' });
       break;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw writeError(err, dir);
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw writeError(err, dir, named);
     }
-    const made = usable(readPair(paths));
+    const made = usable(readPair(paths, named));
     if (made !== null) return made;
     let theirs: string | null = null;
     try {
@@ -162,28 +162,28 @@ async function selfSigned(dataDir: string): Promise<TlsMaterial> {
       try {
         fs.rmSync(making, { force: true });
       } catch (err) {
-        throw writeError(err, dir);
+        throw writeError(err, dir, named);
       }
     } else if (performance.now() > deadline) {
-      throw new ConfigError(`SCHOOL_DATA_DIR: another start has been making the certificate in ${dir} for ${MAKING_WAIT_MS / 1000} s; if none is running, remove ${making}`);
+      throw new ConfigError(`${named}: another start has been making the certificate in ${dir} for ${MAKING_WAIT_MS / 1000} s; if none is running, remove ${making}`);
     } else await sleep(50);
   }
   try {
     // Made meanwhile by the start that held the mark before.
-    const made = usable(readPair(paths));
+    const made = usable(readPair(paths, named));
     if (made !== null) return made;
-    const own = await makeSelfSigned(paths);
+    const own = await makeSelfSigned(paths, named);
     // Should another start have written meanwhile (its mark taken as stale), the pair on disk is the one to serve.
-    return usable(readPair(paths)) ?? own;
+    return usable(readPair(paths, named)) ?? own;
   } finally {
     if (markHolds(mine)) fs.rmSync(making, { force: true });
   }
 }
 
 /** A failure to write into the data directory, named (a full disk is left to the command's own words for it). */
-function writeError(err: unknown, dir: string): unknown {
+function writeError(err: unknown, dir: string, named: string): unknown {
   const code = (err as NodeJS.ErrnoException).code;
-  return code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? new ConfigError(`SCHOOL_DATA_DIR: cannot write the self-signed certificate into ${dir} (${code}): this user needs to be able to write the data directory`) : err;
+  return code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? new ConfigError(`${named}: cannot write the self-signed certificate into ${dir} (${code}): this user needs to be able to write the data directory`) : err;
 }
 
 /** A start's temporary files of the pair: `key.pem.<pid>.tmp`, `cert.pem.<pid>.tmp`. */
@@ -208,7 +208,7 @@ function running(pid: number): boolean {
   }
 }
 
-async function makeSelfSigned(paths: { cert: string; key: string }): Promise<TlsMaterial> {
+async function makeSelfSigned(paths: { cert: string; key: string }, named: string): Promise<TlsMaterial> {
   const notAfter = new Date();
   notAfter.setFullYear(notAfter.getFullYear() + 5);
   // Loaded only when a certificate is made: every later start reads the files.
@@ -250,7 +250,7 @@ async function makeSelfSigned(paths: { cert: string; key: string }): Promise<Tls
         // The write's own error is the one to report.
       }
     }
-    throw writeError(err, path.dirname(paths.cert));
+    throw writeError(err, path.dirname(paths.cert), named);
   }
   return { cert: pems.cert, key: pems.private, certPath: paths.cert };
 }

@@ -175,13 +175,28 @@ export function flagFor(key: string): string | null {
   return FLAGGED.has(key) ? `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` : null;
 }
 
+/** The settings of each configuration that a command-line flag gave, so that its messages name the flag. */
+const givenByFlag = new WeakMap<object, ReadonlySet<string>>();
+
+/**
+ * How a message names a setting of `config`: its flag with the variable it stands for when
+ * the flag gave it (`--data-dir (SCHOOL_DATA_DIR)`), else the variable.
+ */
+export function settingNamed(config: object, key: keyof Settings): string {
+  const flag = givenByFlag.get(config)?.has(key) === true ? flagFor(key) : null;
+  return flag === null ? settings[key].env : `${flag} (${settings[key].env})`;
+}
+
 /**
  * Reads the configuration from `env`, with `overrides` (command-line flags) taking
  * precedence. Throws a ConfigError naming the variable when a value is invalid.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): Config {
   const out: Record<string, unknown> = {};
+  const flagged = new Set<string>();
   for (const [key, s] of Object.entries(settings) as [keyof Settings, Setting<unknown, unknown>][]) {
+    const byFlag = overrides[key] != null && overrides[key] !== '';
+    if (byFlag) flagged.add(key);
     const given = overrides[key] ?? env[s.env];
     if (given === undefined || given === null || given === '') {
       out[key] = s.default;
@@ -192,7 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       // A URL may hold a password: it is not echoed.
       const got = key === 'databaseUrl' || key === 'redisUrl' ? '' : ` (got ${JSON.stringify(String(given))})`;
       // A flag's value is named by the flag, with the variable it stands for.
-      const flag = overrides[key] != null && overrides[key] !== '' ? flagFor(key) : null;
+      const flag = byFlag ? flagFor(key) : null;
       const named = flag === null ? s.env : `${flag} (${s.env})`;
       throw new ConfigError(`${named} must be ${s.rule.says}${got}`);
     }
@@ -219,7 +234,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     out.trustedProxies = parsed.entries.join(',');
   }
   out.dataDir = path.resolve(out.dataDir as string);
-  return Object.freeze(out) as Config;
+  const config = Object.freeze(out) as Config;
+  givenByFlag.set(config, flagged);
+  return config;
 }
 
 /** A HOST that listens on every address of the machine (0.0.0.0, ::): it names none a client can be sent to. */

@@ -10,7 +10,7 @@ import { CompiledQuery, Kysely, PostgresAdapter, PostgresDialect, sql, SqliteAda
 import { Migrator, type Migration } from 'kysely/migration';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
-import { ConfigError, ensureDirectory, type Config } from '../config/index.js';
+import { ConfigError, ensureDirectory, settingNamed, type Config } from '../config/index.js';
 import * as m0001 from './migrations/0001_initial.js';
 import * as m0002 from './migrations/0002_cabinet.js';
 import * as m0003 from './migrations/0003_read_model.js';
@@ -226,11 +226,12 @@ export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbTi
       new KeyWatch({ ...options, client: (name) => new driver.Client({ ...connection, application_name: name, query_timeout: (options.leaseMs ?? DEFAULT_LEASE_MS) / 2 }) });
     return { db, reads, dialect: 'postgres', location: `postgres://${url.host}${url.pathname}`, migrate, upgrade, watchKeys, close };
   }
-  ensureDirectory(config.dataDir, 'SCHOOL_DATA_DIR');
+  const named = settingNamed(config, 'dataDir');
+  ensureDirectory(config.dataDir, named);
   const file = sqlitePath(config);
   const database = new SQLite(file, { timeout: config.dbTimeoutMs });
   try {
-    useWal(database, config.dbTimeoutMs);
+    useWal(database, config.dbTimeoutMs, named);
     database.pragma('synchronous = NORMAL');
     database.pragma('foreign_keys = ON');
     // The writing connection (usage counts, imports, the cabinet) needs no more than SQLite's
@@ -356,8 +357,9 @@ const PAUSE = new Int32Array(new SharedArrayBuffer(4));
  * that would wait for another doing the same SQLITE_BUSY at once, skipping its busy wait
  * where waiting could deadlock: it is tried again after a pause, until `timeoutMs`. The
  * thread waits, as SQLite's own busy wait does: nothing is served before the store is open.
+ * `named` is how its refusal names the data directory's setting.
  */
-export function useWal(database: SQLite.Database, timeoutMs: number): void {
+export function useWal(database: SQLite.Database, timeoutMs: number, named: string): void {
   const deadline = performance.now() + timeoutMs;
   let mode: unknown;
   for (let tries = 0; ; tries++) {
@@ -375,7 +377,7 @@ export function useWal(database: SQLite.Database, timeoutMs: number): void {
   // SQLite keeps the journal it has where it cannot keep a WAL (a file system without shared
   // memory, some network ones): readers would then block the writer and the usage counts.
   if (mode !== 'wal') {
-    throw new ConfigError(`SCHOOL_DATA_DIR: SQLite cannot keep its write-ahead log for ${database.name} (the journal stayed "${String(mode)}"): put the data directory on a local file system`);
+    throw new ConfigError(`${named}: SQLite cannot keep its write-ahead log for ${database.name} (the journal stayed "${String(mode)}"): put the data directory on a local file system`);
   }
 }
 

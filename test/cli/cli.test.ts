@@ -14,7 +14,7 @@ import { serveCommand } from '../../src/cli/commands/serve.js';
 import { createOutput } from '../../src/cli/context.js';
 import { describeError } from '../../src/cli/errors.js';
 import { loadConfig } from '../../src/config/index.js';
-import { isStoreUnavailable } from '../../src/db/index.js';
+import { isStoreUnavailable, openStore } from '../../src/db/index.js';
 import { roomIn } from '../../src/db/unavailable.js';
 import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
@@ -413,6 +413,9 @@ describe('school-data CLI', () => {
     const file = path.join(store.dataDir, 'a-file');
     fs.writeFileSync(file, '');
     fails(await runCli(['school', 'list'], { ...env, DATABASE_URL: '', SCHOOL_DATA_DIR: file }), /^school-data: SCHOOL_DATA_DIR: .*a-file is not a directory\n$/);
+    // Given by serve's flag, the data directory is named by the flag, whichever step finds it wrong.
+    fails(await runCli(['serve', '--data-dir', file], { ...env, DATABASE_URL: '', SCHOOL_DATA_DIR: store.dataDir }), /^school-data: --data-dir \(SCHOOL_DATA_DIR\): cannot read the certificate in \S+a-file\/tls \(ENOTDIR\)\n$/);
+    assert.throws(() => openStore(loadConfig({ ...env, DATABASE_URL: '' }, { dataDir: file })), { name: 'ConfigError', message: `--data-dir (SCHOOL_DATA_DIR): ${file} is not a directory` });
     fails(await cli('frobnicate'), /unknown command/);
     fails(await cli('key', 'create', '--school', 'x'), /--name/);
     // An id typed with a line break or a tab is named whole, on the one line.

@@ -179,7 +179,7 @@ describe('SQLite store where the file cannot keep a write-ahead log', () => {
     // An in-memory database answers the change to WAL as a file system without shared memory does: with the journal it keeps.
     const database = new SQLite(':memory:');
     try {
-      assert.throws(() => useWal(database, 1000), (error: Error) => error instanceof ConfigError && /^SCHOOL_DATA_DIR: SQLite cannot keep its write-ahead log .*journal stayed "memory"/.test(error.message));
+      assert.throws(() => useWal(database, 1000, 'SCHOOL_DATA_DIR'), (error: Error) => error instanceof ConfigError && /^SCHOOL_DATA_DIR: SQLite cannot keep its write-ahead log .*journal stayed "memory"/.test(error.message));
     } finally {
       database.close();
     }
