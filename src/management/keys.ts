@@ -247,9 +247,21 @@ async function placeForKey(trx: Transaction<Database>, schoolId: string, now: st
     .where('revoked_at', 'is', null)
     .executeTakeFirstOrThrow();
   if (Number(active) >= MAX_ACTIVE_KEYS) {
-    return { ok: false, reason: `the school already has ${MAX_ACTIVE_KEYS} active keys; revoke an unused key first` };
+    return { ok: false, reason: `the school already has ${MAX_ACTIVE_KEYS} active keys; revoke an unused key first${await unmarkedUnused(trx, now, policy, schoolId)}` };
   }
   return { ok: true, value: null };
+}
+
+/**
+ * For a refusal by a caller that marks no key unused (the command line): the active keys its
+ * policy judges unused, which its key list shows revoked, named with what ends them.
+ */
+async function unmarkedUnused(trx: Transaction<Database>, now: string, policy: KeyPolicy, schoolId: string): Promise<string> {
+  if (markedUnusedDays(policy) > 0 || policy.unusedDays === 0) return '';
+  const unused = await endedKeys(trx, now, policy.unusedDays, schoolId).execute();
+  if (unused.length === 0) return '';
+  const ids = unused.map((key) => key.id).join(', ');
+  return ` (${ids}: not used for ${policy.unusedDays} days, shown revoked by the key list; a server with the same SCHOOL_DATA_KEY_UNUSED_DAYS revokes ${unused.length === 1 ? 'it' : 'them'} within a minute)`;
 }
 
 /** Whether a key can be made for the school now, by the rules of placeForKey, without making one. */

@@ -232,7 +232,18 @@ describe('school-data CLI', () => {
     // in this process (the limit between commands is the next test's, through the CLI).
     await json('key', 'create', '--school', 'cli-many', '--name', '🚗'.repeat(100));
     for (let i = 1; i < 10; i++) assert.ok((await createKey(store.db, 'cli-many', `k${i}`)).ok);
-    fails(await cli('key', 'create', '--school', 'cli-many', '--name', 'eleventh'), /revoke an unused key first/);
+    fails(await cli('key', 'create', '--school', 'cli-many', '--name', 'eleventh'), /^school-data: the school already has 10 active keys; revoke an unused key first\n$/);
+    // A key this shell judges unused is shown revoked by its list, which marks nothing: the
+    // refusal names it and what ends it, where it would otherwise contradict the list.
+    const stale = await store.db.selectFrom('api_keys').select(['id', 'created_at']).where('school_id', '=', 'cli-many').where('name', '=', 'k9').executeTakeFirstOrThrow();
+    await store.db.updateTable('api_keys').set({ created_at: '2020-01-01T00:00:00Z' }).where('id', '=', stale.id).execute();
+    const shown = (await json('key', 'list', '--school', 'cli-many')) as unknown as { id: string; status: string }[];
+    assert.equal(shown.find((k) => k.id === stale.id)!.status, 'revoked');
+    fails(
+      await runCli(['key', 'create', '--school', 'cli-many', '--name', 'eleventh'], { ...env, SCHOOL_DATA_KEY_UNUSED_DAYS: '90' }),
+      new RegExp(`^school-data: the school already has 10 active keys; revoke an unused key first \\(${stale.id}: not used for 90 days, shown revoked by the key list; a server with the same SCHOOL_DATA_KEY_UNUSED_DAYS revokes it within a minute\\)\n$`),
+    );
+    await store.db.updateTable('api_keys').set({ created_at: stale.created_at }).where('id', '=', stale.id).execute();
     const keys = (await json('key', 'list', '--school', 'cli-many')) as unknown as { id: string }[];
     assert.equal(keys.length, 10);
     await json('key', 'revoke', '--key', keys[0]!.id);
