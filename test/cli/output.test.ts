@@ -175,30 +175,62 @@ describe('the command line when its output fails, and the mistakes of scripts', 
     assert.match(r.stderr, /^school-data: cannot listen on no-such-host\.invalid: no such address \(\w+\); check HOST \(or --host\)\n$/);
   });
 
-  it("a command on SQLite waits out another writer's lock (an import's merge), saying so once, and then does its work", { skip: process.env.DATABASE_URL ? 'the embedded store only' : false }, async () => {
-    const created = JSON.parse((await cli('key', 'create', '--school', 'out-school', '--name', 'revoked while locked', '--json')).stdout) as { id: string };
+  /**
+   * Runs the CLI while another connection holds SQLite's write lock, released once the command
+   * says it waits (a second in, however slowly it starts); a command that serves is stopped once
+   * `started` holds of its stdout.
+   */
+  async function whileLocked(args: string[], started?: (stdout: string) => boolean): Promise<CliResult> {
     const holder = new SQLite(path.join(store.dataDir, 'school-data.db'));
     holder.exec('begin immediate');
-    // The lock is held until the command says it waits (a second in), however slowly it starts.
-    const child = spawn(process.execPath, [BIN, 'key', 'revoke', '--key', created.id], { env: { ...env, SCHOOL_DATA_DB_TIMEOUT_MS: '200' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...env, SCHOOL_DATA_DB_TIMEOUT_MS: '200', PORT: '0', SCHOOL_DATA_CABINET_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+      if (started?.(stdout) === true) child.kill('SIGTERM');
+    });
     child.stderr.on('data', (c: Buffer) => {
       stderr += c.toString();
       if (stderr.includes('waiting for') && holder.inTransaction) holder.exec('commit');
     });
-    // Should it never say so, the lock goes after 20 s: a failed assertion, not a hung test.
+    // Should it never say so, the lock goes after 20 s, and a server is stopped after 30 s: a failed assertion, not a hung test.
     const backstop = setTimeout(() => holder.inTransaction && holder.exec('commit'), 20_000);
+    const stop = setTimeout(() => child.kill('SIGKILL'), 30_000);
     try {
       const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-      assert.equal(code, 0, stderr);
-      assert.equal(stderr, "school-data: waiting for the SQLite file's write lock, held by another writer (an import merging its records holds it until it commits); Ctrl-C to give up\n");
-      assert.match(stdout, /is revoked/);
+      return { code: code ?? -1, stdout, stderr };
     } finally {
       clearTimeout(backstop);
+      clearTimeout(stop);
       if (holder.inTransaction) holder.exec('commit');
       holder.close();
+    }
+  }
+  const WAITING = "school-data: waiting for the SQLite file's write lock, held by another writer (an import merging its records holds it until it commits); Ctrl-C to give up\n";
+
+  it("a command on SQLite waits out another writer's lock (an import's merge), saying so once, and then does its work", { skip: process.env.DATABASE_URL ? 'the embedded store only' : false }, async () => {
+    const created = JSON.parse((await cli('key', 'create', '--school', 'out-school', '--name', 'revoked while locked', '--json')).stdout) as { id: string };
+    const r = await whileLocked(['key', 'revoke', '--key', created.id]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, WAITING);
+    assert.match(r.stdout, /is revoked/);
+  });
+
+  it("serve on SQLite, whose upgrade must rebuild, waits out another writer's lock as the commands do, then starts", { skip: process.env.DATABASE_URL ? 'the embedded store only' : false }, async () => {
+    // A part of the read model made by an older version: the start rebuilds it, which writes.
+    const file = new SQLite(path.join(store.dataDir, 'school-data.db'));
+    const version = () => (file.prepare("select version from read_model_versions where part = 'day_totals'").get() as { version: number }).version;
+    const current = version();
+    file.prepare("update read_model_versions set version = version - 1 where part = 'day_totals'").run();
+    try {
+      const r = await whileLocked(['serve', '--json'], (stdout) => stdout.includes('"base_url"'));
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok(r.stderr.startsWith(WAITING), r.stderr);
+      assert.match(r.stdout, /"base_url"/);
+      assert.equal(version(), current, 'rebuilt');
+    } finally {
+      file.close();
     }
   });
 

@@ -5,13 +5,12 @@
  */
 import cluster from 'node:cluster';
 import v8 from 'node:v8';
-import { localUrlHost } from '../../config/index.js';
-import { openStore } from '../../db/index.js';
+import { localUrlHost, type Config } from '../../config/index.js';
 import { createLogger, LineBatcher } from '../../logger.js';
 import { ApiMetrics, serveClusterMetrics } from '../../ops/metrics.js';
 import { closeOnSignal, startServer, StopSignals } from '../../server.js';
 import { loadTls } from '../../tls.js';
-import { CliError, RUN, upgradeStore, type CommandContext } from '../context.js';
+import { CliError, RUN, upgradeStore, withStore, type CommandContext } from '../context.js';
 
 /** Log lines go to stderr with --json, so stdout holds the one JSON value the command prints. */
 const logsFor = (ctx: CommandContext) => createLogger(ctx.config, ctx.out.json ? LineBatcher.stderr() : LineBatcher.stdout());
@@ -29,6 +28,14 @@ export async function serveCommand(ctx: CommandContext, opts: { workers?: string
   if (cluster.isPrimary && workers > 1) return runPrimary(ctx, workers);
   return runServer(ctx, cluster.isWorker);
 }
+
+/**
+ * Brings the store up to date before anything listens, waiting for another writer's lock as
+ * the other commands do (on SQLite an import's merge holds it for minutes), where the serving
+ * store would give up after SCHOOL_DATA_DB_TIMEOUT_MS: a start during an import that must
+ * rebuild waits for it, saying so once.
+ */
+const upgradeBeforeServing = (config: Config) => withStore(config, () => Promise.resolve());
 
 /**
  * A listener that cannot open, said as such rather than as "unexpected error" or, for a host
@@ -69,6 +76,8 @@ async function runServer(ctx: CommandContext, isWorker: boolean): Promise<number
   const logger = logsFor(ctx);
   if (isWorker) ApiMetrics.forProcess().shareWithCluster();
   const signals = new StopSignals();
+  // A worker's primary has done it.
+  if (!isWorker) await upgradeBeforeServing(config);
   let server;
   try {
     server = await startServer(config, logger, upgradeStore, signals);
@@ -98,12 +107,7 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
   const logger = logsFor(ctx);
   // Prepared once here so that workers never race to migrate or to write the certificate.
   const tls = await loadTls(config);
-  const store = openStore(config);
-  try {
-    await upgradeStore(store);
-  } finally {
-    await store.close();
-  }
+  await upgradeBeforeServing(config);
 
   let stopping = false;
   let listening = 0;
