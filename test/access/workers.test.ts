@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createKey } from '../../src/management/keys.js';
@@ -115,6 +116,29 @@ describe('serve --workers 2', { skip: external ? false : 'needs DATABASE_URL and
     } finally {
       chosen.child.kill('SIGTERM');
       assert.equal(await chosen.exited, 0, chosen.output());
+    }
+  });
+
+  it('starts another worker for one that died, and still exits 0 on SIGTERM afterwards', async () => {
+    const served = await startServe(
+      { ...process.env, DATABASE_URL: store.url!, SCHOOL_DATA_DIR: store.dataDir, PORT: '0', SCHOOL_DATA_CABINET_PORT: '0', SCHOOL_DATA_LOG_LEVEL: 'info' },
+      ['--workers', '2'],
+    );
+    try {
+      const pid = served.child.pid!;
+      const workers = () => fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+      const started = workers();
+      assert.equal(started.length, 2);
+      process.kill(started[0]!, 'SIGKILL');
+      // The new worker's line once both its listeners are open.
+      const listening = () => workers().some((w) => !started.includes(w) && served.output().includes(`"pid":${w},"store":`));
+      const deadline = Date.now() + 15_000;
+      while (!listening() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      assert.match(served.output(), /worker exited; starting another/);
+      assert.ok(listening(), served.output());
+    } finally {
+      served.child.kill('SIGTERM');
+      assert.equal(await served.exited, 0, served.output());
     }
   });
 

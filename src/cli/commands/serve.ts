@@ -122,7 +122,7 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
     let worst = 0;
     cluster.on('exit', (worker, code) => {
       alive -= 1;
-      if (code !== 0) worst = 1;
+      // A worker replaced is logged, not the stop's failure: the stop's code is its workers' at the stop.
       if (!stopping && listens.get(worker.id) === 2) {
         logger.error({ worker: worker.process.pid, code }, 'worker exited; starting another');
         alive += 1;
@@ -135,6 +135,7 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
         logger.error({ worker: worker.process.pid, code }, 'a worker could not start; stopping the others');
         stopWorkers();
       }
+      if (code !== 0) worst = 1;
       if (alive === 0) resolve(worst);
     });
   });
