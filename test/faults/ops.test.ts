@@ -5,10 +5,15 @@
  * whatever URLs clients send. (Readiness under outages: postgres.test.ts, redis.test.ts.)
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import SQLite from 'better-sqlite3';
+import { readiness } from '../../src/ops/health.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startTestCabinet, type TestCabinet } from '../helpers/cabinet.js';
 import { fuzzClient, rawExchange } from '../helpers/fuzz.js';
+import { createTestStore } from '../helpers/store.js';
 import { seedWorld, type World } from '../helpers/world.js';
 
 describe('health endpoints and metrics', () => {
@@ -82,5 +87,22 @@ describe('health endpoints and metrics', () => {
     }
     assert.ok(routes.has('/api/public/v1/students/:id'));
     assert.ok(!routes.has('/api/public/v1/students/s1'));
+  });
+
+  it("/readyz: a SQLite file emptied under the server is no store that answers (a `select 1` read none of it)", { skip: process.env.DATABASE_URL ? 'the embedded store only' : false }, async () => {
+    const store = await createTestStore();
+    const limiter = { ping: () => Promise.resolve(true) };
+    try {
+      assert.equal((await readiness({ db: store.db, limiter, checkTimeoutMs: 1000 })).checks.database, 'ok');
+      // Its pages all in the file, then the file emptied.
+      const file = path.join(store.dataDir, 'school-data.db');
+      const other = new SQLite(file);
+      other.pragma('wal_checkpoint(TRUNCATE)');
+      other.close();
+      fs.truncateSync(file, 0);
+      assert.equal((await readiness({ db: store.db, limiter, checkTimeoutMs: 1000 })).checks.database, 'unavailable');
+    } finally {
+      await store.close();
+    }
   });
 });
