@@ -4,7 +4,7 @@
  * BulkConnection) or through the store's pool or a Kysely transaction (the rebuild).
  */
 import type { CompiledQuery, Compilable, Kysely } from 'kysely';
-import type { BulkConnection, Statement } from '../db/bulk.js';
+import type { Statement } from '../db/bulk.js';
 import type { Database } from '../db/schema.js';
 
 export interface Sql {
@@ -22,5 +22,3 @@ export function viaKysely(db: Kysely<Database>): Sql {
     },
   };
 }
-
-export const viaBulk = (connection: BulkConnection): Sql => connection;

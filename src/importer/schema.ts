@@ -5,8 +5,9 @@
  * of the error an operator reads ("must be <description>"), so rule and message cannot
  * drift apart.
  *
- * Rules that need more than one record or the database (duplicate ids, references, the
- * school's currency, ends_at after starts_at) live in validate.ts and references.ts.
+ * The rules that relate a record's fields or need the school (ends_at after starts_at,
+ * the school's currency) live in validate.ts; those that need more than one record or the
+ * database in intake.ts and stage.ts (duplicate ids) and references.ts (references).
  */
 import { Type, type Static, type TEnum, type TSchema } from 'typebox';
 import {

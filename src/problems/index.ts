@@ -74,17 +74,13 @@ export class Problem extends Error {
   private jsonPrefix: string | undefined;
 
   /**
-   * The body as JSON text, byte for byte what the error handler's serializer writes for
-   * it (the fields in ProblemSchema's order). Only the request id differs between two
-   * answers of one Problem, so the rest is made once.
+   * The body as JSON text, the fields in ProblemSchema's order: what every problem answer
+   * carries. Only the request id differs between two answers of one Problem, so the rest
+   * is made once.
    */
   json(requestId: string): string {
     this.jsonPrefix ??= `${JSON.stringify(this.head()).slice(0, -1)},"request_id":`;
     return `${this.jsonPrefix}${JSON.stringify(requestId)}}`;
-  }
-
-  body(requestId: string): ProblemBody {
-    return { ...this.head(), request_id: requestId };
   }
 
   private head(): Omit<ProblemBody, 'request_id'> {

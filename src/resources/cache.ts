@@ -65,7 +65,7 @@ export const MAX_BODY_BYTES = 128 * 1024;
 const WORTH_COMPRESSING = 7 / 8;
 /**
  * The share of a body gzipping is counted on to free, deciding whether the store is full:
- * the API's JSON loses 75-90 % (a card's 600 bytes are not compressed at all).
+ * the API's JSON lists gzip to well under half (a card's few hundred bytes are not compressed at all).
  */
 const EXPECTED_SAVING = 1 / 2;
 /**
@@ -340,14 +340,6 @@ export class ResponseCache {
   /** Whether an answer is stored, nothing counted (the front's early read is begun only without one). */
   has(tenant: Tenant, target: string): boolean {
     return this.maxBytes > 0 && this.find(tenant, target) !== undefined;
-  }
-
-  /** The stored answer when there is one, counted as a hit; a miss is not counted (the route's own lookup, get, counts it). */
-  hit(tenant: Tenant, target: string): StoredResponse | undefined {
-    if (this.maxBytes === 0) return undefined;
-    const found = this.read(tenant, target);
-    if (found !== undefined) this.hits += 1;
-    return found;
   }
 
   set(tenant: Tenant, target: string, body: Buffer, contentType: string, validator: string): void {

@@ -87,7 +87,7 @@ return 0
 // the count after its requests and the window's ms left; -1, -1 for a school whose counter
 // refused the increment (its requests fail closed; their usage is recorded all the same);
 // LATE and Redis's time when run past its deadline (usage recorded, no window counted); or
-// one number, NOT_APPLIED or VOIDED, for the whole call.
+// one number, NOT_APPLIED, VOIDED or READ_ONLY, for the whole call.
 const CONSUME = `
 local t = redis.call('TIME')
 local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -128,7 +128,7 @@ return out
 // A request's usage without a rate-limit check (402, 403): KEYS[1] the usage hash, KEYS[2]
 // and ARGV[1] the stream and place (PLACE), ARGV[2..]: the count's field, the last use's
 // field, now. KEYS[3], when given: a school's counter, read, not counted. Returns 1 (or
-// NOT_APPLIED or VOIDED), then the counter's value and its ms left (0, -2 when it has none).
+// NOT_APPLIED, VOIDED or READ_ONLY), then the counter's value and its ms left (0, -2 when it has none).
 const RECORD = `
 local window = {0, -2}
 if KEYS[3] then

@@ -15,7 +15,7 @@ export type { ErrorPage, Messages, WarningKind } from './en.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The language of the cabinet page being answered (set by the app's first hook). */
+    /** The language of the cabinet page being answered (set by an `onRequest` hook once the cookies are read). */
     locale: Locale | null;
   }
 }

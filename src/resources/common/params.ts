@@ -47,9 +47,9 @@ export const Paging = { limit: Type.Optional(Limit), offset: Type.Optional(Offse
 export type Paged<Q> = Q & { limit: number; offset: number };
 
 /**
- * From this offset on, a list finds its page's ids in the list's order index alone and
- * then reads only those rows. A plain LIMIT/OFFSET makes PostgreSQL read every skipped
- * row from the table (at offset 99,800: 255 ms against 65 ms; SQLite gains too, 18 ms
- * against 11 ms); on a shallow page the extra lookup is not worth it. docs/performance.md.
+ * From this offset on, a filtered list finds its page's ids in the filter's index alone and
+ * then reads only those rows: a plain LIMIT/OFFSET makes the database read every skipped
+ * row from the table, and on a shallow page the extra lookup is not worth it
+ * (docs/performance.md has the figures).
  */
 export const DEEP_OFFSET = 1000;

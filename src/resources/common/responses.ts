@@ -31,10 +31,12 @@ const statusDescriptions: Record<200 | 304 | ErrorStatus, string> = {
 
 /**
  * A route's responses: its success body as application/json and a problem body as
- * application/problem+json for every error status. Fastify serializes each body by
- * the schema of its status and content type, so nothing unlisted can leak; the
- * OpenAPI document is generated from the same objects. The headers of each status
- * are in `responseHeaders` below.
+ * application/problem+json for every error status, for the OpenAPI document, which is
+ * generated from these objects. Every answer is written by the app's writer
+ * (src/edge/answer.ts), not serialized by Fastify: a 200's body by its endpoint's
+ * serializer made from the same schema (`serve` in ./route.ts) or as the read model's
+ * items (src/resources/items.ts), a problem's by `Problem.json`; the tests check every
+ * answer against the document. The headers of each status are in `responseHeaders` below.
  */
 export function responses<S extends TSchema>(ok: S, own: readonly OwnStatus[] = []) {
   const out: Record<number, ResponseSpec<TSchema> | { description: string; type: 'null' }> = {
