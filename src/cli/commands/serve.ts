@@ -76,11 +76,10 @@ async function runServer(ctx: CommandContext, isWorker: boolean): Promise<number
   const logger = logsFor(ctx);
   if (isWorker) ApiMetrics.forProcess().shareWithCluster();
   const signals = new StopSignals();
-  // A worker's primary has done it.
-  if (!isWorker) await upgradeBeforeServing(config);
   let server;
   try {
-    server = await startServer(config, logger, upgradeStore, signals);
+    // A worker's primary has upgraded the store: the worker only checks it.
+    server = await startServer(config, logger, isWorker ? upgradeStore : () => upgradeBeforeServing(config), signals);
   } catch (err) {
     // The channel to the primary would keep a worker that could not start alive.
     if (isWorker) process.disconnect();
