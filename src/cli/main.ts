@@ -7,6 +7,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import type { Config } from '../config/index.js';
 import { PLANS } from '../domain/enums.js';
+import { OVERLAPS } from '../domain/overlaps.js';
 import { KEY_SCOPES } from '../domain/scopes.js';
 import { redactKeys } from '../ops/request-log.js';
 import { packageVersion } from '../version.js';
@@ -76,7 +77,7 @@ function buildProgram(done: Run, opened: (config: Config) => void): Command {
     .action(async (o: { json?: boolean; key: string }) => done(await (await import('./commands/key/revoke.js')).keyRevoke(context(o), o)));
   leaf(key, 'roll', 'replace a key by a new one with its name, scopes and allowlist (shown once); the old one ends after the overlap')
     .requiredOption('--key <id>', 'key id (not the key value)')
-    .addOption(new Option('--overlap <overlap>', 'how long the old key keeps working').choices(['now', '1h', '24h', '7d']).makeOptionMandatory())
+    .addOption(new Option('--overlap <overlap>', 'how long the old key keeps working').choices(Object.keys(OVERLAPS)).makeOptionMandatory())
     .action(async (o: { json?: boolean; key: string; overlap: string }) => done(await (await import('./commands/key/roll.js')).keyRoll(context(o), o)));
   leaf(key, 'allow', 'change the addresses a key may be used from')
     .requiredOption('--key <id>', 'key id (not the key value)')

@@ -15,6 +15,8 @@ import { problemAnswer, type Answer, type SendAnswer } from './answer.js';
 import { underPrefix } from './paths.js';
 
 export const NOT_FOUND = new Problem('not_found', 'No resource at this path.');
+/** 431, whether the parser or Fastify finds it. */
+export const HEADER_TOO_LARGE = new Problem('header_too_large', 'The request line and headers are over the size limit.');
 const DATA_UNAVAILABLE = new Problem('data_unavailable', 'The data store is unavailable; try again shortly.', { headers: { 'Retry-After': '5' } });
 const INTERNAL = new Problem('internal_error', 'An internal error occurred; the request id identifies it in our logs.');
 
@@ -38,8 +40,8 @@ function clientProblem(error: FastifyError, request: FailedRequest): Problem | n
   if (error.code?.startsWith('FST_ERR_CTP_') === true) return underPrefix(request.url) ? methodNotAllowed(request.method) : NOT_FOUND;
   if (status === 404 || error.code === 'FST_ERR_BAD_URL') return NOT_FOUND;
   if (status === 414) return new Problem('uri_too_long', 'The request URI is too long.');
-  if (status === 431) return new Problem('header_too_large', 'The request headers are too large.');
-  if (status === 405) return new Problem('method_not_allowed', 'This method is not supported.', { headers: { Allow: 'GET, HEAD' } });
+  if (status === 431) return HEADER_TOO_LARGE;
+  if (status === 405) return methodNotAllowed(request.method);
   return new Problem('invalid_parameter', 'The request is malformed.');
 }
 

@@ -11,13 +11,12 @@ import type { ApiMetrics, ClientErrorKind, ListenerName, ResponseRecorder } from
 import type { AccessLog } from '../ops/request-log.js';
 import { methodNotAllowed, Problem, PROBLEM_CONTENT_TYPE } from '../problems/index.js';
 import { FRAGMENT } from './checks.js';
-import { NOT_FOUND } from './errors.js';
+import { HEADER_TOO_LARGE, NOT_FOUND } from './errors.js';
 import { underPrefix } from './paths.js';
 import { answeredBeforeBody, parserFailed } from './bodies.js';
 import { flushHeldAnswers } from './turn-end.js';
 
 const REQUEST_TIMEOUT = new Problem('request_timeout', 'The request (its line, headers and any body) did not arrive whole within the time allowed; the connection is closed.');
-const HEADER_TOO_LARGE = new Problem('header_too_large', 'The request line and headers are over the size limit.');
 const NOT_HTTP = new Problem('invalid_parameter', 'The request is not valid HTTP/1.1 and could not be read.');
 
 /**

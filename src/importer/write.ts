@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
 import { onPostgres } from '../db/index.js';
+import { formatTimestamp, nowTimestamp } from '../domain/time.js';
 import type { ListTable } from '../resources/items.js';
 import type { Sql } from './run.js';
 
@@ -74,11 +75,6 @@ export async function moveMarks(q: Sql, schoolId: string, list: ListTable, seq: 
   await q.run(appendMarks(schoolId, list, seq, ids).compile(q.db));
 }
 
-/** UTC now, whole seconds, as every stored timestamp. */
-export function utcNow(): string {
-  return `${new Date().toISOString().slice(0, 19)}Z`;
-}
-
 /**
  * Records the batch `seq` of the school: its commit time (now: call it last), a random
  * stamp, and the school's data version and stamp. False, and nothing recorded, when the
@@ -89,7 +85,7 @@ export async function recordBatch(q: Sql, schoolId: string, seq: number): Promis
   const stamp = randomBytes(6).toString('base64url');
   const school = await q.run(q.db.updateTable('schools').set({ data_version: seq, data_stamp: stamp }).where('id', '=', schoolId));
   if (school.changed === 0) return false;
-  await q.run(q.db.insertInto('change_batches').values({ school_id: schoolId, seq, committed_at: utcNow(), stamp }));
+  await q.run(q.db.insertInto('change_batches').values({ school_id: schoolId, seq, committed_at: nowTimestamp(), stamp }));
   return true;
 }
 
@@ -99,7 +95,7 @@ export async function recordBatch(q: Sql, schoolId: string, seq: number): Promis
  * served): the highest seq, and the last (resource, id) in that seq in the feed's order.
  */
 export async function pruneTombstones(q: Sql, schoolId: string, days: number): Promise<void> {
-  const cutoff = `${new Date(Date.now() - days * 86_400_000).toISOString().slice(0, 19)}Z`;
+  const cutoff = formatTimestamp(Date.now() - days * 86_400_000);
   const last = await q.run(
     q.db.selectFrom('change_batches').select((eb) => eb.fn.max('seq').as('seq')).where('school_id', '=', schoolId).where('committed_at', '<', cutoff),
   );

@@ -17,6 +17,7 @@ import type { Database } from '../db/schema.js';
 import { parseAllowlist } from '../domain/addresses.js';
 import { API_PLANS, type Plan } from '../domain/enums.js';
 import { parseScopes, storedScopes, type KeyScope, KEY_SCOPES } from '../domain/scopes.js';
+import { OVERLAPS, type Overlap } from '../domain/overlaps.js';
 import { isOneLine } from '../domain/text.js';
 import { formatTimestamp, parseDateTime, YEAR_10000_MS } from '../domain/time.js';
 import type { Outcome } from './schools.js';
@@ -34,16 +35,8 @@ export type KeyEvent = (typeof KEY_EVENTS)[number];
 /** Why a key's revoked_at is set. */
 export type RevokeReason = 'revoked' | 'rolled' | 'expired' | 'unused';
 
-/** The overlaps a roll offers: how long the old key keeps working. */
-export const OVERLAPS = { now: 0, '1h': 3_600_000, '24h': DAY_MS, '7d': 7 * DAY_MS } as const;
-export type Overlap = keyof typeof OVERLAPS;
-
 /** A key change's first step when its caller gives none (the CLI; the cabinet's checks the asking session, and claims a create or roll form's one-time token). */
 const noStep: Step = async () => {};
-
-export function isOverlap(text: string): text is Overlap {
-  return Object.hasOwn(OVERLAPS, text);
-}
 
 /** How keys age: SCHOOL_DATA_KEY_UNUSED_DAYS (0: never revoked for disuse). */
 export interface KeyPolicy {

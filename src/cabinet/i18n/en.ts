@@ -5,7 +5,8 @@
  */
 import type { PastPrefix } from '../../domain/addresses.js';
 import type { KeyScope } from '../../domain/scopes.js';
-import type { KeyEvent, Overlap } from '../../management/keys.js';
+import type { Overlap } from '../../domain/overlaps.js';
+import type { KeyEvent } from '../../management/keys.js';
 import { html, type SafeHtml } from '../html.js';
 import { formatCount } from './format.js';
 

@@ -3,7 +3,8 @@
  * requests, its requests per day as an inline SVG chart (no external assets), and its events.
  */
 import type { KeyDay, KeyRequestEntry } from '../../management/key-activity.js';
-import { isOverlap, type KeyCard, type KeyEventEntry } from '../../management/keys.js';
+import { isOverlap } from '../../domain/overlaps.js';
+import type { KeyCard, KeyEventEntry } from '../../management/keys.js';
 import { html, type SafeHtml } from '../html.js';
 import type { Locale } from '../i18n/index.js';
 import { layout, type SignedView } from './layout.js';

@@ -1,4 +1,5 @@
-import { isOverlap, OVERLAPS, rollKey } from '../../../management/keys.js';
+import { isOverlap, OVERLAPS } from '../../../domain/overlaps.js';
+import { rollKey } from '../../../management/keys.js';
 import { CliError, operatorKeyPolicy, refuseIfOutputDiscarded, RUN, withStore, type CommandContext } from '../../context.js';
 
 export async function keyRoll(ctx: CommandContext, opts: { key: string; overlap: string }): Promise<number> {
