@@ -147,7 +147,7 @@ export async function buildApp(deps: AppDeps) {
   app.setNotFoundHandler(notFoundHandler(send));
 
   // Before the API routes: the OpenAPI generator collects them as they are added.
-  await registerOpenApi(app, send);
+  await registerOpenApi(app, writer);
   await app.register(publicApi, { prefix: API_PREFIX.slice(0, -1), reads: store.reads, cache, send, served });
 
   app.addHook('onClose', async () => {

@@ -4,7 +4,8 @@
  * which also does what every answer needs: the common headers, compression, the entity
  * tag and the 304 for a matching If-None-Match, the end-of-turn holding (turn-end.ts),
  * the metrics of its route and its access line. Hooks, routes and error handlers are
- * given it; nothing else writes to an API response.
+ * given it; nothing else writes to an API response. The docs page's files, outside the
+ * API, are sent by their plugin and noted by the writer (`written`): metrics, access line.
  */
 import { transcode } from 'node:buffer';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -195,6 +196,8 @@ export type WriteAnswer = (exchange: Exchange, res: ServerResponse, answer: Answ
 export interface Writer {
   send: SendAnswer;
   write: WriteAnswer;
+  /** Notes an answer Fastify wrote itself (the docs page's files, from their plugin): its metrics and access line, as the writer's own. */
+  written: (request: FastifyRequest, status: number) => void;
 }
 
 /**
@@ -249,16 +252,23 @@ export function answerWriter(deps: WriterDeps): Writer {
     if (cut) cutWritten?.();
     if (body === 'arriving') answeringBeforeBody(raw.socket);
     if (closes || body === 'arriving' || asksUpgrade(raw)) headers.push('Connection', 'close');
-    const caller = request.caller ?? null;
     // Read before the answer is written: once the connection is gone, Node detaches its socket.
     const address = clientAddress(request);
+    const port = raw.socket.remotePort;
     res.writeHead(status, headers);
     // A HEAD request gets the headers only: Node leaves the body out by itself.
     res.end(bytes);
+    noteWritten(request, status, address, port);
+  }
+
+  /** An answer written: its metrics, its access line, and its line in its key's request log. */
+  function noteWritten(request: Exchange, status: number, address: string, port: number | undefined): void {
+    const raw = request.raw;
+    const caller = request.caller ?? null;
     const responseTime = performance.now() - request.startedAt;
     (request.recordAnswer ?? unmatched)(status, responseTime);
     accessLog.write({
-      requestId: request.id, method: raw.method ?? '', url: raw.url ?? '', remoteAddress: address === '' ? undefined : address, remotePort: raw.socket.remotePort,
+      requestId: request.id, method: raw.method ?? '', url: raw.url ?? '', remoteAddress: address === '' ? undefined : address, remotePort: port,
       status, responseTime, caller,
     });
     if (caller !== null && keyRequests !== undefined) {
@@ -301,6 +311,7 @@ export function answerWriter(deps: WriterDeps): Writer {
 
   return {
     write: writeAnswer,
+    written: (request, status) => noteWritten(request, status, clientAddress(request), request.raw.socket?.remotePort),
     send(reply, answer) {
       const request = reply.request;
       // A request no hook has seen (a method no router knows: Fastify makes it a 404 with none

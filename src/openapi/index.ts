@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { COMMON_HEADERS, dataAnswer, plain, type SendAnswer } from '../edge/answer.js';
+import { COMMON_HEADERS, dataAnswer, plain, type Writer } from '../edge/answer.js';
 import { notFoundHandler } from '../edge/errors.js';
 import type { KeptBody } from '../edge/encoding.js';
 import { pathOf } from '../edge/paths.js';
@@ -44,8 +44,9 @@ const UI_DOCUMENT_ALIASES = new Set([`${DOCS_PATH}/json`, `${DOCS_PATH}/yaml`]);
  */
 export async function registerOpenApi(
   app: FastifyInstance,
-  send: SendAnswer,
+  writer: Pick<Writer, 'send' | 'written'>,
 ): Promise<void> {
+  const { send } = writer;
   const notFound = notFoundHandler(send);
   const onlyThePage = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
     if (UI_DOCUMENT_ALIASES.has(pathOf(request.url))) notFound(request, reply);
@@ -67,8 +68,16 @@ export async function registerOpenApi(
       if (hasDotSegment(pathOf(request.url))) notFound(request, reply);
       else done();
     });
+    // The page's files are sent by their plugin (onSend runs for those only; the writer's
+    // answers, a 404 here, are its own): noted once written, as the writer notes its own.
+    const byPlugin = new WeakSet<FastifyRequest>();
     docs.addHook('onSend', (request, reply, _payload, done) => {
       void reply.headers({ ...DOCS_HEADERS, 'X-Request-Id': request.id });
+      byPlugin.add(request);
+      done();
+    });
+    docs.addHook('onResponse', (request, reply, done) => {
+      if (byPlugin.has(request)) writer.written(request, reply.statusCode);
       done();
     });
     await registerPage(docs, onlyThePage);

@@ -5,13 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { ApiMetrics } from '../../src/ops/metrics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 describe('docs page', () => {
   let t: TestApp;
+  const metrics = new ApiMetrics();
 
   before(async () => {
-    t = await startTestApp();
+    t = await startTestApp({ metrics });
   });
   after(() => t.close());
 
@@ -65,6 +67,29 @@ describe('docs page', () => {
     const again = await t.request('/docs/static/swagger-ui.css', { headers: { 'if-none-match': String(css.headers.etag) } });
     assert.equal(again.status, 304);
     assert.match(String(again.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+  });
+
+  it('gets one access line and its count in the metrics for the page and each of its files, as every other answer', async () => {
+    const asked = { '/docs/': 200, '/docs/static/swagger-ui.css': 200, '/docs/static/index.html': 302, '/docs/json': 404 } as const;
+    const counted = async (route: string, status: number) => {
+      const line = new RegExp(`school_data_http_requests_total\\{route="${route.replace(/[/*]/g, '\\$&')}",status="${status}"\\} (\\d+)\n`).exec(await metrics.exposition());
+      return Number(line?.[1] ?? 0);
+    };
+    const before = [await counted('/docs/static/*', 200), await counted('/docs/json', 404)];
+    const ids = new Map<string, string>();
+    for (const [path, status] of Object.entries(asked)) {
+      const res = await t.request(path);
+      assert.equal(res.status, status, path);
+      ids.set(path, String(res.headers['x-request-id']));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const lines = t.logs.join('').split('\n').filter((line) => line.includes('"msg":"request completed"'));
+    for (const [path, id] of ids) {
+      const own = lines.filter((line) => line.includes(id)).map((line) => JSON.parse(line) as { req: { url: string }; res: { statusCode: number } });
+      assert.equal(own.length, 1, `${path}: ${own.length} lines`);
+      assert.deepEqual([own[0]!.req.url, own[0]!.res.statusCode], [path, asked[path as keyof typeof asked]]);
+    }
+    assert.deepEqual([await counted('/docs/static/*', 200), await counted('/docs/json', 404)], [before[0]! + 1, before[1]! + 1]);
   });
 
   it('answers 404 to a step out of the page\'s folder, however it is spelled', async () => {
