@@ -54,8 +54,13 @@ export async function run(main) {
   }
 }
 
-/** @returns {never} */
-function fail(message) {
+/**
+ * Ends an example with one line on stderr and exit code 1, the one code of every failure
+ * (a command line it does not take, a setting missing, an error of the service): no stack trace.
+ * @param {string} message
+ * @returns {never}
+ */
+export function fail(message) {
   process.stderr.write(`${message}\n`);
   process.exit(1);
 }

@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs';
 import { once } from 'node:events';
-import { connect, run } from './connect.mjs';
+import { connect, fail, run } from './connect.mjs';
 
 const COLUMNS = ['id', 'full_name', 'phone', 'email', 'category', 'status', 'group_id', 'branch_id', 'created_at'];
 
@@ -22,11 +22,8 @@ function field(value) {
 
 const row = (values) => `${values.map(field).join(',')}\r\n`;
 
-/** One line on stderr and exit code 1: a command line this example does not take. */
-function usage(message) {
-  process.stderr.write(`${message} (usage: node examples/export-students-csv.mjs [--status STATUS] [FILE])\n`);
-  process.exit(1);
-}
+/** A command line this example does not take: one line, with how to call it. */
+const usage = (message) => fail(`${message} (usage: node examples/export-students-csv.mjs [--status STATUS] [FILE])`);
 
 await run(async () => {
   const args = process.argv.slice(2);
@@ -46,8 +43,7 @@ await run(async () => {
     // Ctrl-C ends it: neither leaves the partial file behind.
     out.on('error', (err) => {
       fs.rmSync(partial, { force: true });
-      process.stderr.write(`cannot write ${partial}: ${err.message}\n`);
-      process.exit(1);
+      fail(`cannot write ${partial}: ${err.message}`);
     });
     for (const [signal, code] of /** @type {const} */ ([['SIGINT', 130], ['SIGTERM', 143]])) {
       process.once(signal, () => {

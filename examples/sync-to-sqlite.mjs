@@ -16,20 +16,34 @@
  */
 import Database from 'better-sqlite3';
 import { CursorExpiredError, SchoolDataConnectionError, SchoolDataError } from '../client/dist/index.js';
-import { connect, run } from './connect.mjs';
+import { connect, fail, run } from './connect.mjs';
 
 const RESOURCES = ['students', 'instructors', 'vehicles', 'lessons', 'contracts', 'payments', 'leads'];
 
-const [file, flag, seconds] = process.argv.slice(2);
-if (!file || (flag !== undefined && (flag !== '--every' || !/^[1-9]\d*$/.test(seconds ?? '')))) {
-  process.stderr.write('usage: node examples/sync-to-sqlite.mjs FILE.db [--every SECONDS]\n');
-  process.exit(2);
+const args = process.argv.slice(2);
+const [file, flag, seconds] = args;
+if (!file || file.startsWith('-') || args.length > 3 || (flag !== undefined && (flag !== '--every' || !/^[1-9]\d*$/.test(seconds ?? '')))) {
+  fail('usage: node examples/sync-to-sqlite.mjs FILE.db [--every SECONDS]');
 }
 
-const db = new Database(file);
-db.pragma('journal_mode = WAL');
-db.exec(`create table if not exists sync_state (id integer primary key check (id = 1), cursor text)`);
-for (const r of RESOURCES) db.exec(`create table if not exists ${r} (id text primary key, record text not null)`);
+// The settings (key, certificate) are checked before the copy is made: a run that cannot
+// start leaves no empty database behind.
+const client = connect({ throttle: true });
+
+/** Opens the copy, made on the first run; a file that cannot be one (no such folder, not a database) ends the example in one line. */
+function openCopy() {
+  try {
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.exec(`create table if not exists sync_state (id integer primary key check (id = 1), cursor text)`);
+    for (const r of RESOURCES) db.exec(`create table if not exists ${r} (id text primary key, record text not null)`);
+    return db;
+  } catch (err) {
+    fail(`cannot open ${file} as the copy: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+const db = openCopy();
 
 const upsert = Object.fromEntries(RESOURCES.map((r) => [r, db.prepare(`insert into ${r} (id, record) values (?, ?) on conflict (id) do update set record = excluded.record`)]));
 const remove = Object.fromEntries(RESOURCES.map((r) => [r, db.prepare(`delete from ${r} where id = ?`)]));
@@ -78,7 +92,6 @@ const OUTAGES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 
 const passing = (err) => (err instanceof SchoolDataConnectionError && OUTAGES.has(err.code)) || (err instanceof SchoolDataError && (err.status === 503 || err.status === 429));
 
 await run(async () => {
-  const client = connect({ throttle: true });
   for (;;) {
     try {
       await syncOnce(client);

@@ -7,7 +7,7 @@
  *
  *   SCHOOL_DATA_KEY=service_pk_... node examples/vehicles-expiring.mjs [days]
  */
-import { connect, run } from './connect.mjs';
+import { connect, fail, run } from './connect.mjs';
 
 const DAY_MS = 86_400_000;
 
@@ -27,8 +27,11 @@ function when(days) {
 }
 
 await run(async () => {
-  const horizon = Number(process.argv[2] ?? 30);
-  if (!Number.isInteger(horizon) || horizon < 0) throw new Error('days must be a whole number, e.g. 30');
+  const args = process.argv.slice(2);
+  if (args.length > 1 || (args[0] !== undefined && !/^\d{1,6}$/.test(args[0]))) {
+    fail('days must be a whole number from 0, e.g. 30 (usage: node examples/vehicles-expiring.mjs [DAYS])');
+  }
+  const horizon = Number(args[0] ?? 30);
   const client = connect();
   const found = [];
   for await (const v of client.vehicles.list()) {

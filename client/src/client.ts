@@ -15,7 +15,12 @@ export interface ClientOptions {
   baseUrl: string;
   /** The school's key, `service_pk_` + 32 hex characters. */
   apiKey: string;
-  /** PEM certificate(s) to trust besides Node.js's public authorities, for a service with its own certificate authority. */
+  /**
+   * PEM certificate(s) to trust for a service with its own certificate authority, besides the
+   * ones Node.js trusts already: its public authorities, NODE_EXTRA_CA_CERTS and, with
+   * `--use-system-ca`, the system's store (on Node.js 22.15+; an older 22.x keeps its public
+   * authorities only). Each must hold a PEM certificate: anything else is a TypeError.
+   */
   ca?: string | Buffer | (string | Buffer)[];
   /** Set false only to test against a certificate you cannot trust otherwise. Default true. */
   rejectUnauthorized?: boolean;
@@ -65,6 +70,26 @@ function origin(baseUrl: string): string {
   return `${url.origin}${url.pathname.replace(API_PREFIX, '').replace(/\/$/, '')}`;
 }
 
+const PEM_CERTIFICATE = /-----BEGIN (?:X509 |TRUSTED )?CERTIFICATE-----/;
+
+/**
+ * The authorities the client's agent trusts: Node's `ca` option replaces its defaults, so
+ * they are kept beside the ones given. `tls.getCACertificates('default')` holds the extra
+ * and system certificates too; `tls.rootCertificates` (before Node.js 22.15) only the bundled.
+ */
+function trusted(ca: NonNullable<ClientOptions['ca']>): (string | Buffer)[] {
+  const given = [ca].flat();
+  given.forEach((pem, i) => {
+    // Node takes text without a certificate in silence, and the handshake then fails as "self-signed".
+    const text = typeof pem === 'string' ? pem : Buffer.isBuffer(pem) ? pem.toString('latin1') : '';
+    if (!PEM_CERTIFICATE.test(text)) {
+      throw new TypeError(`ca holds no PEM certificate${given.length > 1 ? ` (entry ${i})` : ''}: give the certificate's PEM text (-----BEGIN CERTIFICATE-----), not a key or another file`);
+    }
+  });
+  const defaults = typeof tls.getCACertificates === 'function' ? tls.getCACertificates('default') : tls.rootCertificates;
+  return [...defaults, ...given];
+}
+
 function positive(name: string, value: number | undefined, fallback: number, min: number): number {
   if (value === undefined) return fallback;
   if (!Number.isFinite(value) || value < min) throw new TypeError(`${name} must be a number of at least ${min}`);
@@ -90,19 +115,20 @@ type QueryOf<K extends OperationId> = Operations[K]['query'];
  * client.close();
  */
 export class SchoolDataClient {
-  private readonly transport: Transport;
-  private readonly ownAgent: https.Agent | null;
+  // #private, not TypeScript's `private`: the transport holds the key, and neither
+  // util.inspect nor JSON.stringify may reach it (a client logged by mistake).
+  readonly #transport: Transport;
+  readonly #ownAgent: https.Agent | null;
 
   constructor(options: ClientOptions) {
     if (!KEY_FORMAT.test(options.apiKey)) throw new TypeError('apiKey must be a school-data key: service_pk_ followed by 32 lowercase hex characters');
-    // Node's `ca` replaces its public authorities: they are kept beside the ones given.
-    const ca = options.ca == null ? undefined : [...tls.rootCertificates, ...[options.ca].flat()];
-    this.ownAgent = options.agent ? null : new https.Agent({ keepAlive: true, ca, rejectUnauthorized: options.rejectUnauthorized ?? true });
+    const ca = options.ca == null ? undefined : trusted(options.ca);
+    this.#ownAgent = options.agent ? null : new https.Agent({ keepAlive: true, ca, rejectUnauthorized: options.rejectUnauthorized ?? true });
     const throttle = options.throttle ? new Throttle(options.throttle === true ? {} : options.throttle) : null;
-    this.transport = new Transport({
+    this.#transport = new Transport({
       origin: origin(options.baseUrl),
       apiKey: options.apiKey,
-      agent: options.agent ?? this.ownAgent!,
+      agent: options.agent ?? this.#ownAgent!,
       timeoutMs: positive('timeout', options.timeout, 30_000, 1),
       maxResponseBytes: positive('maxResponseBytes', options.maxResponseBytes, 64 * 2 ** 20, 1),
       maxRetries: Math.floor(positive('maxRetries', options.maxRetries, 3, 0)),
@@ -117,7 +143,7 @@ export class SchoolDataClient {
 
   private list<K extends ListOperation>(id: K, query: QueryOf<K> & PageQuery): ListRequest<ItemOf<K>, QueryOf<K> & PageQuery> {
     const path = operations[id].path;
-    return new ListRequest((q) => this.transport.get<Page<ItemOf<K>>>(path, q), query);
+    return new ListRequest((q) => this.#transport.get<Page<ItemOf<K>>>(path, q), query);
   }
 
   readonly students = {
@@ -138,7 +164,7 @@ export class SchoolDataClient {
      * console.log(card.balance.debt, card.balance.currency);
      */
     get: (id: string): Promise<Operations['getStudent']['response']> =>
-      this.transport.get(operations.getStudent.path.replace('{id}', encodeURIComponent(id))),
+      this.#transport.get(operations.getStudent.path.replace('{id}', encodeURIComponent(id))),
   };
 
   readonly instructors = {
@@ -210,7 +236,7 @@ export class SchoolDataClient {
      * console.log(march.income, march.expense, march.profit, march.currency);
      */
     financeSummary: (query: QueryOf<'getFinanceSummary'>): Promise<Operations['getFinanceSummary']['response']> =>
-      this.transport.get(operations.getFinanceSummary.path, query),
+      this.#transport.get(operations.getFinanceSummary.path, query),
   };
 
   readonly changes = {
@@ -228,7 +254,7 @@ export class SchoolDataClient {
      * }
      * await saveCursor(feed.cursor);
      */
-    list: (query: ChangesQuery = {}) => new ChangeFeed((q) => this.transport.get<Operations['listChanges']['response']>(operations.listChanges.path, q), query),
+    list: (query: ChangesQuery = {}) => new ChangeFeed((q) => this.#transport.get<Operations['listChanges']['response']>(operations.listChanges.path, q), query),
   };
 
   /**
@@ -238,6 +264,6 @@ export class SchoolDataClient {
    * client.close();
    */
   close(): void {
-    this.ownAgent?.destroy();
+    this.#ownAgent?.destroy();
   }
 }

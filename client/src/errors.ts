@@ -1,7 +1,9 @@
 /**
  * Errors the client throws. An answer of the service that is not a success is a
  * SchoolDataError (one subclass per status the API documents, and `code` from the
- * problem body as a discriminant); a request that got no answer at all is a
+ * problem body as a discriminant); an answer that is not the service's problem+json (a
+ * proxy's page, another server's) is the base SchoolDataError with code
+ * `unexpected_response`, whatever its status; a request that got no answer at all is a
  * SchoolDataConnectionError.
  */
 import type { Problem } from './types.js';
@@ -21,7 +23,8 @@ export interface ErrorDetails {
 }
 
 /**
- * An answer of the service other than 200.
+ * An answer of the service other than 200; itself (not a subclass) with code
+ * `unexpected_response` for an answer that is not the service's, whatever its status.
  *
  * @example
  * try {
@@ -135,6 +138,7 @@ export function unexpectedAnswer(detail: string): SchoolDataError {
   return new SchoolDataError({ status: 200, code: 'unexpected_response', detail, requestId: null });
 }
 
+/** The error for a problem answer of the service: its code's class, else its status's. Internal. */
 export function errorFor(details: ErrorDetails): SchoolDataError {
   const Class = byCode[details.code] ?? byStatus[details.status] ?? SchoolDataError;
   return new Class(details);

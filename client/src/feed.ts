@@ -12,8 +12,19 @@ export interface ChangesQuery {
   after?: string;
   /** Changes per page, 1-1000 (the service's default is 100; the feed reads 1000). */
   limit?: number;
-  /** Only these resources (default: all the key may read). */
-  resources?: readonly Change['resource'][];
+  /**
+   * Only these resources (default: all the key may read): an array, or a comma-separated
+   * list as the API takes it (`'students,payments'`).
+   */
+  resources?: readonly Change['resource'][] | string;
+}
+
+/** `resources` as the API's comma-separated list. */
+function resourceList(resources: ChangesQuery['resources']): string | undefined {
+  if (resources === undefined) return undefined;
+  if (typeof resources === 'string') return resources.replace(/\s*,\s*/g, ',').trim();
+  if (Array.isArray(resources)) return resources.join(',');
+  throw new TypeError('resources must be an array of resource names or a comma-separated string, e.g. \'students,payments\'');
 }
 
 /** One page of the feed, and the cursor to save once it is applied. */
@@ -61,7 +72,7 @@ export class ChangeFeed implements AsyncIterable<Change> {
    */
   async *pages(): AsyncGenerator<ChangesPage, void, undefined> {
     const limit = this.query.limit ?? MAX_CHANGES_PAGE;
-    const resources = this.query.resources?.join(',');
+    const resources = resourceList(this.query.resources);
     for (;;) {
       const answer = await this.fetchPage({ after: this.saved, limit, resources });
       // A feed that gives no cursor, or says there is more but moves on by nothing, would be read

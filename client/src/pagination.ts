@@ -1,7 +1,8 @@
 /**
  * A list call, stripe-node style: `await` it for one page (the API's envelope), or
  * iterate it with `for await` to walk every record of every page, or collect them
- * with `toArray({ max })`. Nothing is sent until one of those is used.
+ * with `toArray()` (at most `max` with `toArray({ max })`). Nothing is sent until one
+ * of those is used.
  */
 import { unexpectedAnswer } from './errors.js';
 import type { ListMeta } from './types.js';
@@ -86,19 +87,22 @@ export class ListRequest<T, Q extends PageQuery> implements PromiseLike<Page<T>>
   }
 
   /**
-   * Collects records into an array, at most `max` of them (pass `Infinity` for all).
+   * Collects records into an array: all of them, or at most `max`.
    *
    * @example
+   * const all = await client.instructors.list().toArray();
    * const vehicles = await client.vehicles.list().toArray({ max: 1000 });
    */
-  async toArray(options: { max: number }): Promise<T[]> {
+  async toArray(options: { max?: number } = {}): Promise<T[]> {
+    const max = options.max ?? Infinity;
+    if (typeof max !== 'number' || Number.isNaN(max)) throw new TypeError('toArray: max must be a number (Infinity, or left out, for all)');
     const out: T[] = [];
-    if (options.max <= 0) return out;
+    if (max <= 0) return out;
     // No larger pages than needed when the query leaves the page size open.
-    const limit = this.query.limit ?? Math.min(MAX_PAGE_SIZE, Math.ceil(options.max));
+    const limit = this.query.limit ?? Math.min(MAX_PAGE_SIZE, Math.ceil(max));
     for await (const item of this.walk(limit)) {
       out.push(item);
-      if (out.length >= options.max) break;
+      if (out.length >= max) break;
     }
     return out;
   }

@@ -36,6 +36,7 @@ export interface RetryEvent extends AttemptEvent {
 
 export interface TransportOptions {
   origin: string;
+  /** Kept only as the Authorization header's value, in a #private field (see Transport). */
   apiKey: string;
   agent: https.Agent;
   timeoutMs: number;
@@ -109,7 +110,15 @@ function retryAfterSeconds(headers: IncomingHttpHeaders): number | null {
   return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
-/** The error for an answer other than 200: from its problem body when it has one. */
+/** At most this much of an answer that is not the service's goes into the error's detail. */
+const EXCERPT_CHARS = 200;
+
+/**
+ * The error for an answer other than 200: from its problem body when it has one. Any other
+ * answer (a proxy's page, another server's on a wrong port) is not the service's word, so it is
+ * the base SchoolDataError whatever its status: a 404 page is no NotFoundError. Its body, on one
+ * line, makes the detail.
+ */
 function errorFromAnswer(answer: RawAnswer): SchoolDataError {
   const requestId = header(answer.headers, 'x-request-id');
   const retryAfter = retryAfterSeconds(answer.headers);
@@ -130,7 +139,11 @@ function errorFromAnswer(answer: RawAnswer): SchoolDataError {
       // Not the problem body it claims to be: reported below as an unexpected answer.
     }
   }
-  return errorFor({ status: answer.status, code: 'unexpected_response', detail: `HTTP ${answer.status}: ${answer.body.slice(0, 200)}`, requestId, retryAfter });
+  const type = header(answer.headers, 'content-type') ?? 'no content type';
+  // Line breaks and control characters collapsed: the message is one line of a log.
+  const excerpt = answer.body.replace(/[\s\p{Cc}]+/gu, ' ').trim().slice(0, EXCERPT_CHARS);
+  const detail = `not the service's answer (HTTP ${answer.status}, ${type}): ${excerpt || 'an empty body'}`;
+  return new SchoolDataError({ status: answer.status, code: 'unexpected_response', detail, requestId, retryAfter });
 }
 
 /**
@@ -164,10 +177,13 @@ export class AnswerCache {
 }
 
 export class Transport {
-  private readonly options: TransportOptions;
+  private readonly options: Omit<TransportOptions, 'apiKey'>;
+  // #private: util.inspect and JSON.stringify of a client never show the key.
+  readonly #authorization: string;
 
-  constructor(options: TransportOptions) {
+  constructor({ apiKey, ...options }: TransportOptions) {
     this.options = options;
+    this.#authorization = `Bearer ${apiKey}`;
   }
 
   /** Sends GET `path` with `query`, retrying what is safe; resolves with the parsed JSON of a 200. */
@@ -259,7 +275,7 @@ export class Transport {
 
   /** One attempt; never throws: no answer is a failure outcome. */
   private send(url: string, ifNoneMatch: string | undefined): Promise<Outcome> {
-    const { apiKey, agent, timeoutMs, maxResponseBytes } = this.options;
+    const { agent, timeoutMs, maxResponseBytes } = this.options;
     return new Promise((resolve) => {
       let settled = false;
       const settle = (outcome: Outcome) => {
@@ -275,7 +291,7 @@ export class Transport {
           method: 'GET',
           agent,
           headers: {
-            authorization: `Bearer ${apiKey}`,
+            authorization: this.#authorization,
             accept: 'application/json, application/problem+json',
             'accept-encoding': 'br, gzip',
             'user-agent': `school-data-client/${CLIENT_VERSION} node/${process.version}`,

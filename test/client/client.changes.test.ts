@@ -52,6 +52,22 @@ describe('client: the changes feed and conditional requests', () => {
     client.close();
   });
 
+  it('takes resources as an array or as the comma-separated list the API takes', async () => {
+    const client = make(w.a.key);
+    const read = async (resources: Parameters<typeof client.changes.list>[0]) => {
+      const changes = [];
+      for await (const change of client.changes.list(resources)) changes.push(`${change.resource}/${change.id}`);
+      return changes.sort();
+    };
+    const listed = await read({ resources: ['students', 'payments'] });
+    assert.ok(listed.some((c) => c.startsWith('students/')) && listed.some((c) => c.startsWith('payments/')), listed.join(' '));
+    assert.ok(listed.every((c) => /^(students|payments)\//.test(c)), listed.join(' '));
+    assert.deepEqual(await read({ resources: 'students,payments' }), listed);
+    assert.deepEqual(await read({ resources: 'students, payments' }), listed);
+    await assert.rejects(read({ resources: 42 as unknown as string }), (err: unknown) => err instanceof TypeError && /resources/.test(err.message));
+    client.close();
+  });
+
   it('throws CursorExpiredError for a cursor the feed no longer honours', async () => {
     const client = make(w.lone.key, { maxRetries: 0 });
     const feed = client.changes.list();

@@ -2,7 +2,8 @@
  * The built client's errors and retries against the real server: typed errors for
  * every problem, no retry of an answer that says the request is wrong, a retry after
  * Retry-After on 503 (Redis stopped, then back), and retries of connections that are
- * refused, reset or never answered.
+ * refused, reset or never answered. A stand-in server gives the answers the service never
+ * does (another server's page, a body too large, a list without its total).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -251,6 +252,43 @@ describe('client: errors and retries', () => {
       // A date has whole seconds: 1-2 s from now, and the jitter of up to half a second.
       const { delayMs } = rec.retries[0]!;
       assert.ok(delayMs >= 1000 && delayMs <= 2500, `waited ${delayMs} ms`);
+    } finally {
+      await close();
+    }
+  });
+
+  it('takes an answer that is not the service\'s (an HTML page) for SchoolDataError itself, whatever its status, on one line', async () => {
+    const page = '<!DOCTYPE html>\n<html>\n<head><title>404 Not Found</title></head>\r\n<body>\n\t<h1>Not Found</h1>\n</body>\n</html>\n';
+    const { client, close } = await stub((_req, res) => {
+      res.writeHead(404, { 'content-type': 'text/html' });
+      res.end(page);
+    });
+    try {
+      const err = await client.students.get('s1').then(() => null, (e: unknown) => e);
+      assert.ok(err instanceof SchoolDataError, String(err));
+      assert.equal(err.constructor, SchoolDataError, 'not NotFoundError: no student is missing, the address is wrong');
+      assert.ok(!(err instanceof NotFoundError));
+      assert.equal(err.status, 404);
+      assert.equal(err.code, 'unexpected_response');
+      assert.ok(!/[\r\n\t]/.test(err.message), err.message);
+      assert.match(err.detail, /\(HTTP 404, text\/html\): <!DOCTYPE html> <html> <head><title>404 Not Found<\/title><\/head> <body> <h1>Not Found<\/h1>/);
+    } finally {
+      await close();
+    }
+  });
+
+  it('retries a 503 that is not the service\'s as any 503, then throws SchoolDataError itself', async () => {
+    const rec = recorder();
+    const { client, close } = await stub((_req, res) => {
+      res.writeHead(503, { 'content-type': 'text/html' });
+      res.end('<html>\n<body>Service Unavailable</body>\n</html>');
+    }, { maxRetries: 1, ...rec });
+    try {
+      const err = await client.students.list().then(() => null, (e: unknown) => e);
+      assert.ok(err instanceof SchoolDataError && err.constructor === SchoolDataError, String(err));
+      assert.ok(!(err instanceof ServiceUnavailableError));
+      assert.equal(err.code, 'unexpected_response');
+      assert.deepEqual(rec.retries.map((r) => r.reason), ['http_503']);
     } finally {
       await close();
     }

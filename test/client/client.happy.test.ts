@@ -1,10 +1,14 @@
 /**
  * The built client against the real server: every method returns what the API
  * returns, list calls give one page when awaited and every record when iterated,
- * and the service's own certificate is trusted through `ca`.
+ * the service's own certificate is trusted through `ca` (beside NODE_EXTRA_CA_CERTS),
+ * and the key never shows when the client is inspected or serialized.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import tls from 'node:tls';
+import util from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { selfSignedPaths } from '../../src/tls.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -73,6 +77,8 @@ describe('client: happy paths', () => {
     assert.deepEqual((await client.students.list({ limit: 2 }).toArray({ max: 3 })).map((s) => s.id), ['s1', 's2', 's3']);
     assert.equal((await client.students.list().toArray({ max: Infinity })).length, 5);
     assert.deepEqual(await client.students.list().toArray({ max: 0 }), []);
+    assert.deepEqual((await client.students.list({ limit: 2 }).toArray()).map((s) => s.id), ['s1', 's2', 's3', 's4', 's5']);
+    await assert.rejects(client.students.list().toArray({ max: Number.NaN }), TypeError);
   });
 
   it('reports each attempt with its status and request id', async () => {
@@ -100,5 +106,46 @@ describe('client: happy paths', () => {
     const insecure = make({ ca: undefined, rejectUnauthorized: false });
     assert.equal((await insecure.students.list()).meta.total, 5);
     insecure.close();
+  });
+
+  it('trusts NODE_EXTRA_CA_CERTS beside `ca`, as Node.js does without it', async () => {
+    // NODE_EXTRA_CA_CERTS is read when a process starts: a process of its own, trusting the
+    // service's certificate through it, given in `ca` a certificate that has nothing to do with it.
+    const script = `
+      const { SchoolDataClient } = await import(${JSON.stringify(new URL('../../client/dist/index.js', import.meta.url).href)});
+      const client = new SchoolDataClient({ baseUrl: process.env.URL, apiKey: process.env.KEY, ca: process.env.UNRELATED_CA, maxRetries: 0 });
+      try {
+        process.stdout.write(String((await client.students.list()).meta.total));
+      } finally {
+        client.close();
+      }`;
+    const env = { ...process.env, NODE_EXTRA_CA_CERTS: selfSignedPaths(t.store.dataDir).cert, URL: t.origin, KEY: w.a.key, UNRELATED_CA: tls.rootCertificates[0] };
+    const child = spawn(process.execPath, ['--input-type=module', '--eval', script], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    assert.equal(code, 0, stderr);
+    assert.equal(stdout, '5');
+  });
+
+  it('refuses a `ca` that holds no PEM certificate when it is made', () => {
+    const privateKey = fs.readFileSync(selfSignedPaths(t.store.dataDir).key, 'utf8');
+    for (const bad of ['id,name\n1,a\n', privateKey, Buffer.from(privateKey), [ca, 'not a certificate']]) {
+      assert.throws(() => make({ ca: bad }), (err: unknown) => err instanceof TypeError && /ca holds no PEM certificate/.test(err.message));
+    }
+    make({ ca: [ca, Buffer.from(ca)] }).close();
+  });
+
+  it('shows its key neither to util.inspect nor to JSON.stringify', async () => {
+    const keyed = make();
+    // After a request, with the agent's socket kept alive.
+    await keyed.students.list();
+    for (const text of [util.inspect(keyed, { depth: Infinity, showHidden: true }), JSON.stringify(keyed)]) {
+      assert.ok(!text.includes(w.a.key), 'the key shows');
+      assert.ok(!text.includes('Bearer'), 'the Authorization header shows');
+    }
+    keyed.close();
   });
 });

@@ -2,7 +2,7 @@
  * The examples of examples/, run as a newcomer runs them (`node examples/...`) against
  * the real app with a school of demo data: each prints what it is for, and each ends
  * quietly, exit code 0 and nothing on stderr, when its reader closes the pipe early
- * (`node examples/export-students-csv.mjs | head`).
+ * (`node examples/export-students-csv.mjs | head`); what it cannot use ends it in one line.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -48,10 +48,13 @@ describe('examples', () => {
   });
   after(() => t.close());
 
-  /** Runs an example; with `closedPipe`, its stdout is a pipe whose reader is already gone. */
-  function run(file: string, args: string[] = [], closedPipe = false): Promise<Run> {
+  /**
+   * Runs an example; with `closedPipe`, its stdout is a pipe whose reader is already gone;
+   * `changed` sets (or, empty, clears) variables of the environment.
+   */
+  function run(file: string, args: string[] = [], { closedPipe = false, changed = {} }: { closedPipe?: boolean; changed?: NodeJS.ProcessEnv } = {}): Promise<Run> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [path.join(EXAMPLES, file), ...args], { env, cwd: t.store.dataDir, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [path.join(EXAMPLES, file), ...args], { env: { ...env, ...changed }, cwd: t.store.dataDir, stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       if (closedPipe) child.stdout.destroy();
@@ -137,6 +140,28 @@ describe('examples', () => {
     assert.notEqual(refused.code, 0);
   });
 
+  it('a command line, a setting or a file they cannot use ends them in one line and exit 1, before any file is made', async () => {
+    /** One line on stderr, no stack trace, exit code 1. */
+    const refused = async (file: string, args: string[], expected: RegExp, changed: NodeJS.ProcessEnv = {}) => {
+      const out = await run(file, args, { changed });
+      assert.equal(out.code, 1, `${file} ${args.join(' ')}: ${out.stderr}`);
+      assert.match(out.stderr, expected);
+      assert.equal(out.stderr.trim().split('\n').length, 1, out.stderr);
+    };
+    for (const days of ['abc', '-5', '1.5']) await refused('vehicles-expiring.mjs', [days], /^days must be a whole number/);
+    await refused('sync-to-sqlite.mjs', [], /^usage: node examples\/sync-to-sqlite\.mjs/);
+    await refused('sync-to-sqlite.mjs', ['copy.db', '--every', '0'], /^usage: /);
+    await refused('sync-to-sqlite.mjs', [path.join(t.store.dataDir, 'no-such-folder', 'copy.db')], /^cannot open \S+no-such-folder\/copy\.db as the copy: /);
+    const csv = path.join(t.store.dataDir, 'not-a-database.csv');
+    fs.writeFileSync(csv, 'id,full_name\r\ns1,Иван\r\n');
+    await refused('sync-to-sqlite.mjs', [csv], /^cannot open \S+not-a-database\.csv as the copy: file is not a database/);
+    assert.equal(fs.readFileSync(csv, 'utf8'), 'id,full_name\r\ns1,Иван\r\n');
+    // No key: said before the copy is made, so no empty database (nor its -wal and -shm) is left.
+    const keyless = path.join(t.store.dataDir, 'keyless.db');
+    await refused('sync-to-sqlite.mjs', [keyless], /^set SCHOOL_DATA_KEY/, { SCHOOL_DATA_KEY: '' });
+    for (const made of [keyless, `${keyless}-wal`, `${keyless}-shm`]) assert.ok(!fs.existsSync(made), `${made} was made`);
+  });
+
   it('sync-to-sqlite: a full copy first, then only what changed, deletions included; equal to the lists', async () => {
     const file = path.join(t.store.dataDir, `copy-${randomBytes(3).toString('hex')}.db`);
     const first = await run('sync-to-sqlite.mjs', [file]);
@@ -185,7 +210,7 @@ describe('examples', () => {
     ['vehicles-expiring.mjs', ['3650']],
   ] as const) {
     it(`${file} ends quietly when its reader closes the pipe`, async () => {
-      const out = await run(file, [...args], true);
+      const out = await run(file, [...args], { closedPipe: true });
       assert.equal(out.stderr, '', 'a stack trace or a message on stderr');
       assert.equal(out.code, 0);
     });
