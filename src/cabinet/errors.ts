@@ -7,6 +7,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isLockWait, isStoreUnavailable } from '../db/index.js';
+import { causeOf } from '../ops/dependency.js';
 import type { SafeHtml } from './html.js';
 import { chooseLocale, type ErrorPage, type Locale } from './i18n/index.js';
 import type { FormRefusal } from './security.js';
@@ -95,11 +96,12 @@ export function cabinetErrorHandler(error: FastifyError, request: FastifyRequest
   if (isStoreUnavailable(error)) {
     // On SQLite, another process held the write lock past the store's timeout: an import merging.
     if (isLockWait(error)) {
-      request.log.warn({ err: error }, 'data store busy with another writer');
+      request.log.warn({ cause: causeOf(error) }, 'data store busy with another writer');
       reply.header('Retry-After', '60');
       return sendError(request, reply, 503, { page: 'busy' });
     }
-    request.log.error({ err: error }, 'data store unavailable');
+    // Its cause, no stack trace: the store's failure, not the code's.
+    request.log.error({ cause: causeOf(error) }, 'data store unavailable');
     reply.header('Retry-After', '5');
     return sendError(request, reply, 503, { page: 'unavailable' });
   }

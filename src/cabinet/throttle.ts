@@ -12,6 +12,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimiterUnavailable, type RateLimiter } from '../access/ratelimit/index.js';
 import { throttledAddress } from '../domain/addresses.js';
 import { normaliseEmail } from '../management/directors.js';
+import { causeOf } from '../ops/dependency.js';
 
 export const LOGIN_ATTEMPTS_PER_ACCOUNT = 5;
 export const LOGIN_ATTEMPTS_PER_ADDRESS = 20;
@@ -56,7 +57,7 @@ export async function admitPasswordAttempt(limiter: RateLimiter, request: Fastif
     verdict = await countAttempt(limiter, bucket, request.ip);
   } catch (err) {
     if (!(err instanceof RateLimiterUnavailable)) throw err;
-    request.log.error({ ...attempt, outcome: 'unavailable', err }, 'password attempt refused: rate-limit service unavailable');
+    request.log.error({ ...attempt, outcome: 'unavailable', cause: causeOf(err) }, 'password attempt refused: rate-limit service unavailable');
     reply.header('Retry-After', '5');
     return { admitted: false, status: 503 };
   }
