@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { createKey } from '../../src/management/keys.js';
 import { createSchool } from '../../src/management/schools.js';
 import { loadTls } from '../../src/tls.js';
+import { FaultProxy } from '../helpers/faultproxy.js';
 import { httpsClient } from '../helpers/http.js';
 import { runCli, startServe, type ServeProcess } from '../helpers/processes.js';
 import { freePort } from '../helpers/redis.js';
@@ -139,6 +140,39 @@ describe('serve --workers 2', { skip: external ? false : 'needs DATABASE_URL and
     } finally {
       served.child.kill('SIGTERM');
       assert.equal(await served.exited, 0, served.output());
+    }
+  });
+
+  it('keeps serving while a new worker cannot start (the database refused), trying it again until it can', async () => {
+    const { proxy, url } = await FaultProxy.inFrontOf(store.url!);
+    const served = await startServe(
+      { ...process.env, DATABASE_URL: url, SCHOOL_DATA_DIR: store.dataDir, PORT: '0', SCHOOL_DATA_CABINET_PORT: '0', SCHOOL_DATA_LOG_LEVEL: 'info' },
+      ['--workers', '2'],
+    );
+    try {
+      const pid = served.child.pid!;
+      const workers = () => fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+      const until = async (done: () => boolean, ms: number) => {
+        const deadline = Date.now() + ms;
+        while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        return done();
+      };
+      const started = workers();
+      await proxy.setMode('refuse');
+      process.kill(started[0]!, 'SIGKILL');
+      // The replacement fails against the refused database, and is tried again, twice at least.
+      const failures = () => served.output().split('\n').filter((line) => line.includes('a new worker could not start; trying again')).length;
+      assert.ok(await until(() => failures() >= 2, 15_000), served.output());
+      assert.equal(served.child.exitCode, null, 'the primary serves on');
+      assert.ok(workers().includes(started[1]!), 'the other worker serves on');
+      await proxy.setMode('forward');
+      const listening = () => workers().some((w) => !started.includes(w) && served.output().includes(`"pid":${w},"store":`));
+      assert.ok(await until(listening, 20_000), served.output());
+      assert.doesNotMatch(served.output(), /stopping the others/);
+    } finally {
+      served.child.kill('SIGTERM');
+      assert.equal(await served.exited, 0, served.output());
+      await proxy.close();
     }
   });
 

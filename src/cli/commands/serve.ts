@@ -101,6 +101,10 @@ async function runServer(ctx: CommandContext, isWorker: boolean): Promise<number
   return code;
 }
 
+/** The pause before a replacement worker that could not start is tried again, doubling up to the limit. */
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 30_000;
+
 async function runPrimary(ctx: CommandContext, workers: number): Promise<number> {
   const { config, out } = ctx;
   const logger = logsFor(ctx);
@@ -111,14 +115,32 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
   let stopping = false;
   let listening = 0;
   // Listening sockets per worker (two each: the API and the cabinet). A worker that dies after
-  // both is replaced; one that dies before (a port in use, say) would die again: all stop.
+  // both is replaced at once. One that dies before them at the start (a port in use, say) would
+  // die again: all stop. Once the service has started, a replacement that cannot start (the
+  // database unreachable for a while) is tried again after a pause that grows to a limit, while
+  // the other workers serve: a passing outage never takes the service down.
   const listens = new Map<number, number>();
+  const started = () => listening >= workers * 2;
+  let failedStarts = 0;
+  let retry: NodeJS.Timeout | null = null;
+  let stopRetry = (): void => undefined;
   const stopWorkers = () => {
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
   };
   const exits = new Promise<number>((resolve) => {
+    // The workers running, and the replacement waiting for its pause to end.
     let alive = workers;
     let worst = 0;
+    const settle = () => {
+      if (alive === 0) resolve(worst);
+    };
+    stopRetry = () => {
+      if (retry === null) return;
+      clearTimeout(retry);
+      retry = null;
+      alive -= 1;
+      settle();
+    };
     cluster.on('exit', (worker, code) => {
       alive -= 1;
       // A worker replaced is logged, not the stop's failure: the stop's code is its workers' at the stop.
@@ -128,6 +150,17 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
         cluster.fork();
         return;
       }
+      if (!stopping && started()) {
+        const pauseMs = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** failedStarts);
+        failedStarts += 1;
+        logger.error({ worker: worker.process.pid, code, retryInMs: pauseMs }, 'a new worker could not start; trying again');
+        alive += 1;
+        retry = setTimeout(() => {
+          retry = null;
+          cluster.fork();
+        }, pauseMs);
+        return;
+      }
       if (!stopping) {
         stopping = true;
         worst = 1;
@@ -135,7 +168,7 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
         stopWorkers();
       }
       if (code !== 0) worst = 1;
-      if (alive === 0) resolve(worst);
+      settle();
     });
   });
   // The ports as bound (a port of 0 is one the system chose, shared by all workers), in the
@@ -145,6 +178,7 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
   cluster.on('listening', (worker, address) => {
     listens.set(worker.id, (listens.get(worker.id) ?? 0) + 1);
     listening += 1;
+    if (listens.get(worker.id) === 2) failedStarts = 0;
     first ??= worker.id;
     if (worker.id === first) bound.push(address.port);
     // Each worker listens twice: the API and the director's cabinet.
@@ -165,6 +199,7 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping workers');
+    stopRetry();
     stopWorkers();
   };
   process.on('SIGTERM', stop);
