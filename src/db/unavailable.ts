@@ -41,6 +41,14 @@ export function isStoreUnavailable(err: unknown): boolean {
 
 /** PostgreSQL's refusals of a connection as configured: authentication, no such role or database. */
 const REFUSAL_CODES = new Set(['28000', '28P01', '3D000']);
+/**
+ * Refusals whose codes are wider than a connection's, told by their words: a database that takes
+ * no connections (`ALLOW_CONNECTIONS false`, 55000) and a role without CONNECT on it (42501).
+ */
+const REFUSAL_MESSAGES: ReadonlyMap<string, RegExp> = new Map([
+  ['55000', /is not currently accepting connections/],
+  ['42501', /^permission denied for database/],
+]);
 /** OpenSSL's checks of the server's certificate, as Node names their failures, and Node's host name check. */
 const CERTIFICATE_REFUSALS = new Set([
   'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
@@ -62,6 +70,7 @@ export function isStoreRefusingConnection(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && (REFUSAL_CODES.has(code) || CERTIFICATE_REFUSALS.has(code) || HANDSHAKE_ALERT.test(code))) return true;
+  if (typeof code === 'string' && REFUSAL_MESSAGES.get(code)?.test(err.message) === true) return true;
   return err.message === 'The server does not support SSL connections';
 }
 

@@ -352,12 +352,17 @@ describe('school-data CLI', () => {
   });
 
   it('names a connection PostgreSQL refuses, and a request then gets 503 rather than 500', () => {
-    for (const [code, message] of [['28P01', 'password authentication failed for user "app"'], ['3D000', 'database "app" does not exist'], ['DEPTH_ZERO_SELF_SIGNED_CERT', 'self-signed certificate']] as const) {
+    for (const [code, message] of [
+      ['28P01', 'password authentication failed for user "app"'], ['3D000', 'database "app" does not exist'], ['DEPTH_ZERO_SELF_SIGNED_CERT', 'self-signed certificate'],
+      ['55000', 'database "app" is not currently accepting connections'], ['42501', 'permission denied for database "app"'],
+    ] as const) {
       const err = Object.assign(new Error(message), { code });
       assert.equal(describeError(err), `PostgreSQL refused the connection: ${message} (check DATABASE_URL)`);
       assert.ok(isStoreUnavailable(err), code);
     }
     assert.equal(describeError(new Error('The server does not support SSL connections')), 'PostgreSQL refused the connection: The server does not support SSL connections (check DATABASE_URL)');
+    // The same codes raised by a query are no refusal of a connection.
+    assert.ok(!isStoreUnavailable(Object.assign(new Error('permission denied for table students'), { code: '42501' })));
   });
 
   it('says what is wrong with the store a setting points at, and which setting to check, for a command and for serve alike', async () => {
