@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { RedisRateLimiter } from '../../src/access/ratelimit/redis.js';
 import { createKey } from '../../src/management/keys.js';
 import { createSchool, setPlan } from '../../src/management/schools.js';
+import { causeOf } from '../../src/ops/dependency.js';
 import { opsPlugin } from '../../src/ops/health.js';
 import { ApiMetrics } from '../../src/ops/metrics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -251,6 +252,31 @@ describe('Redis failing under load', { skip: REDIS_ONLY }, () => {
   });
 });
 
+describe('Redis that asks for a password it was not given', { skip: REDIS_ONLY }, () => {
+  it('fails closed, and the cause names what Redis said (NOAUTH), not only that it is not connected', async () => {
+    const redis = await PrivateRedis.start();
+    const limiter = new RedisRateLimiter(redis.url, REDIS_TIMEOUT_MS);
+    const admin = new Redis(redis.url);
+    try {
+      assert.equal((await limiter.consume('school-1', 100, 'key-1')).allowed, true);
+      await admin.config('SET', 'requirepass', 'a-password-now');
+      await admin.auth('a-password-now');
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      // Every check fails closed; once the client has tried to connect again, the cause says why.
+      const causes: string[] = [];
+      const deadline = Date.now() + 5000;
+      while (!causes.some((c) => c.includes('NOAUTH')) && Date.now() < deadline) {
+        await assert.rejects(limiter.consume('school-1', 100, 'key-1'), (err: Error) => err.name === 'RateLimiterUnavailable' && causes.push(causeOf(err)) > 0);
+      }
+      assert.ok(causes.some((c) => c.includes('NOAUTH')), causes.join('\n'));
+    } finally {
+      admin.disconnect();
+      await limiter.close();
+      await redis.stop();
+    }
+  });
+});
+
 describe('Redis failing over behind one address', { skip: REDIS_ONLY }, () => {
   it('fails closed while its node is a replica, and counts again once the address leads to the primary, with no restart', async () => {
     const [old, next] = await Promise.all([PrivateRedis.start(), PrivateRedis.start()]);
@@ -261,7 +287,8 @@ describe('Redis failing over behind one address', { skip: REDIS_ONLY }, () => {
       assert.equal((await limiter.consume('school-1', 100, 'key-1')).allowed, true);
       // The old primary is demoted: the client's connection still leads to it.
       await admin.replicaof('127.0.0.1', String(next.port));
-      await assert.rejects(limiter.consume('school-1', 100, 'key-1'), { name: 'RateLimiterUnavailable' });
+      // The outage's line says why: a failover is told apart from an outage.
+      await assert.rejects(limiter.consume('school-1', 100, 'key-1'), (err: Error) => err.name === 'RateLimiterUnavailable' && causeOf(err).includes('READONLY'));
       assert.equal(await limiter.ping(), false, 'not ready while no write is taken');
       // The address now leads to the new primary (DNS, a proxy, a managed service's endpoint).
       proxy.retarget({ host: '127.0.0.1', port: next.port });

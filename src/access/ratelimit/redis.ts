@@ -58,6 +58,11 @@ const readOnly = (answer: unknown) =>
 const READ_ONLY_RECONNECT_MS = 1000;
 /** CONSUME's answer for the whole call, a code, rather than Redis's time and a count per school. */
 const wholeCallRefused = (reply: number[]) => Array.isArray(reply) && appliedNothing(reply[0]);
+/** Why a script applied nothing, by its code, for the outage's line: a failover and a full Redis look alike otherwise. */
+const refusedBecause = (code: number | undefined): string =>
+  code === READ_ONLY ? 'Redis is a read-only replica (READONLY), as after a failover'
+  : code === VOIDED ? 'its place was settled as lost'
+  : 'Redis refused the write (out of memory, or its usage key holds another type)';
 
 // The start of every usage-recording call: KEYS[1] is the usage hash, KEYS[2] the call's
 // connection's stream, ARGV[1] its place there. A place voided by a settle is skipped; else
@@ -207,6 +212,8 @@ export class RedisRateLimiter implements RateLimiter {
   private keys = keysOf('none');
   /** Shared by every request that arrives while the connection is (re)established. */
   private connecting: Promise<void> | null = null;
+  /** What Redis or the connection last said while not ready (NOAUTH, a refused connection): the cause a wait for it gives. */
+  private connectionError: Error | null = null;
   /** The checks asked for in this turn of the event loop, by school: sent together at its end. */
   private asked = new Map<string, SchoolChecks>();
   private scheduled = false;
@@ -247,7 +254,12 @@ export class RedisRateLimiter implements RateLimiter {
       reconnectOnError: (err) => readOnly(err) && this.readOnlyReconnectDue(),
       lazyConnect: false,
     });
-    redis.on('error', () => undefined);
+    redis.on('error', (err: Error) => {
+      this.connectionError = err;
+    });
+    redis.on('ready', () => {
+      this.connectionError = null;
+    });
     // The number of keys varies (one counter per school of the turn): given with each call.
     redis.defineCommand('sdConsume', { lua: CONSUME });
     redis.defineCommand('sdRecord', { lua: RECORD });
@@ -289,7 +301,7 @@ export class RedisRateLimiter implements RateLimiter {
         : this.redis.sdRecord(3, this.keys.pending, stream, this.keys.counter(schoolId), seq, ...args);
     };
     const reply = await this.timed(this.recording(usage, now, send, (r) => appliedNothing(r[0])));
-    if (!Array.isArray(reply) || reply[0] !== 1) throw new RateLimiterUnavailable('rate-limit service refused the record');
+    if (!Array.isArray(reply) || reply[0] !== 1) throw new RateLimiterUnavailable(`rate-limit service refused the record: ${Array.isArray(reply) ? refusedBecause(reply[0]) : 'an unexpected reply'}`);
     return schoolId === undefined ? null : { count: reply[1] ?? 0, msLeft: reply[2] ?? 0 };
   }
 
@@ -376,7 +388,9 @@ export class RedisRateLimiter implements RateLimiter {
     this.connecting ??= new Promise<void>((resolve) => this.redis.once('ready', resolve)).finally(() => {
       this.connecting = null;
     });
-    return this.timed(this.connecting, timeoutMs, 'rate-limit service not connected');
+    return this.timed(this.connecting, timeoutMs, 'rate-limit service not connected').catch((err: unknown) => {
+      throw this.connectionError === null ? err : new Error((err as Error).message, { cause: this.connectionError });
+    });
   }
 
   /**
@@ -451,7 +465,7 @@ export class RedisRateLimiter implements RateLimiter {
       return;
     }
     if (wholeCallRefused(reply)) {
-      failAll(schools, new RateLimiterUnavailable('rate-limit service refused the count'));
+      failAll(schools, new RateLimiterUnavailable(`rate-limit service refused the count: ${refusedBecause(reply[0])}`));
       return;
     }
     if (!Array.isArray(reply) || reply.length !== 1 + 2 * schools.length || !reply.every(Number.isSafeInteger)) {
@@ -467,7 +481,7 @@ export class RedisRateLimiter implements RateLimiter {
       const count = reply[1 + 2 * i]!;
       const msLeft = reply[2 + 2 * i]!;
       if (count < 0) {
-        const failed = new RateLimiterUnavailable('rate-limit service refused the count');
+        const failed = new RateLimiterUnavailable("rate-limit service refused the count: the school's counter in Redis holds another type");
         for (const w of school.waiting) w.reject(failed);
         return;
       }
