@@ -23,6 +23,7 @@ import { API_PREFIX, underPrefix } from './edge/paths.js';
 import { clientErrorHandler, connectHandler, socketAnswerRecords } from './edge/raw.js';
 import { lineWriter } from './logger.js';
 import { causeOf, DependencyState } from './ops/dependency.js';
+import { storeAnswers } from './ops/health.js';
 import { ApiMetrics, UNMATCHED_ROUTE } from './ops/metrics.js';
 import { AccessLog } from './ops/request-log.js';
 import { OPENAPI_PATH, registerOpenApi } from './openapi/index.js';
@@ -56,6 +57,8 @@ export async function buildApp(deps: AppDeps) {
   // The states of the request path's dependencies: each logs its outages once (src/ops/dependency.ts).
   const database = new DependencyState(store.dialect, 'data_unavailable', logger);
   const rateLimiter = new DependencyState('redis', 'rate_limit_unavailable', logger);
+  database.probeWith(() => storeAnswers(store.db));
+  rateLimiter.probeWith(() => limiter.ping());
   metrics.watchDependencies([database, rateLimiter]);
 
   const accessLog = new AccessLog(lineWriter(logger), logger.isLevelEnabled('info'));
@@ -152,6 +155,8 @@ export async function buildApp(deps: AppDeps) {
 
   app.addHook('onClose', async () => {
     accessLog.reportUnlogged();
+    database.close();
+    rateLimiter.close();
     // No periodic flush begins while the key watch closes (up to a second with a silent store).
     usage.stopFlushing();
     await keyWatch?.close();

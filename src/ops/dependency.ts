@@ -6,7 +6,9 @@
  * lasted SHORT_OUTAGE_MS, and only counted in the next line (docs/operations.md,
  * "Outages"). Every refusal is counted for the metric; a failure beside the requests
  * (the usage flush) marks the same state without being a refusal. `refused` and
- * `answered` are a few comparisons unless the state changes.
+ * `answered` are a few comparisons unless the state changes. While it is down, a state
+ * given a probe asks the dependency every PROBE_MS whether it answers, so an outage's end
+ * is logged when it ends, not at the next request to come.
  */
 import type { Logger } from 'pino';
 
@@ -14,6 +16,8 @@ import type { Logger } from 'pino';
 export const REMINDER_MS = 60_000;
 /** How long an outage that started short lasts before it is logged as an outage of its own. */
 export const SHORT_OUTAGE_MS = 5_000;
+/** How often a state with a probe asks a dependency that is down whether it answers again. */
+export const PROBE_MS = 5_000;
 
 /** What a failure was, in one short text: its code and message, never a stack trace. */
 export function causeOf(err: unknown): string {
@@ -48,6 +52,11 @@ export class DependencyState {
   readonly cause: string;
   private readonly log: Logger;
   private readonly now: () => number;
+  /** Whether the dependency answers now (probeWith), asked while it is down; null: only the requests tell. */
+  private probe: (() => Promise<boolean>) | null = null;
+  private probeEveryMs = PROBE_MS;
+  private probing: NodeJS.Timeout | null = null;
+  private probeInFlight = false;
 
   /**
    * `store`: the dependency's name in the lines (postgres, sqlite, redis); `cause`: the
@@ -67,6 +76,42 @@ export class DependencyState {
 
   get down(): boolean {
     return this.downSince !== 0;
+  }
+
+  /** Asks `probe` every `everyMs` while the dependency is down; its first true ends the outage. */
+  probeWith(probe: () => Promise<boolean>, everyMs = PROBE_MS): void {
+    this.probe = probe;
+    this.probeEveryMs = everyMs;
+  }
+
+  /** Stops probing (the app closes). */
+  close(): void {
+    this.stopProbing();
+  }
+
+  private startProbing(): void {
+    if (this.probe === null || this.probing !== null) return;
+    const probe = this.probe;
+    this.probing = setInterval(() => {
+      if (this.probeInFlight) return;
+      this.probeInFlight = true;
+      probe()
+        .then(
+          (answers) => {
+            if (answers) this.answered();
+          },
+          () => undefined,
+        )
+        .finally(() => {
+          this.probeInFlight = false;
+        });
+    }, this.probeEveryMs);
+    this.probing.unref();
+  }
+
+  private stopProbing(): void {
+    if (this.probing !== null) clearInterval(this.probing);
+    this.probing = null;
   }
 
   /** A request refused because the dependency failed (`err`). */
@@ -93,6 +138,7 @@ export class DependencyState {
       this.downSince = now;
       this.logged = false;
       this.first = { cause: causeOf(err), refusal, what };
+      this.startProbing();
     }
     if (!this.logged) {
       // A first outage, one a minute after the last line, or a short one that went on.
@@ -134,6 +180,7 @@ export class DependencyState {
     this.downSince = 0;
     this.refusedInOutage = 0;
     this.otherFailures = 0;
+    this.stopProbing();
   }
 
   /** The short outages since the last line, as the next line's fields (none if there were none). */

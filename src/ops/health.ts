@@ -51,13 +51,15 @@ async function probe(check: () => Promise<boolean>, ms: number): Promise<CheckRe
   }
 }
 
+/** Whether the data store answers a read of a table (on SQLite a `select 1` reads no page of the file); throws when it does not. */
+export async function storeAnswers(db: Kysely<Database>): Promise<boolean> {
+  await db.selectFrom('schools').select('id').limit(1).execute();
+  return true;
+}
+
 export async function readiness(opts: Pick<OpsOptions, 'db' | 'limiter' | 'checkTimeoutMs'>): Promise<Readiness> {
   const [database, rateLimiter] = await Promise.all([
-    // A read of a table: on SQLite a `select 1` reads no page of the file.
-    probe(async () => {
-      await opts.db.selectFrom('schools').select('id').limit(1).execute();
-      return true;
-    }, opts.checkTimeoutMs),
+    probe(() => storeAnswers(opts.db), opts.checkTimeoutMs),
     probe(() => opts.limiter.ping(), opts.checkTimeoutMs),
   ]);
   const ready = database === 'ok' && rateLimiter === 'ok';

@@ -296,4 +296,31 @@ describe('DependencyState: an outage logged by its changes of state', () => {
       ['redis available again', null, 600_000, 3],
     ]);
   });
+
+  it('asks a dependency that is down whether it answers again, and logs its end when it does, with no request to tell', async () => {
+    const { lines, logger } = capture();
+    const state = new DependencyState('postgres', 'data_unavailable', logger);
+    let answers = false;
+    let asked = 0;
+    state.probeWith(() => {
+      asked += 1;
+      return answers ? Promise.resolve(true) : Promise.reject(new Error('still down'));
+    }, 10);
+    try {
+      state.refused(new Error('connect ECONNREFUSED'));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.ok(state.down && asked >= 2, `asked ${asked} times`);
+      answers = true;
+      const deadline = Date.now() + 2000;
+      while (state.down && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      await settle();
+      assert.deepEqual(lines.map((l) => l.msg), ['postgres unavailable: requests get 503 until it answers again', 'postgres available again']);
+      // Up again, it is asked no more.
+      const after = asked;
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      assert.equal(asked, after);
+    } finally {
+      state.close();
+    }
+  });
 });
