@@ -176,6 +176,35 @@ describe('serve --workers 2', { skip: external ? false : 'needs DATABASE_URL and
     }
   });
 
+  it('stops at once, exit 0, while new workers wait for their pause or are still starting', async () => {
+    const { proxy, url } = await FaultProxy.inFrontOf(store.url!);
+    const served = await startServe(
+      { ...process.env, DATABASE_URL: url, SCHOOL_DATA_DIR: store.dataDir, PORT: '0', SCHOOL_DATA_CABINET_PORT: '0', SCHOOL_DATA_LOG_LEVEL: 'warn' },
+      ['--workers', '2'],
+    );
+    try {
+      const pid = served.child.pid!;
+      const workers = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+      await proxy.setMode('refuse');
+      // Both die: two replacements wait at once.
+      for (const w of workers) process.kill(w, 'SIGKILL');
+      const failures = () => served.output().split('\n').filter((line) => line.includes('a new worker could not start; trying again')).length;
+      const deadline = Date.now() + 15_000;
+      while (failures() < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(failures() >= 2, served.output());
+    } finally {
+      const atStop = served.output().length;
+      served.child.kill('SIGTERM');
+      const killer = setTimeout(() => served.child.kill('SIGKILL'), 10_000);
+      const code = await served.exited;
+      clearTimeout(killer);
+      await proxy.close();
+      assert.equal(code, 0, served.output());
+      // No worker was started after the stop (one would try the database and say it is unavailable).
+      assert.doesNotMatch(served.output().slice(atStop), /data store is unavailable/);
+    }
+  });
+
   it('stops, with the reason, when its workers cannot listen (a port another program holds)', async () => {
     const holder = net.createServer();
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));

@@ -122,26 +122,26 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
   const listens = new Map<number, number>();
   const started = () => listening >= workers * 2;
   let failedStarts = 0;
-  let retry: NodeJS.Timeout | null = null;
-  let stopRetry = (): void => undefined;
+  // The replacements waiting for their pause to end (several, when workers die one after another in an outage).
+  const retries = new Set<NodeJS.Timeout>();
+  let stopRetries = (): void => undefined;
   const stopWorkers = () => {
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
   };
   const exits = new Promise<number>((resolve) => {
-    // The workers running, and the replacement waiting for its pause to end.
+    // The workers running, and the replacements waiting for their pause to end.
     let alive = workers;
     let worst = 0;
     const settle = () => {
       if (alive === 0) resolve(worst);
     };
-    stopRetry = () => {
-      if (retry === null) return;
-      clearTimeout(retry);
-      retry = null;
-      alive -= 1;
+    stopRetries = () => {
+      for (const retry of retries) clearTimeout(retry);
+      alive -= retries.size;
+      retries.clear();
       settle();
     };
-    cluster.on('exit', (worker, code) => {
+    cluster.on('exit', (worker, code, signal) => {
       alive -= 1;
       // A worker replaced is logged, not the stop's failure: the stop's code is its workers' at the stop.
       if (!stopping && listens.get(worker.id) === 2) {
@@ -155,10 +155,11 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
         failedStarts += 1;
         logger.error({ worker: worker.process.pid, code, retryInMs: pauseMs }, 'a new worker could not start; trying again');
         alive += 1;
-        retry = setTimeout(() => {
-          retry = null;
+        const retry = setTimeout(() => {
+          retries.delete(retry);
           cluster.fork();
         }, pauseMs);
+        retries.add(retry);
         return;
       }
       if (!stopping) {
@@ -167,7 +168,8 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
         logger.error({ worker: worker.process.pid, code }, 'a worker could not start; stopping the others');
         stopWorkers();
       }
-      if (code !== 0) worst = 1;
+      // A worker still starting when the stop came has no handler for it yet: its SIGTERM is the stop's, no failure.
+      if (code !== 0 && !(stopping && signal === 'SIGTERM')) worst = 1;
       settle();
     });
   });
@@ -199,7 +201,7 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping workers');
-    stopRetry();
+    stopRetries();
     stopWorkers();
   };
   process.on('SIGTERM', stop);
