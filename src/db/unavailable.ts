@@ -42,9 +42,12 @@ export function isStoreUnavailable(err: unknown): boolean {
 /** PostgreSQL's refusals of a connection as configured: authentication, no such role or database. */
 const REFUSAL_CODES = new Set(['28000', '28P01', '3D000']);
 /**
- * Refusals whose codes are wider than a connection's, told by their words: a database that takes
- * no connections (`ALLOW_CONNECTIONS false`, 55000) and a role without CONNECT on it (42501).
+ * Refusals whose codes are wider than a connection's: a database that takes no connections
+ * (`ALLOW_CONNECTIONS false`, 55000) and a role without CONNECT on it (42501). Told by the
+ * server's routine that checks a new connection's database, which no language setting changes,
+ * or by the words of an English-speaking server.
  */
+const CONNECTION_CHECK_ROUTINE = 'CheckMyDatabase';
 const REFUSAL_MESSAGES: ReadonlyMap<string, RegExp> = new Map([
   ['55000', /is not currently accepting connections/],
   ['42501', /^permission denied for database/],
@@ -70,7 +73,9 @@ export function isStoreRefusingConnection(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && (REFUSAL_CODES.has(code) || CERTIFICATE_REFUSALS.has(code) || HANDSHAKE_ALERT.test(code))) return true;
-  if (typeof code === 'string' && REFUSAL_MESSAGES.get(code)?.test(err.message) === true) return true;
+  if (typeof code === 'string' && REFUSAL_MESSAGES.has(code)) {
+    if ((err as { routine?: unknown }).routine === CONNECTION_CHECK_ROUTINE || REFUSAL_MESSAGES.get(code)!.test(err.message)) return true;
+  }
   return err.message === 'The server does not support SSL connections';
 }
 

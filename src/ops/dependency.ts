@@ -16,8 +16,12 @@ import type { Logger } from 'pino';
 export const REMINDER_MS = 60_000;
 /** How long an outage that started short lasts before it is logged as an outage of its own. */
 export const SHORT_OUTAGE_MS = 5_000;
-/** How often a state with a probe asks a dependency that is down whether it answers again. */
+/**
+ * How often a state with a probe asks a dependency that is down whether it answers again; the
+ * first time within the span an outage is short, so a blip ended by the probe stays one.
+ */
 export const PROBE_MS = 5_000;
+const FIRST_PROBE_MS = 1_000;
 
 /** What a failure was, in one short text: its code and message, never a stack trace. */
 export function causeOf(err: unknown): string {
@@ -56,7 +60,9 @@ export class DependencyState {
   private probe: (() => Promise<boolean>) | null = null;
   private probeEveryMs = PROBE_MS;
   private probing: NodeJS.Timeout | null = null;
-  private probeInFlight = false;
+  /** Which outage's probing is running: a probe answered after its outage ended asks no more. */
+  private probeChain = 0;
+  private closed = false;
 
   /**
    * `store`: the dependency's name in the lines (postgres, sqlite, redis); `cause`: the
@@ -78,7 +84,7 @@ export class DependencyState {
     return this.downSince !== 0;
   }
 
-  /** Asks `probe` every `everyMs` while the dependency is down; its first true ends the outage. */
+  /** Asks `probe` while the dependency is down (first after at most a second, then every `everyMs`); its first true ends the outage. */
   probeWith(probe: () => Promise<boolean>, everyMs = PROBE_MS): void {
     this.probe = probe;
     this.probeEveryMs = everyMs;
@@ -86,32 +92,40 @@ export class DependencyState {
 
   /** Stops probing (the app closes). */
   close(): void {
+    this.closed = true;
     this.stopProbing();
   }
 
   private startProbing(): void {
-    if (this.probe === null || this.probing !== null) return;
-    const probe = this.probe;
-    this.probing = setInterval(() => {
-      if (this.probeInFlight) return;
-      this.probeInFlight = true;
-      probe()
-        .then(
-          (answers) => {
-            if (answers) this.answered();
-          },
-          () => undefined,
-        )
-        .finally(() => {
-          this.probeInFlight = false;
-        });
-    }, this.probeEveryMs);
+    if (this.probe === null || this.probing !== null || this.closed) return;
+    this.probeChain += 1;
+    this.scheduleProbe(this.probeChain, Math.min(FIRST_PROBE_MS, this.probeEveryMs));
+  }
+
+  private scheduleProbe(chain: number, ms: number): void {
+    this.probing = setTimeout(() => this.runProbe(chain), ms);
     this.probing.unref();
   }
 
+  private runProbe(chain: number): void {
+    const probe = this.probe;
+    if (probe === null || this.closed || this.downSince === 0 || chain !== this.probeChain) return;
+    // Its answer ends this outage only: one ended and another begun meanwhile is not the one it asked about.
+    const outage = this.downSince;
+    probe().then(
+      (answers) => {
+        if (answers && !this.closed && this.downSince === outage) this.answered();
+      },
+      () => undefined,
+    ).finally(() => {
+      if (!this.closed && this.downSince !== 0 && chain === this.probeChain) this.scheduleProbe(chain, this.probeEveryMs);
+    });
+  }
+
   private stopProbing(): void {
-    if (this.probing !== null) clearInterval(this.probing);
+    if (this.probing !== null) clearTimeout(this.probing);
     this.probing = null;
+    this.probeChain += 1;
   }
 
   /** A request refused because the dependency failed (`err`). */

@@ -361,6 +361,8 @@ describe('school-data CLI', () => {
       assert.ok(isStoreUnavailable(err), code);
     }
     assert.equal(describeError(new Error('The server does not support SSL connections')), 'PostgreSQL refused the connection: The server does not support SSL connections (check DATABASE_URL)');
+    // A server speaking another language is told by the routine that refused the connection.
+    assert.ok(isStoreUnavailable(Object.assign(new Error('база данных "app" не принимает подключения'), { code: '55000', routine: 'CheckMyDatabase' })));
     // The same codes raised by a query are no refusal of a connection.
     assert.ok(!isStoreUnavailable(Object.assign(new Error('permission denied for table students'), { code: '42501' })));
   });

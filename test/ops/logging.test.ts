@@ -308,7 +308,8 @@ describe('DependencyState: an outage logged by its changes of state', () => {
     }, 10);
     try {
       state.refused(new Error('connect ECONNREFUSED'));
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      const asking = Date.now() + 2000;
+      while (asked < 2 && Date.now() < asking) await new Promise((resolve) => setTimeout(resolve, 10));
       assert.ok(state.down && asked >= 2, `asked ${asked} times`);
       answers = true;
       const deadline = Date.now() + 2000;
@@ -319,6 +320,36 @@ describe('DependencyState: an outage logged by its changes of state', () => {
       const after = asked;
       await new Promise((resolve) => setTimeout(resolve, 60));
       assert.equal(asked, after);
+    } finally {
+      state.close();
+    }
+  });
+
+  it("takes a probe's answer for the outage it asked about only, and asks nothing once closed", async () => {
+    const { logger } = capture();
+    const state = new DependencyState('redis', 'rate_limit_unavailable', logger);
+    let answer: ((value: boolean) => void) | undefined;
+    let asked = 0;
+    state.probeWith(() => {
+      asked += 1;
+      return new Promise<boolean>((resolve) => (answer = resolve));
+    }, 10);
+    try {
+      state.refused(new Error('first'));
+      const deadline = Date.now() + 3000;
+      while (answer === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.ok(answer, 'asked');
+      // A request ends that outage, another begins; then the first probe answers.
+      state.answered();
+      state.refused(new Error('second'));
+      answer(true);
+      await settle();
+      assert.equal(state.down, true, 'the second outage goes on');
+      state.close();
+      const before = asked;
+      state.refused(new Error('third'));
+      await new Promise((resolve) => setTimeout(resolve, 1200));
+      assert.equal(asked, before, 'closed: asked no more');
     } finally {
       state.close();
     }
