@@ -143,15 +143,21 @@ describe('serve --workers 2', { skip: external ? false : 'needs DATABASE_URL and
     }
   });
 
-  it('keeps serving while a new worker cannot start (the database refused), trying it again until it can', async () => {
+  /** `serve --workers 2` on ports of 0, its database reached through a fault proxy, and its workers' pids now. */
+  async function servedThroughProxy(logLevel: string) {
     const { proxy, url } = await FaultProxy.inFrontOf(store.url!);
     const served = await startServe(
-      { ...process.env, DATABASE_URL: url, SCHOOL_DATA_DIR: store.dataDir, PORT: '0', SCHOOL_DATA_CABINET_PORT: '0', SCHOOL_DATA_LOG_LEVEL: 'info' },
+      { ...process.env, DATABASE_URL: url, SCHOOL_DATA_DIR: store.dataDir, PORT: '0', SCHOOL_DATA_CABINET_PORT: '0', SCHOOL_DATA_LOG_LEVEL: logLevel },
       ['--workers', '2'],
     );
+    const pid = served.child.pid!;
+    const workers = () => fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    return { proxy, served, workers };
+  }
+
+  it('keeps serving while a new worker cannot start (the database refused), trying it again until it can', async () => {
+    const { proxy, served, workers } = await servedThroughProxy('info');
     try {
-      const pid = served.child.pid!;
-      const workers = () => fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
       const until = async (done: () => boolean, ms: number) => {
         const deadline = Date.now() + ms;
         while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -177,17 +183,11 @@ describe('serve --workers 2', { skip: external ? false : 'needs DATABASE_URL and
   });
 
   it('stops at once, exit 0, while new workers wait for their pause or are still starting', async () => {
-    const { proxy, url } = await FaultProxy.inFrontOf(store.url!);
-    const served = await startServe(
-      { ...process.env, DATABASE_URL: url, SCHOOL_DATA_DIR: store.dataDir, PORT: '0', SCHOOL_DATA_CABINET_PORT: '0', SCHOOL_DATA_LOG_LEVEL: 'warn' },
-      ['--workers', '2'],
-    );
+    const { proxy, served, workers } = await servedThroughProxy('warn');
     try {
-      const pid = served.child.pid!;
-      const workers = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
       await proxy.setMode('refuse');
       // Both die: two replacements wait at once.
-      for (const w of workers) process.kill(w, 'SIGKILL');
+      for (const w of workers()) process.kill(w, 'SIGKILL');
       const failures = () => served.output().split('\n').filter((line) => line.includes('a new worker could not start; trying again')).length;
       const deadline = Date.now() + 15_000;
       while (failures() < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
