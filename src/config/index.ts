@@ -183,7 +183,12 @@ const givenByFlag = new WeakMap<object, ReadonlySet<string>>();
  * the flag gave it (`--data-dir (SCHOOL_DATA_DIR)`), else the variable.
  */
 export function settingNamed(config: object, key: keyof Settings): string {
-  const flag = givenByFlag.get(config)?.has(key) === true ? flagFor(key) : null;
+  return namedAs(key, givenByFlag.get(config)?.has(key) === true);
+}
+
+/** A setting as a message names it: by its flag with its variable when the flag gave it, else by its variable. */
+function namedAs(key: keyof Settings, byFlag: boolean): string {
+  const flag = byFlag ? flagFor(key) : null;
   return flag === null ? settings[key].env : `${flag} (${settings[key].env})`;
 }
 
@@ -206,10 +211,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     if (value === undefined) {
       // A URL may hold a password: it is not echoed.
       const got = key === 'databaseUrl' || key === 'redisUrl' ? '' : ` (got ${JSON.stringify(String(given))})`;
-      // A flag's value is named by the flag, with the variable it stands for.
-      const flag = byFlag ? flagFor(key) : null;
-      const named = flag === null ? s.env : `${flag} (${s.env})`;
-      throw new ConfigError(`${named} must be ${s.rule.says}${got}`);
+      throw new ConfigError(`${namedAs(key, byFlag)} must be ${s.rule.says}${got}`);
     }
     out[key] = value;
   }

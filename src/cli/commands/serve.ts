@@ -124,54 +124,53 @@ async function runPrimary(ctx: CommandContext, workers: number): Promise<number>
   let failedStarts = 0;
   // The replacements waiting for their pause to end (several, when workers die one after another in an outage).
   const retries = new Set<NodeJS.Timeout>();
-  let stopRetries = (): void => undefined;
   const stopWorkers = () => {
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
   };
-  const exits = new Promise<number>((resolve) => {
-    // The workers running, and the replacements waiting for their pause to end.
-    let alive = workers;
-    let worst = 0;
-    const settle = () => {
-      if (alive === 0) resolve(worst);
-    };
-    stopRetries = () => {
-      for (const retry of retries) clearTimeout(retry);
-      alive -= retries.size;
-      retries.clear();
-      settle();
-    };
-    cluster.on('exit', (worker, code, signal) => {
-      alive -= 1;
-      // A worker replaced is logged, not the stop's failure: the stop's code is its workers' at the stop.
-      if (!stopping && listens.get(worker.id) === 2) {
-        logger.error({ worker: worker.process.pid, code }, 'worker exited; starting another');
-        alive += 1;
+  // The workers running, and the replacements waiting for their pause to end.
+  let alive = workers;
+  let worst = 0;
+  let finish = (_code: number): void => undefined;
+  const exits = new Promise<number>((resolve) => (finish = resolve));
+  const settle = () => {
+    if (alive === 0) finish(worst);
+  };
+  const stopRetries = () => {
+    for (const retry of retries) clearTimeout(retry);
+    alive -= retries.size;
+    retries.clear();
+    settle();
+  };
+  cluster.on('exit', (worker, code, signal) => {
+    alive -= 1;
+    // A worker replaced is logged, not the stop's failure: the stop's code is its workers' at the stop.
+    if (!stopping && listens.get(worker.id) === 2) {
+      logger.error({ worker: worker.process.pid, code }, 'worker exited; starting another');
+      alive += 1;
+      cluster.fork();
+      return;
+    }
+    if (!stopping && started()) {
+      const pauseMs = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** failedStarts);
+      failedStarts += 1;
+      logger.error({ worker: worker.process.pid, code, retryInMs: pauseMs }, 'a new worker could not start; trying again');
+      alive += 1;
+      const retry = setTimeout(() => {
+        retries.delete(retry);
         cluster.fork();
-        return;
-      }
-      if (!stopping && started()) {
-        const pauseMs = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** failedStarts);
-        failedStarts += 1;
-        logger.error({ worker: worker.process.pid, code, retryInMs: pauseMs }, 'a new worker could not start; trying again');
-        alive += 1;
-        const retry = setTimeout(() => {
-          retries.delete(retry);
-          cluster.fork();
-        }, pauseMs);
-        retries.add(retry);
-        return;
-      }
-      if (!stopping) {
-        stopping = true;
-        worst = 1;
-        logger.error({ worker: worker.process.pid, code }, 'a worker could not start; stopping the others');
-        stopWorkers();
-      }
-      // A worker still starting when the stop came has no handler for it yet: its SIGTERM is the stop's, no failure.
-      if (code !== 0 && !(stopping && signal === 'SIGTERM')) worst = 1;
-      settle();
-    });
+      }, pauseMs);
+      retries.add(retry);
+      return;
+    }
+    if (!stopping) {
+      stopping = true;
+      worst = 1;
+      logger.error({ worker: worker.process.pid, code }, 'a worker could not start; stopping the others');
+      stopWorkers();
+    }
+    // A worker still starting when the stop came has no handler for it yet: its SIGTERM is the stop's, no failure.
+    if (code !== 0 && !(stopping && signal === 'SIGTERM')) worst = 1;
+    settle();
   });
   // The ports as bound (a port of 0 is one the system chose, shared by all workers), in the
   // order the first worker to listen opens them: the API's, then the cabinet's.
